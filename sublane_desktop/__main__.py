@@ -1,0 +1,3 @@
+from sublane_desktop.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""Wiring: store + secrets + core + proxy (+ gui) on one loop (R-ARCH-3).
+
+Headless mode (`sublane serve`) never imports Qt; GUI mode imports it only here, on demand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from sublane_desktop.service import Service
+
+log = logging.getLogger(__name__)
+
+
+def make_service(data_dir: Path, host: str, port: int) -> Service:
+    return Service(data_dir, host=host, port=port)
+
+
+async def _serve(data_dir: Path, host: str, port: int) -> int:
+    service = make_service(data_dir, host, port)
+    await service.start()
+    print(f"listening on {service.endpoint_url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # Windows: Ctrl-C arrives as KeyboardInterrupt
+            pass
+    try:
+        await stop.wait()
+    finally:
+        print("stopping: letting in-flight requests finish", file=sys.stderr, flush=True)
+        await service.stop()
+    return 0
+
+
+def run_serve(data_dir: Path, host: str, port: int) -> int:
+    try:
+        return asyncio.run(_serve(data_dir, host, port))
+    except KeyboardInterrupt:
+        return 0
+
+
+def instance_name(data_dir: Path) -> str:
+    return "sublane-" + hashlib.sha1(str(data_dir.resolve()).encode()).hexdigest()[:12]
+
+
+def run_gui(data_dir: Path, host: str, port: int) -> int:
+    from sublane_desktop.gui.main import run
+
+    return run(lambda: make_service(data_dir, host, port), data_dir)

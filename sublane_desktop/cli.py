@@ -1,0 +1,515 @@
+"""The `sublane` command (SPEC §2). argparse, one clear stderr line per failure (R-CLI-2).
+
+Levers that change a running pool (pause, clear-cooldown, limits) go through the running
+server's management API, so the live state and the database never disagree; with no server
+they change the database directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from sublane_desktop.secrets import account_secret
+from sublane_desktop.service import (
+    DEFAULT_PORT,
+    STATUS_FILE,
+    Service,
+    ensure_admin_token,
+)
+
+PROVIDERS = ("anthropic", "codex", "antigravity")
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit status 1."""
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("SUBLANE_DATA_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("sublane-desktop", appauthor=False))
+
+
+# --- parser -----------------------------------------------------------------------------------
+
+
+def _globals(parser: argparse.ArgumentParser, top: bool) -> None:
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--data-dir", type=Path, default=default, help="data directory")
+    parser.add_argument("--host", default=default, help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=default,
+                        help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sublane", description="SubLane Desktop")
+    _globals(parser, top=True)
+    sub = parser.add_subparsers(dest="command")
+
+    def command(parent, name: str, help_text: str) -> argparse.ArgumentParser:
+        p = parent.add_parser(name, help=help_text)
+        _globals(p, top=False)
+        return p
+
+    command(sub, "serve", "run the proxy without a GUI")
+
+    account = command(sub, "account", "manage accounts")
+    acc = account.add_subparsers(dest="account_command", required=True)
+    add = command(acc, "add", "add an account; secret JSON on stdin")
+    add.add_argument("--provider", required=True)
+    add.add_argument("--name", required=True)
+    add.add_argument("--group", default="default")
+    add.add_argument("--base-url")
+    add.add_argument("--max-concurrency", type=int, default=2)
+    for name in ("import-claude-code", "import-codex"):
+        imp = command(acc, name, "import an installed CLI's login")
+        imp.add_argument("--file", type=Path)
+        imp.add_argument("--name")
+        imp.add_argument("--group", default="default")
+        imp.add_argument("--base-url")
+    lst = command(acc, "list", "accounts with state, gauges, in-flight and limit")
+    lst.add_argument("--json", action="store_true")
+    for name in ("pause", "unpause", "clear-cooldown"):
+        lever = command(acc, name, f"{name} an account")
+        lever.add_argument("account")
+    limit = command(acc, "set-limit", "set an account's concurrency limit (1-8)")
+    limit.add_argument("account")
+    limit.add_argument("limit", type=int)
+
+    key = command(sub, "key", "manage client keys")
+    keys = key.add_subparsers(dest="key_command", required=True)
+    create = command(keys, "create", "print a new client key once")
+    create.add_argument("--name", required=True)
+    create.add_argument("--user")
+    create.add_argument("--group", default="default")
+    klist = command(keys, "list", "list client keys")
+    klist.add_argument("--json", action="store_true")
+    revoke = command(keys, "revoke", "revoke a client key (id or name)")
+    revoke.add_argument("key")
+
+    user = command(sub, "user", "manage members")
+    users = user.add_subparsers(dest="user_command", required=True)
+    uadd = command(users, "add", "add a member")
+    uadd.add_argument("name")
+
+    command(sub, "admin-token", "print the administrator token")
+    status = command(sub, "status", "is a server running, and the pool summary")
+    status.add_argument("--json", action="store_true")
+    return parser
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+class Context:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.data_dir: Path = args.data_dir or default_data_dir()
+        self.host: str = args.host or "127.0.0.1"
+        self.port: int = DEFAULT_PORT if args.port is None else args.port
+        self._store = None
+        self._secrets = None
+
+    @property
+    def store(self):
+        if self._store is None:
+            from sublane_desktop.store import repositories as repo
+            from sublane_desktop.store.connection import Store
+
+            self._store = Store(self.data_dir / "sublane.db")
+            with self._store.db.atomic():
+                repo.ensure_admin()
+        return self._store
+
+    @property
+    def secrets(self):
+        if self._secrets is None:
+            from sublane_desktop.secrets import SecretStore
+
+            self._secrets = SecretStore(self.data_dir)
+        return self._secrets
+
+    def running_server(self) -> dict[str, Any] | None:
+        """The status file of a live server for this data dir, or None."""
+        try:
+            status = json.loads((self.data_dir / STATUS_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        try:
+            with urllib.request.urlopen(status["url"] + "/healthz", timeout=2) as resp:
+                if resp.status == 200:
+                    return status
+        except (OSError, KeyError, urllib.error.URLError):
+            return None
+        return None
+
+    def api(self, server: dict[str, Any], method: str, path: str, body: Any = None) -> Any:
+        token = self.secrets.get("admin-token")
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(server["url"] + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.loads(exc.read())["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = f"HTTP {exc.code}"
+            raise CliError(message) from None
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+def read_secret_json(provider: str) -> dict[str, Any]:
+    if sys.stdin is None or sys.stdin.isatty():
+        raise CliError("the account secret is read from stdin as JSON (never from arguments)")
+    text = sys.stdin.read()
+    try:
+        secret = json.loads(text)
+    except ValueError:
+        raise CliError("secret on stdin is not valid JSON") from None
+    return validate_secret(provider, secret)
+
+
+def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
+    if not isinstance(secret, dict):
+        raise CliError("secret JSON must be an object")
+    if "api_key" in secret:
+        if not isinstance(secret["api_key"], str) or not secret["api_key"].strip():
+            raise CliError('"api_key" must be a non-empty string')
+        return {"api_key": secret["api_key"].strip()}
+    required = ["access_token", "refresh_token", "expires_at"]
+    if provider == "codex":
+        required.append("account_id")
+    missing = [name for name in required if name not in secret]
+    if missing:
+        raise CliError(
+            "secret JSON needs either \"api_key\" or " + ", ".join(f'"{n}"' for n in required)
+            + "; missing " + ", ".join(f'"{n}"' for n in missing)
+        )
+    for name in ("access_token", "refresh_token"):
+        if not isinstance(secret[name], str) or not secret[name]:
+            raise CliError(f'"{name}" must be a non-empty string')
+    expires = secret["expires_at"]
+    if isinstance(expires, bool) or not isinstance(expires, (int, float)) or expires <= 0:
+        raise CliError('"expires_at" must be unix seconds')
+    clean = {name: secret[name] for name in required}
+    clean["expires_at"] = float(expires)
+    return clean
+
+
+def _jwt_exp(token: str) -> float | None:
+    try:
+        payload = token.split(".")[1]
+        payload += "=" * (-len(payload) % 4)
+        return float(json.loads(base64.urlsafe_b64decode(payload))["exp"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
+def claude_code_secret(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+        oauth = data["claudeAiOauth"]
+        return validate_secret("anthropic", {
+            "access_token": oauth["accessToken"],
+            "refresh_token": oauth["refreshToken"],
+            "expires_at": float(oauth["expiresAt"]) / 1000.0,  # the file keeps milliseconds
+        })
+    except FileNotFoundError:
+        raise CliError(f"no Claude Code login at {path} (run `claude` and log in first)") from None
+    except (ValueError, KeyError, TypeError):
+        raise CliError(f"{path} is not a Claude Code credentials file") from None
+
+
+def codex_secret(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CliError(f"no Codex login at {path} (run `codex login` first)") from None
+    except ValueError:
+        raise CliError(f"{path} is not valid JSON") from None
+    tokens = data.get("tokens") if isinstance(data, dict) else None
+    if isinstance(tokens, dict) and tokens.get("access_token"):
+        return validate_secret("codex", {
+            "access_token": tokens.get("access_token"),
+            "refresh_token": tokens.get("refresh_token") or "",
+            "expires_at": _jwt_exp(str(tokens.get("access_token"))) or 1.0,
+            "account_id": tokens.get("account_id") or "",
+        })
+    if isinstance(data, dict) and data.get("OPENAI_API_KEY"):
+        return validate_secret("codex", {"api_key": data["OPENAI_API_KEY"]})
+    raise CliError(f"{path} has neither ChatGPT tokens nor an API key")
+
+
+def save_account(ctx: Context, provider: str, name: str, group: str, base_url: str | None,
+                 limit: int, secret: dict[str, Any], replace: bool = False) -> str:
+    """Row and keyring entry land together: a keyring failure rolls the row back."""
+    from sublane_desktop.store import repositories as repo
+    from sublane_desktop.store.models import Account, AccountRuntime
+
+    if provider not in PROVIDERS:
+        raise CliError(f"unknown provider {provider!r} (choose from {', '.join(PROVIDERS)})")
+    if not 1 <= limit <= 8:
+        raise CliError("--max-concurrency must be from 1 to 8")
+    store = ctx.store
+    kind = "api_key" if "api_key" in secret else "oauth"
+    with store.db.atomic():
+        existing = Account.get_or_none((Account.name == name) & Account.deleted_at.is_null())
+        if existing is not None:
+            if not replace:
+                raise CliError(f"account {name!r} already exists")
+            existing.revision += 1  # re-auth: new lifecycle revision, auth failure repaired
+            existing.kind = kind
+            if base_url:
+                existing.base_url = base_url
+            existing.save()
+            AccountRuntime.update(auth_failed=False).where(
+                AccountRuntime.account == existing.id).execute()
+            account, verb = existing, "updated"
+        else:
+            account = repo.add_account(provider, name, kind, repo.get_or_create_group(group),
+                                       base_url=base_url, max_concurrency=limit)
+            verb = "added"
+        ctx.secrets.set(account_secret(account.id), json.dumps(secret))
+    return f"{verb} {provider} account {name} (id {account.id}, {kind})"
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
+    from sublane_desktop.store import repositories as repo
+
+    which = args.account_command
+    if which == "add":
+        if args.provider not in PROVIDERS:
+            raise CliError(f"unknown provider {args.provider!r} (choose from "
+                           f"{', '.join(PROVIDERS)})")
+        if not 1 <= args.max_concurrency <= 8:
+            raise CliError("--max-concurrency must be from 1 to 8")
+        secret = read_secret_json(args.provider)
+        print(save_account(ctx, args.provider, args.name, args.group, args.base_url,
+                           args.max_concurrency, secret))
+        return 0
+    if which == "import-claude-code":
+        path = args.file or Path.home() / ".claude" / ".credentials.json"
+        secret = claude_code_secret(path)
+        print(save_account(ctx, "anthropic", args.name or "claude-code", args.group,
+                           args.base_url, 2, secret, replace=True))
+        return 0
+    if which == "import-codex":
+        path = args.file or Path.home() / ".codex" / "auth.json"
+        secret = codex_secret(path)
+        print(save_account(ctx, "codex", args.name or "codex", args.group, args.base_url, 2,
+                           secret, replace=True))
+        return 0
+    if which == "list":
+        runtime = runtime_snapshot(ctx)
+        if args.json:
+            print(json.dumps(runtime["accounts"], indent=2))
+        else:
+            print_accounts(runtime)
+        return 0
+    # levers
+    server = ctx.running_server()
+    if server is not None:
+        account = ctx.api(server, "GET", "/api/accounts/runtime")
+        match = [a for a in account["accounts"] if a["name"] == args.account
+                 or str(a["id"]) == args.account]
+        if not match:
+            raise CliError(f"unknown account {args.account!r}")
+        acc_id = match[0]["id"]
+        if which in ("pause", "unpause"):
+            ctx.api(server, "POST", "/llmux/pause-account",
+                    {"account": acc_id, "paused": which == "pause"})
+        elif which == "clear-cooldown":
+            ctx.api(server, "POST", f"/api/accounts/{acc_id}/resume", {})
+        elif which == "set-limit":
+            ctx.api(server, "PATCH", f"/api/accounts/{acc_id}/limits",
+                    {"max_concurrency": args.limit})
+    else:
+        try:
+            account = repo.find_account(args.account) if ctx.store else None
+        except repo.NotFound as exc:
+            raise CliError(str(exc)) from None
+        with ctx.store.db.atomic():
+            if which in ("pause", "unpause"):
+                repo.save_runtime(account.id, paused=which == "pause")
+            elif which == "clear-cooldown":
+                from sublane_desktop.store.models import AccountRuntime
+
+                row = AccountRuntime.get_or_none(AccountRuntime.account == account.id)
+                repo.save_runtime(account.id, cooldown_until=None, failure_streak=0,
+                                  runtime_revision=(row.runtime_revision if row else 0) + 1)
+            elif which == "set-limit":
+                if not 1 <= args.limit <= 8:
+                    raise CliError("limit must be from 1 to 8")
+                repo.set_max_concurrency(account.id, args.limit)
+    print(f"{which}: {args.account}")
+    return 0
+
+
+def runtime_snapshot(ctx: Context) -> dict[str, Any]:
+    """The live pool from a running server, or the stored one built by the same service code."""
+    server = ctx.running_server()
+    if server is not None:
+        return ctx.api(server, "GET", "/api/accounts/runtime")
+    from sublane_desktop.service import load_account_states
+
+    ctx.store  # noqa: B018 - opens and migrates
+    service = Service(ctx.data_dir, secret_store=_NoSecrets())
+    service.pool.sync_accounts(load_account_states())
+    return service.accounts_runtime()
+
+
+class _NoSecrets:
+    """Listing accounts offline needs no keyring."""
+
+
+def print_accounts(runtime: dict[str, Any]) -> None:
+    accounts = runtime["accounts"]
+    if not accounts:
+        print("no accounts yet: add one with `sublane account import-claude-code` or "
+              "`sublane account add`")
+        return
+    print(f"{'ID':>3}  {'NAME':<18} {'PROVIDER':<11} {'STATE':<16} {'FLIGHT':>6}  "
+          f"{'5H':>5} {'7D':>5} {'FABLE':>5}")
+    for a in accounts:
+        def gauge(name: str) -> str:
+            g = a["gauges"][name]
+            return "cold" if g["cold"] else f"{round((g['utilization'] or 0) * 100)}%"
+
+        mark = "*" if a["current"] else " "
+        print(f"{a['id']:>3}{mark} {a['name']:<18} {a['provider']:<11} {a['state']:<16} "
+              f"{a['in_flight']:>3}/{a['max_concurrency']:<2}  {gauge('five_hour'):>5} "
+              f"{gauge('seven_day'):>5} {gauge('fable'):>5}")
+
+
+def cmd_key(ctx: Context, args: argparse.Namespace) -> int:
+    from sublane_desktop.store import repositories as repo
+
+    try:
+        if args.key_command == "create":
+            store = ctx.store
+            with store.db.atomic():
+                user = repo.find_user(args.user) if args.user else repo.ensure_admin()
+                group = repo.find_group(args.group)
+                row, key = repo.create_key(args.name, user, group)
+            print(key)
+            print(f"key {row.id} ({args.name}) for {user.name} in group {group.name}; "
+                  "shown once, only its hash is stored", file=sys.stderr)
+            return 0
+        if args.key_command == "list":
+            ctx.store  # noqa: B018
+            keys = repo.list_keys()
+            if args.json:
+                print(json.dumps(keys, indent=2))
+            for k in [] if args.json else keys:
+                print(f"{k['id']:>3}  {k['name']:<16} {k['prefix']}…  {k['user']:<10} "
+                      f"{k['group']:<10} {'revoked' if k['revoked'] else 'active'}")
+            return 0
+        if args.key_command == "revoke":
+            with ctx.store.db.atomic():
+                row = repo.revoke_key(args.key)
+            print(f"revoked key {row.id} ({row.name})")
+            return 0
+    except repo.NotFound as exc:
+        raise CliError(str(exc)) from None
+    return 2
+
+
+def cmd_user(ctx: Context, args: argparse.Namespace) -> int:
+    from sublane_desktop.store import repositories as repo
+
+    try:
+        with ctx.store.db.atomic():
+            user = repo.add_user(args.name)
+    except repo.Conflict as exc:
+        raise CliError(str(exc)) from None
+    print(f"added member {user.name} (id {user.id})")
+    return 0
+
+
+def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
+    server = ctx.running_server()
+    if server is None:
+        if args.json:
+            print(json.dumps({"running": False}))
+        else:
+            print(f"no SubLane server is running for {ctx.data_dir}")
+        return 1
+    runtime = ctx.api(server, "GET", "/api/accounts/runtime")
+    states: dict[str, int] = {}
+    for a in runtime["accounts"]:
+        states[a["state"]] = states.get(a["state"], 0) + 1
+    summary = {"running": True, "url": server["url"], "host": server["host"],
+               "port": server["port"], "pid": server["pid"], "accounts": len(runtime["accounts"]),
+               "states": states, "in_flight": runtime["in_flight"], "cap": runtime["cap"]}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        by_state = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "no accounts"
+        print(f"running on {server['url']} (pid {server['pid']}); {by_state}; "
+              f"{runtime['in_flight']}/{runtime['cap']} in flight")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ctx = Context(args)
+    try:
+        if args.command is None:
+            from sublane_desktop.app import run_gui
+
+            return run_gui(ctx.data_dir, ctx.host, ctx.port)
+        if args.command == "serve":
+            from sublane_desktop.app import run_serve
+
+            return run_serve(ctx.data_dir, ctx.host, ctx.port)
+        if args.command == "account":
+            return cmd_account(ctx, args)
+        if args.command == "key":
+            return cmd_key(ctx, args)
+        if args.command == "user":
+            return cmd_user(ctx, args)
+        if args.command == "admin-token":
+            print(ensure_admin_token(ctx.secrets))
+            return 0
+        if args.command == "status":
+            return cmd_status(ctx, args)
+        parser.error(f"unknown command {args.command}")
+    except CliError as exc:
+        print(f"sublane: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # keyring or database trouble: one line, no traceback, no secret
+        from sublane_desktop.secrets import KeyringUnavailable
+
+        if isinstance(exc, KeyringUnavailable):
+            print(f"sublane: error: {exc}", file=sys.stderr)
+            return 1
+        raise
+    finally:
+        ctx.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

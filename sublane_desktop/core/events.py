@@ -1,0 +1,28 @@
+"""A plain publish/subscribe bus: the core's only way to tell the outside (GUI bridge) anything."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[str, dict[str, Any]], None]
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self._listeners: dict[str, list[Listener]] = defaultdict(list)
+
+    def subscribe(self, topic: str, listener: Listener) -> Callable[[], None]:
+        self._listeners[topic].append(listener)
+        return lambda: self._listeners[topic].remove(listener)
+
+    def publish(self, topic: str, **payload: Any) -> None:
+        for listener in list(self._listeners.get(topic, ())) + list(self._listeners.get("*", ())):
+            try:
+                listener(topic, payload)
+            except Exception:  # a broken listener must not break the proxy
+                log.exception("event listener for %s failed", topic)

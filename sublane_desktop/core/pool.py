@@ -1,0 +1,327 @@
+"""The account pool runtime (SPEC §4): leases, affinity, cooldown and recovery.
+
+Everything here runs on the event loop thread and never awaits, so choosing an account and
+reserving its slot is one atomic step (R-POOL-2). Persistence is delegated to a `Persistence`
+port that the service implements off the loop; a failed write never undoes in-memory state
+(R-POOL-10).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sublane_desktop.core.clock import Clock
+from sublane_desktop.core.cooldown import cooldown_seconds
+from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.routing import ModelRoute
+from sublane_desktop.core.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIMIT = 2
+MIN_LIMIT, MAX_LIMIT = 1, 8
+DEFAULT_CAP = 8
+BUSY_RETRY_SECONDS = 2.0
+
+
+class Persistence(Protocol):
+    def save_runtime(self, account_id: int, fields: dict[str, Any]) -> None: ...
+    def save_binding(self, group_id: int, digest: str, account_id: int) -> None: ...
+    def delete_bindings(self, account_id: int) -> None: ...
+
+
+class NoPersistence:
+    def save_runtime(self, account_id: int, fields: dict[str, Any]) -> None:
+        pass
+
+    def save_binding(self, group_id: int, digest: str, account_id: int) -> None:
+        pass
+
+    def delete_bindings(self, account_id: int) -> None:
+        pass
+
+
+@dataclass
+class AccountState:
+    id: int
+    name: str
+    provider: str
+    group_ids: tuple[int, ...] = (1,)
+    kind: str = "oauth"
+    base_url: str | None = None
+    enabled: bool = True
+    max_concurrency: int = DEFAULT_LIMIT
+    revision: int = 1  # lifecycle revision (credentials, enable/disable)
+    paused: bool = False
+    auth_failed: bool = False
+    cooldown_until: float | None = None
+    failure_streak: int = 0
+    runtime_revision: int = 0
+    # process-local
+    in_flight: int = 0
+    next_seq: int = 0
+    decided_seq: int = -1  # highest admission sequence whose outcome has been applied
+    probe_in_flight: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def cooling(self, now: float) -> bool:
+        return self.cooldown_until is not None and now < self.cooldown_until
+
+    def recovering(self, now: float) -> bool:
+        """Cooldown over but not yet proven healthy: only one probe may go (R-POOL-7)."""
+        return self.failure_streak > 0 and not self.cooling(now)
+
+    def runtime_fields(self) -> dict[str, Any]:
+        return {
+            "paused": self.paused,
+            "auth_failed": self.auth_failed,
+            "cooldown_until": self.cooldown_until,
+            "failure_streak": self.failure_streak,
+            "runtime_revision": self.runtime_revision,
+        }
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What one model request asks of the pool."""
+
+    group_id: int
+    route: ModelRoute
+    conversation: str | None = None  # digest from core.affinity, or None
+
+
+class Outcome:
+    SUCCESS = "success"
+    FAILURE = "failure"  # network error, 5xx, 529, 429: cools the account
+    AUTH_FAILURE = "auth_failure"  # 401: hard gate until the credential changes
+    NEUTRAL = "neutral"  # client error, client cancel: says nothing about the account
+
+
+@dataclass
+class Lease:
+    """One reserved model-request slot. Released exactly once (R-POOL-2)."""
+
+    pool: Pool
+    account: AccountState
+    seq: int
+    runtime_revision: int
+    probe: bool
+    bound: bool
+    released: bool = False
+
+    def release(self, outcome: str = Outcome.NEUTRAL, retry_after: float | None = None) -> bool:
+        """Returns False when already released, so callers may call it from every exit path."""
+        if self.released:
+            return False
+        self.released = True
+        self.pool._finish(self, outcome, retry_after)
+        return True
+
+
+class Pool:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        cap: int = DEFAULT_CAP,
+        persistence: Persistence | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.clock = clock
+        self.cap = cap
+        self.in_flight = 0
+        self.accounts: dict[int, AccountState] = {}
+        self.bindings: dict[tuple[int, str], int] = {}
+        self.scheduler = Scheduler(clock)
+        self._persist = persistence or NoPersistence()
+        self._on_change = on_change or (lambda: None)
+
+    # --- catalog ----------------------------------------------------------------------------
+
+    def sync_accounts(self, rows: Iterable[AccountState]) -> None:
+        """Adopt the stored account list, keeping process-local counters of known accounts."""
+        fresh: dict[int, AccountState] = {}
+        for row in rows:
+            known = self.accounts.get(row.id)
+            if known is not None:
+                for name in ("name", "provider", "group_ids", "kind", "base_url", "enabled",
+                             "max_concurrency"):
+                    setattr(known, name, getattr(row, name))
+                if row.revision != known.revision:  # re-auth repairs an auth failure
+                    known.revision = row.revision
+                    known.auth_failed = row.auth_failed
+                fresh[row.id] = known
+            else:
+                fresh[row.id] = row
+        self.accounts = fresh
+        self.bindings = {k: v for k, v in self.bindings.items() if v in fresh}
+        self._on_change()
+
+    def load_bindings(self, bindings: dict[tuple[int, str], int]) -> None:
+        self.bindings = {k: v for k, v in bindings.items() if v in self.accounts}
+
+    def find(self, ref: str | int) -> AccountState:
+        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+            account = self.accounts.get(int(ref))
+            if account is not None:
+                return account
+        for account in self.accounts.values():
+            if account.name == ref:
+                return account
+        raise KeyError(f"unknown account {ref!r}")
+
+    # --- admission ----------------------------------------------------------------------------
+
+    def acquire(self, demand: Demand) -> Lease:
+        """Choose and reserve in one step. Raises GatewayError with a stable code."""
+        now = self.clock.now()
+        if demand.conversation is not None:
+            key = (demand.group_id, demand.conversation)
+            bound_id = self.bindings.get(key)
+            if bound_id is not None and bound_id in self.accounts:
+                return self._admit_bound(self.accounts[bound_id], demand, now)
+            account = self.scheduler.place_conversation(self._candidates(demand), demand, now)
+            lease = self._admit(account, now, bound=True)
+            self.bindings[key] = account.id
+            self._persist.save_binding(demand.group_id, demand.conversation, account.id)
+            return lease
+        account = self.scheduler.select_independent(self._candidates(demand), demand, now)
+        return self._admit(account, now, bound=False)
+
+    def _candidates(self, demand: Demand) -> list[AccountState]:
+        if self.in_flight >= self.cap:
+            raise GatewayError(
+                "capacity_exhausted",
+                f"all {self.cap} upstream slots are in use; retry shortly",
+                retry_after=BUSY_RETRY_SECONDS,
+            )
+        return [
+            a
+            for a in self.accounts.values()
+            if demand.group_id in a.group_ids and a.provider == demand.route.provider
+        ]
+
+    def _admit_bound(self, account: AccountState, demand: Demand, now: float) -> Lease:
+        if self.in_flight >= self.cap:
+            raise GatewayError(
+                "capacity_exhausted",
+                f"all {self.cap} upstream slots are in use; retry shortly",
+                retry_after=BUSY_RETRY_SECONDS,
+            )
+        reason = self.scheduler.hard_gate(account, demand, now)
+        if reason is not None:
+            raise reason
+        if not self.scheduler.has_room(account, now):
+            raise GatewayError(
+                "account_busy",
+                f"account {account.name} is serving its limit of {account.max_concurrency};"
+                " this conversation stays on it",
+                retry_after=BUSY_RETRY_SECONDS,
+            )
+        return self._admit(account, now, bound=True)
+
+    def _admit(self, account: AccountState, now: float, *, bound: bool) -> Lease:
+        probe = account.recovering(now)
+        account.in_flight += 1
+        self.in_flight += 1
+        account.probe_in_flight = account.probe_in_flight or probe
+        seq = account.next_seq
+        account.next_seq += 1
+        self._on_change()
+        return Lease(self, account, seq, account.runtime_revision, probe, bound)
+
+    # --- outcomes -----------------------------------------------------------------------------
+
+    def _finish(self, lease: Lease, outcome: str, retry_after: float | None) -> None:
+        account = lease.account
+        account.in_flight -= 1
+        self.in_flight -= 1
+        if lease.probe:
+            account.probe_in_flight = False
+        if lease.runtime_revision == account.runtime_revision:
+            self._apply(account, lease, outcome, retry_after)
+        self._on_change()
+
+    def _apply(self, account: AccountState, lease: Lease, outcome: str, retry_after: float | None
+               ) -> None:
+        if outcome == Outcome.NEUTRAL:
+            return
+        if outcome == Outcome.AUTH_FAILURE:
+            account.auth_failed = True
+            self.scheduler.on_hard_failure(account)
+            self._persist.save_runtime(account.id, account.runtime_fields())
+            return
+        # Outcomes are ordered by admission sequence, not by when they arrive (R-POOL-8).
+        if lease.seq <= account.decided_seq:
+            return
+        account.decided_seq = lease.seq
+        if outcome == Outcome.SUCCESS:
+            if account.failure_streak == 0 and account.cooldown_until is None:
+                return
+            account.failure_streak = 0
+            account.cooldown_until = None
+        else:
+            account.failure_streak += 1
+            now = self.clock.now()
+            account.cooldown_until = now + cooldown_seconds(account.failure_streak, retry_after)
+            self.scheduler.on_hard_failure(account)
+        self._persist.save_runtime(account.id, account.runtime_fields())
+
+    # --- operator levers (R-ARCH-2: the tray, CLI and API all land here) ------------------------
+
+    def resume(self, ref: str | int) -> AccountState:
+        """Clear cooldown and streak; outcomes admitted earlier are ignored from now (R-POOL-9)."""
+        account = self.find(ref)
+        account.cooldown_until = None
+        account.failure_streak = 0
+        account.runtime_revision += 1
+        self._persist.save_runtime(account.id, account.runtime_fields())
+        self._on_change()
+        return account
+
+    def set_limit(self, ref: str | int, limit: int) -> AccountState:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (
+            MIN_LIMIT <= limit <= MAX_LIMIT
+        ):
+            raise ValueError(f"max_concurrency must be an integer from {MIN_LIMIT} to {MAX_LIMIT}")
+        account = self.find(ref)
+        account.max_concurrency = limit  # running requests finish; admission waits (R-POOL-3)
+        self._on_change()
+        return account
+
+    def set_paused(self, ref: str | int, paused: bool) -> AccountState:
+        account = self.find(ref)
+        account.paused = paused
+        if paused:
+            self.free_bindings(account.id)
+        self._persist.save_runtime(account.id, account.runtime_fields())
+        self._on_change()
+        return account
+
+    def free_bindings(self, account_id: int) -> None:
+        """An operator action frees the account's conversations (R-POOL-4)."""
+        self.bindings = {k: v for k, v in self.bindings.items() if v != account_id}
+        self._persist.delete_bindings(account_id)
+
+    # --- views --------------------------------------------------------------------------------
+
+    def state_of(self, account: AccountState) -> str:
+        now = self.clock.now()
+        if not account.enabled:
+            return "disabled"
+        if account.auth_failed:
+            return "auth_failed"
+        if account.paused:
+            return "paused"
+        if account.cooling(now):
+            return "cooling"
+        if account.recovering(now):
+            return "probing"
+        if self.scheduler.quota_exhausted(account, now):
+            return "quota_exhausted"
+        if account.in_flight >= account.max_concurrency:
+            return "busy"
+        return "ok"

@@ -1,0 +1,67 @@
+"""Model routing (R-PX-4) and the Fable family test (R-PX-5). Pure functions."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PROVIDERS = ("anthropic", "codex", "antigravity")
+BETA_1M = "context-1m-2025-08-07"
+_SUFFIX = re.compile(r"\[[^\]]*\]$")
+_O_SERIES = re.compile(r"^o\d")
+
+
+@dataclass(frozen=True)
+class ModelRoute:
+    provider: str
+    upstream_model: str  # prefix and [..] suffix stripped
+    explicit_provider: bool
+    long_context: bool
+    fable: bool
+
+
+def _split(model: str) -> tuple[str | None, str, str | None]:
+    prefix = None
+    head, sep, rest = model.partition("/")
+    if sep and head in PROVIDERS:
+        prefix, model = head, rest
+    suffix = None
+    match = _SUFFIX.search(model)
+    if match:
+        suffix = match.group(0)[1:-1]
+        model = model[: match.start()]
+    return prefix, model, suffix
+
+
+def provider_for(model: str) -> str | None:
+    if model.startswith("claude-"):
+        return "anthropic"
+    if model.startswith(("gpt-", "codex-")) or _O_SERIES.match(model):
+        return "codex"
+    if model.startswith("gemini-"):
+        return "antigravity"
+    return None
+
+
+def is_fable_model(model: str) -> bool:
+    _, bare, _ = _split(model)
+    return "fable" in bare.split("-")
+
+
+def route_model(model: object) -> ModelRoute | None:
+    """Where a requested model goes, or None when no provider serves it."""
+    if not isinstance(model, str) or not model or len(model) > 256:
+        return None
+    prefix, bare, suffix = _split(model.strip())
+    if not bare:
+        return None
+    provider = prefix or provider_for(bare)
+    if provider is None:
+        return None
+    return ModelRoute(
+        provider=provider,
+        upstream_model=bare,
+        explicit_provider=prefix is not None,
+        long_context=(suffix or "").lower() == "1m",
+        fable=is_fable_model(model),
+    )

@@ -1,0 +1,1 @@
+"""One module per upstream: build its request, read its usage and rate-limit signals."""

@@ -1,0 +1,132 @@
+"""Anthropic Messages upstream (PROTOCOLS.md "Anthropic"): requests, usage, error reading."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+OAUTH_BETA = "oauth-2025-04-20"
+
+# Client headers we pass on; everything else (hop-by-hop, the client's own key, cookies,
+# forwarding headers) stays on our side of the proxy (R-PX-3).
+FORWARD_HEADERS = ("anthropic-beta", "anthropic-version", "accept", "user-agent", "x-stainless-lang",
+                   "x-stainless-package-version", "x-stainless-os", "x-stainless-arch",
+                   "x-stainless-runtime", "x-stainless-runtime-version", "x-app")
+
+
+def merge_betas(*values: str | None) -> str:
+    seen: list[str] = []
+    for value in values:
+        for part in (value or "").split(","):
+            part = part.strip()
+            if part and part not in seen:
+                seen.append(part)
+    return ",".join(seen)
+
+
+def upstream_headers(
+    client_headers: Mapping[str, str], credential: Mapping[str, Any], *, extra_betas: list[str]
+) -> dict[str, str]:
+    headers = {name: client_headers[name] for name in FORWARD_HEADERS if name in client_headers}
+    headers.setdefault("anthropic-version", API_VERSION)
+    headers["content-type"] = "application/json"
+    betas = list(extra_betas)
+    if "api_key" in credential:
+        headers["x-api-key"] = str(credential["api_key"])
+    else:
+        headers["authorization"] = f"Bearer {credential.get('access_token', '')}"
+        betas.append(OAUTH_BETA)
+    beta = merge_betas(client_headers.get("anthropic-beta"), *betas)
+    if beta:
+        headers["anthropic-beta"] = beta
+    return headers
+
+
+@dataclass
+class Usage:
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read: int | None = None
+    cache_creation: int | None = None
+
+    def absorb(self, usage: Any) -> None:
+        """Take counts from a usage object; message_delta counts are cumulative."""
+        if not isinstance(usage, dict):
+            return
+        for attr, key in (
+            ("input_tokens", "input_tokens"),
+            ("output_tokens", "output_tokens"),
+            ("cache_read", "cache_read_input_tokens"),
+            ("cache_creation", "cache_creation_input_tokens"),
+        ):
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                setattr(self, attr, value)
+
+    @property
+    def total_input(self) -> int | None:
+        """Anthropic's input_tokens excludes cache reads and writes (R-REC-5)."""
+        if self.input_tokens is None:
+            return None
+        return self.input_tokens + (self.cache_read or 0) + (self.cache_creation or 0)
+
+
+_DELTA_FIELDS = {"text_delta": "text", "thinking_delta": "thinking",
+                 "input_json_delta": "partial_json"}
+
+
+class StreamReader:
+    """Watches relayed SSE events for usage, the first output and a mid-stream error."""
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self.first_output = False
+        self.error_type: str | None = None
+        self.stopped = False
+
+    def feed(self, event: str | None, data: str) -> bool:
+        """Returns True when this event carried the first nonempty output delta."""
+        if not data or data[0] != "{":
+            return False
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            return False
+        if not isinstance(payload, dict):
+            return False
+        kind = payload.get("type") or event
+        if kind == "message_start":
+            message = payload.get("message")
+            if isinstance(message, dict):
+                self.usage.absorb(message.get("usage"))
+        elif kind == "message_delta":
+            self.usage.absorb(payload.get("usage"))
+        elif kind == "message_stop":
+            self.stopped = True
+        elif kind == "error":
+            error = payload.get("error")
+            self.error_type = (
+                str(error.get("type"))[:64] if isinstance(error, dict) else "error"
+            )
+        elif kind == "content_block_delta" and not self.first_output:
+            delta = payload.get("delta")
+            if isinstance(delta, dict):
+                field_name = _DELTA_FIELDS.get(delta.get("type", ""))
+                if field_name and delta.get(field_name):
+                    self.first_output = True
+                    return True
+        return False
+
+
+def error_type_of(body: bytes) -> str | None:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    return str(kind)[:64] if kind else None

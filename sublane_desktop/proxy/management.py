@@ -1,0 +1,96 @@
+"""Management API (SPEC §7): administrator token, JSON-only mutations, OpenAI error shape."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from aiohttp import web
+
+from sublane_desktop.proxy import SERVICE
+
+from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.proxy.errors import openai_error
+from sublane_desktop.proxy.intake import client_key, json_body
+
+
+def _require_admin(request: web.Request) -> None:
+    token = client_key(request)
+    service = request.app[SERVICE]
+    expected = service.admin_token
+    if expected is None and service.keyring_problem:
+        raise GatewayError("auth_failed", "management API unavailable: " + service.keyring_problem)
+    if not token or not expected or not hmac.compare_digest(token, expected):
+        raise GatewayError("unauthorized", "administrator token required")
+
+
+def admin_route(handler):
+    async def wrapped(request: web.Request) -> web.StreamResponse:
+        try:
+            _require_admin(request)
+            return await handler(request, request.app[SERVICE])
+        except GatewayError as err:
+            return openai_error(err)
+
+    return wrapped
+
+
+def _account_ref(request: web.Request, service: Any) -> Any:
+    ref = request.match_info["id"]
+    try:
+        return service.pool.find(ref)
+    except KeyError:
+        raise GatewayError("not_found", f"unknown account {ref!r}") from None
+
+
+def _body_account(service: Any, body: dict[str, Any]) -> Any:
+    ref = body.get("account")
+    if isinstance(ref, bool) or not isinstance(ref, (str, int)) or ref == "":
+        raise GatewayError("invalid_request", '"account" (id or name) is required',
+                           param="account")
+    try:
+        return service.pool.find(ref)
+    except KeyError:
+        raise GatewayError("not_found", f"unknown account {ref!r}") from None
+
+
+@admin_route
+async def runtime(request: web.Request, service: Any) -> web.Response:
+    return web.json_response(service.accounts_runtime())
+
+
+@admin_route
+async def set_limits(request: web.Request, service: Any) -> web.Response:
+    body, _ = await json_body(request)
+    account = _account_ref(request, service)
+    limit = body.get("max_concurrency")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 8:
+        raise GatewayError("invalid_request", "max_concurrency must be an integer from 1 to 8",
+                           param="max_concurrency")
+    await service.set_limit(account.id, limit)
+    return web.json_response(service.account_view(account.id))
+
+
+@admin_route
+async def resume(request: web.Request, service: Any) -> web.Response:
+    account = _account_ref(request, service)
+    await service.resume(account.id)
+    return web.json_response(service.account_view(account.id))
+
+
+@admin_route
+async def pause_account(request: web.Request, service: Any) -> web.Response:
+    body, _ = await json_body(request)
+    account = _body_account(service, body)
+    paused = body.get("paused", True)
+    if not isinstance(paused, bool):
+        raise GatewayError("invalid_request", '"paused" must be true or false', param="paused")
+    await service.pause(account.id, paused)
+    return web.json_response(service.account_view(account.id))
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/api/accounts/runtime", runtime)
+    app.router.add_patch("/api/accounts/{id}/limits", set_limits)
+    app.router.add_post("/api/accounts/{id}/resume", resume)
+    app.router.add_post("/llmux/pause-account", pause_account)

@@ -1,0 +1,54 @@
+"""The aiohttp application and its lifecycle."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from aiohttp import web
+
+from sublane_desktop.proxy import SERVICE, management
+from sublane_desktop.proxy.guards import make_host_guard
+from sublane_desktop.proxy.messages import MessagesRoute
+
+
+async def healthz(request: web.Request) -> web.Response:
+    service = request.app[SERVICE]
+    return web.json_response({"ok": True, "name": "sublane", "port": service.port})
+
+
+def build_app(service: Any, *, max_body: int) -> web.Application:
+    app = web.Application(client_max_size=max_body, middlewares=[make_host_guard(service.host)])
+    app[SERVICE] = service
+    app.router.add_get("/healthz", healthz)
+    app.router.add_post("/v1/messages", MessagesRoute("messages").handle)
+    app.router.add_post("/v1/messages/count_tokens", MessagesRoute("count_tokens").handle)
+    management.add_routes(app)
+    return app
+
+
+class ProxyServer:
+    def __init__(self, app: web.Application, host: str, port: int) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        # A client that goes away cancels its handler, which cancels the upstream request and
+        # releases the lease on the spot instead of at the next chunk.
+        self.runner = web.AppRunner(
+            app, handler_cancellation=True, access_log=None, shutdown_timeout=1.0
+        )
+
+    async def start(self) -> int:
+        await self.runner.setup()
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(512)
+        sock.setblocking(False)
+        site = web.SockSite(self.runner, sock)
+        await site.start()
+        self.port = sock.getsockname()[1]
+        return self.port
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()

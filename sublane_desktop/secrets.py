@@ -1,0 +1,341 @@
+"""Credential storage: the OS keyring, or an opt-in password-encrypted file (SPEC §9 R-ST-2).
+
+Secrets never reach SQLite, logs or error messages; messages here name secrets, never values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+import keyring
+import keyring.core
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+from keyring.backend import KeyringBackend
+from keyring.backends import chainer, fail, null
+from keyring.errors import KeyringError, KeyringLocked, PasswordDeleteError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+SERVICE = "sublane-desktop"
+ADMIN_TOKEN = "admin-token"
+BACKEND_ENV = "SUBLANE_KEYRING"
+PASSWORD_ENV = "SUBLANE_KEYRING_PASSWORD"
+FILE_NAME = "secrets.enc"
+
+
+def account_secret(account_id: str) -> str:
+    """The secret name under which an account's credential JSON is stored."""
+    return f"account:{account_id}"
+
+
+class KeyringUnavailable(KeyringError):
+    """The keyring cannot be used right now (absent, locked, hung, wrong password)."""
+
+
+class SecretStore:
+    """Get/set/delete named secrets under SERVICE, never blocking longer than `timeout`."""
+
+    def __init__(
+        self, data_dir: Path, backend: KeyringBackend | None = None, timeout: float = 5.0
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.timeout = timeout
+        self._executor = _DaemonThreadExecutor()
+        # One backend call at a time: the file keyring does read-modify-write, and a call
+        # stuck behind a hung one gives up (see _guarded) instead of piling up threads.
+        self._lock = threading.Lock()
+        self._backend: KeyringBackend | None = None
+        # Choosing a backend can itself block (get_keyring probes D-Bus), so it gets the
+        # same timeout as every other call.
+        self._backend = self._call(self._choose_backend, backend)
+        log.info("secrets: %s", self.describe())
+
+    def describe(self) -> str:
+        b = self._backend
+        if b is None:
+            return "keyring not chosen yet"
+        if isinstance(b, EncryptedFileKeyring):
+            return f"encrypted file: {b.file_path}"
+        if isinstance(b, chainer.ChainerBackend):
+            return "OS keyring: " + ", ".join(k.name for k in b.backends)
+        if hasattr(b, "file_path"):  # keyrings.alt file backends, chosen via the environment
+            return f"keyring file ({b.name}): {b.file_path}"
+        return f"OS keyring: {b.name}"
+
+    # -- sync API --
+
+    def get(self, name: str) -> str | None:
+        return self._call(self._get, name)
+
+    def set(self, name: str, value: str) -> None:
+        _check_value(value)
+        self._call(self._set, name, value)
+
+    def delete(self, name: str) -> None:
+        self._call(self._delete, name)
+
+    # -- async API: same calls, off the event loop --
+
+    async def aget(self, name: str) -> str | None:
+        return await self._acall(self._get, name)
+
+    async def aset(self, name: str, value: str) -> None:
+        _check_value(value)
+        await self._acall(self._set, name, value)
+
+    async def adelete(self, name: str) -> None:
+        await self._acall(self._delete, name)
+
+    # -- internals --
+
+    def _get(self, name: str) -> str | None:
+        return self._backend.get_password(SERVICE, name)
+
+    def _set(self, name: str, value: str) -> None:
+        self._backend.set_password(SERVICE, name, value)
+
+    def _delete(self, name: str) -> None:
+        try:
+            self._backend.delete_password(SERVICE, name)
+        except PasswordDeleteError:
+            pass  # already gone; callers want "absent afterwards", not "was present"
+
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        future = self._executor.submit(self._guarded, fn, *args)
+        try:
+            return future.result(timeout=self.timeout)
+        except TimeoutError:
+            raise self._timed_out() from None
+
+    async def _acall(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await asyncio.wait_for(
+                loop.run_in_executor(self._executor, self._guarded, fn, *args), self.timeout
+            )
+        except TimeoutError:
+            raise self._timed_out() from None
+
+    def _guarded(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run one backend call in the worker thread, turning keyring failures into ours."""
+        if not self._lock.acquire(timeout=self.timeout):
+            raise self._timed_out()
+        try:
+            return fn(*args)
+        except KeyringUnavailable:
+            raise
+        except KeyringLocked as exc:
+            raise KeyringUnavailable(
+                f"keyring is locked ({self.describe()}); unlock it and retry"
+            ) from exc
+        except KeyringError as exc:
+            raise KeyringUnavailable(
+                f"keyring error ({self.describe()}): {type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            self._lock.release()
+
+    def _timed_out(self) -> KeyringUnavailable:
+        return KeyringUnavailable(
+            f"keyring did not answer within {self.timeout:g}s ({self.describe()}); "
+            "is it locked or waiting on an unlock prompt?"
+        )
+
+    def _choose_backend(self, backend: KeyringBackend | None) -> KeyringBackend:
+        if backend is not None:
+            reason = _unusable_reason(backend, auto_detected=False)
+        else:
+            choice = os.environ.get(BACKEND_ENV, "")
+            if choice == "file":
+                return EncryptedFileKeyring(self.data_dir)
+            if choice:
+                raise KeyringUnavailable(f"{BACKEND_ENV}={choice!r} is not supported; use 'file'")
+            backend = keyring.get_keyring()  # honours PYTHON_KEYRING_BACKEND and keyringrc
+            reason = _unusable_reason(backend, auto_detected=True)
+        if reason:
+            raise KeyringUnavailable(
+                f"no usable OS keyring ({reason}); to keep secrets in an encrypted file "
+                f"instead, set {BACKEND_ENV}=file and {PASSWORD_ENV}=<password> "
+                f"(stored in {self.data_dir / FILE_NAME})"
+            )
+        return backend
+
+
+def _unusable_reason(backend: KeyringBackend, auto_detected: bool) -> str | None:
+    """Why `backend` cannot hold our secrets, or None if it can."""
+    if isinstance(backend, (fail.Keyring, null.Keyring)):
+        return f"{_class_path(backend)} stores nothing"
+    if isinstance(backend, chainer.ChainerBackend):
+        if not any(keyring.core.recommended(b) for b in backend.backends):
+            return "the keyring chain has no recommended backend"
+        return None
+    if auto_detected and not keyring.core.recommended(backend) and not _explicitly_chosen():
+        # With keyrings.alt installed and no desktop keyring, keyring quietly picks its
+        # PlaintextKeyring; writing credentials unencrypted to ~/.local/share unasked is the
+        # silent fallback the spec forbids. Naming it in PYTHON_KEYRING_BACKEND is fine.
+        return f"only {_class_path(backend)} was found, which keyring does not recommend"
+    return None
+
+
+def _class_path(backend: KeyringBackend) -> str:
+    return f"{type(backend).__module__}.{type(backend).__qualname__}"
+
+
+def _explicitly_chosen() -> bool:
+    return bool(os.environ.get("PYTHON_KEYRING_BACKEND")) or keyring.core.load_config() is not None
+
+
+def _check_value(value: object) -> None:
+    if not isinstance(value, str):
+        # Say the type only: the value may be a secret.
+        raise TypeError(f"secret value must be str, not {type(value).__name__}")
+
+
+class _DaemonThreadExecutor(Executor):
+    """One daemon thread per call.
+
+    ThreadPoolExecutor joins its workers at interpreter exit, so a keyring call hung forever
+    would hang quit; a daemon thread is simply abandoned. Calls are rare, threads are cheap.
+    """
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name="sublane-keyring", daemon=True).start()
+        return future
+
+
+# Memory-hard enough to slow guessing (32 MiB, ~0.1 s), cheap enough for an app start.
+_SCRYPT = {"n": 2**15, "r": 8, "p": 1}
+_CHECK = b"sublane-desktop secrets"  # a known plaintext, so a wrong password is caught up front
+
+
+class EncryptedFileKeyring(KeyringBackend):
+    """Fernet-encrypted secrets in <data_dir>/secrets.enc for machines with no OS keyring.
+
+    Layout: {"version", "kdf": {"salt", "n", "r", "p"}, "check", "secrets": {service: {name:
+    token}}}. Only names are in the clear.
+    """
+
+    # Never picked by keyring's auto-detection: that builds each registered backend with no
+    # arguments and skips those raising TypeError, and data_dir is required.
+    priority = 0.1
+
+    def __init__(self, data_dir: Path, password: str | None = None) -> None:
+        super().__init__()
+        password = password if password is not None else os.environ.get(PASSWORD_ENV)
+        if not password:
+            raise KeyringUnavailable(
+                f"encrypted keyring: no password; set {PASSWORD_ENV} to unlock "
+                f"{Path(data_dir) / FILE_NAME}"
+            )
+        self.file_path = Path(data_dir) / FILE_NAME
+        self._password = password.encode()
+        self._unlocked: tuple[str, Fernet] | None = None  # (salt, key): scrypt is slow on purpose
+        self._lock = threading.Lock()
+
+    def get_password(self, service: str, username: str) -> str | None:
+        with self._lock:
+            doc = self._read()
+            if doc is None:
+                return None
+            token = doc["secrets"].get(service, {}).get(username)
+            if token is None:
+                return None
+            try:
+                return self._fernet(doc).decrypt(token.encode()).decode()
+            except InvalidToken:
+                raise KeyringUnavailable(
+                    f"encrypted keyring: entry {service}/{username} is corrupt"
+                ) from None
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        with self._lock:
+            doc = self._read() or self._new_document()
+            token = self._fernet(doc).encrypt(password.encode()).decode()
+            doc["secrets"].setdefault(service, {})[username] = token
+            self._write(doc)
+
+    def delete_password(self, service: str, username: str) -> None:
+        with self._lock:
+            doc = self._read()
+            entries = doc["secrets"].get(service, {}) if doc else {}
+            if username not in entries:
+                raise PasswordDeleteError(f"no secret {service}/{username}")
+            self._fernet(doc)  # only the password holder may delete
+            del entries[username]
+            if not entries:
+                del doc["secrets"][service]
+            self._write(doc)
+
+    def _read(self) -> dict | None:
+        try:
+            doc = json.loads(self.file_path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            raise KeyringUnavailable(
+                f"encrypted keyring: {self.file_path} is not valid JSON"
+            ) from None
+        if doc.get("version") != 1:
+            raise KeyringUnavailable(f"encrypted keyring: {self.file_path} has an unknown format")
+        return doc
+
+    def _new_document(self) -> dict:
+        salt = base64.b64encode(os.urandom(16)).decode()
+        kdf = {"salt": salt, **_SCRYPT}
+        fernet = self._derive(kdf)
+        self._unlocked = (salt, fernet)
+        return {"version": 1, "kdf": kdf, "check": fernet.encrypt(_CHECK).decode(), "secrets": {}}
+
+    def _fernet(self, doc: dict) -> Fernet:
+        kdf = doc["kdf"]
+        if self._unlocked and self._unlocked[0] == kdf["salt"]:
+            return self._unlocked[1]
+        fernet = self._derive(kdf)
+        try:
+            fernet.decrypt(doc["check"].encode())
+        except InvalidToken:
+            raise KeyringUnavailable("encrypted keyring: wrong password") from None
+        self._unlocked = (kdf["salt"], fernet)
+        return fernet
+
+    def _derive(self, kdf: dict) -> Fernet:
+        salt = base64.b64decode(kdf["salt"])
+        scrypt = Scrypt(salt=salt, length=32, n=kdf["n"], r=kdf["r"], p=kdf["p"])
+        return Fernet(base64.urlsafe_b64encode(scrypt.derive(self._password)))
+
+    def _write(self, doc: dict) -> None:
+        self.file_path.parent.mkdir(parents=True, exist_ok=True)
+        # mkstemp creates the file 0600; os.replace makes the swap atomic, so a crash
+        # leaves either the old file or the new one, never half of one.
+        fd, tmp = tempfile.mkstemp(dir=self.file_path.parent, prefix=f".{FILE_NAME}.")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.file_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

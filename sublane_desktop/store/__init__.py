@@ -1,0 +1,1 @@
+"""SQLite persistence (peewee, WAL, one writer thread, numbered migrations)."""

@@ -1,0 +1,60 @@
+"""Opening the database: WAL, foreign keys, and the one writer thread (STYLE: one writer)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from peewee import SqliteDatabase
+
+from sublane_desktop.store import migrations
+from sublane_desktop.store.models import db as db_proxy
+
+T = TypeVar("T")
+
+PRAGMAS = {
+    "journal_mode": "wal",
+    "foreign_keys": 1,
+    "busy_timeout": 5000,
+    "synchronous": "normal",
+}
+
+
+def open_database(path: Path) -> SqliteDatabase:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    database = SqliteDatabase(str(path), pragmas=PRAGMAS, check_same_thread=False)
+    database.connect(reuse_if_open=True)
+    migrations.migrate(database, path)
+    db_proxy.initialize(database)
+    return database
+
+
+class Store:
+    """Runs database work off the event loop: writes on one thread, reads on another.
+
+    peewee keeps one connection per thread, so each executor thread owns its connection.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = open_database(path)
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sl-db-write")
+        self._reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sl-db-read")
+
+    async def write(self, fn: Callable[[], T]) -> T:
+        def run() -> T:
+            with self.db.atomic():
+                return fn()
+
+        return await asyncio.get_running_loop().run_in_executor(self._writer, run)
+
+    async def read(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._reader, fn)
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True)
+        self._reader.shutdown(wait=True)
+        self.db.close()

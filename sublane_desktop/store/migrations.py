@@ -1,0 +1,95 @@
+"""Numbered schema migrations (R-ST-1).
+
+One step per change, each inside a transaction, applied in order from the version stored in
+`schema_version`. Before the first step runs on an existing file, the file is copied aside so a
+failed upgrade can be undone by hand. Steps are plain SQL so they never depend on today's models.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+from peewee import SqliteDatabase
+
+log = logging.getLogger(__name__)
+
+STEPS: dict[int, list[str]] = {
+    1: [
+        "CREATE TABLE users (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE,"
+        " is_admin INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL)",
+        "CREATE TABLE groups (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE)",
+        "CREATE TABLE client_keys (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL,"
+        " user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+        " group_id INTEGER NOT NULL REFERENCES groups(id), prefix TEXT NOT NULL,"
+        " key_hash TEXT NOT NULL UNIQUE, created_at REAL NOT NULL, revoked_at REAL)",
+        "CREATE TABLE accounts (id INTEGER PRIMARY KEY AUTOINCREMENT, provider TEXT NOT NULL,"
+        " name TEXT NOT NULL UNIQUE, kind TEXT NOT NULL DEFAULT 'oauth', base_url TEXT,"
+        " enabled INTEGER NOT NULL DEFAULT 1, revision INTEGER NOT NULL DEFAULT 1,"
+        " created_at REAL NOT NULL, deleted_at REAL)",
+        "CREATE TABLE account_groups (account_id INTEGER NOT NULL REFERENCES accounts(id)"
+        " ON DELETE CASCADE, group_id INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,"
+        " PRIMARY KEY (account_id, group_id))",
+        "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "INSERT INTO groups (name) VALUES ('default')",
+    ],
+    # Pool runtime (SPEC §4): the per-account limit, persisted cooldowns and bindings.
+    2: [
+        "ALTER TABLE accounts ADD COLUMN max_concurrency INTEGER NOT NULL DEFAULT 2",
+        "CREATE TABLE account_runtime (account_id INTEGER PRIMARY KEY REFERENCES accounts(id)"
+        " ON DELETE CASCADE, paused INTEGER NOT NULL DEFAULT 0, auth_failed INTEGER NOT NULL"
+        " DEFAULT 0, cooldown_until REAL, failure_streak INTEGER NOT NULL DEFAULT 0,"
+        " runtime_revision INTEGER NOT NULL DEFAULT 0, updated_at REAL)",
+        "CREATE TABLE affinity_bindings (scope TEXT NOT NULL, group_id INTEGER NOT NULL,"
+        " digest TEXT NOT NULL, account_id INTEGER NOT NULL REFERENCES accounts(id)"
+        " ON DELETE CASCADE, created_at REAL NOT NULL, PRIMARY KEY (scope, group_id, digest))",
+    ],
+}
+LATEST = max(STEPS)
+
+
+def current_version(db: SqliteDatabase) -> int:
+    tables = set(db.get_tables())
+    if "schema_version" not in tables:
+        return 0
+    row = db.execute_sql("SELECT version FROM schema_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def backup(path: Path, version: int) -> Path | None:
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    target = path.with_name(f"{path.name}.v{version}.{int(time.time())}.bak")
+    # sqlite's online backup copies a consistent snapshot even with a WAL beside the file.
+    src = sqlite3.connect(str(path))
+    try:
+        dst = sqlite3.connect(str(target))
+        with dst:
+            src.backup(dst)
+        dst.close()
+    finally:
+        src.close()
+    return target
+
+
+def migrate(db: SqliteDatabase, path: Path | None = None, upto: int = LATEST) -> int:
+    """Bring the database to `upto`; returns the version it ended at."""
+    version = current_version(db)
+    if version >= upto:
+        return version
+    if version > 0 and path is not None:
+        saved = backup(path, version)
+        log.info("backed up schema v%s to %s before migrating", version, saved)
+    if version == 0:
+        db.execute_sql("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        db.execute_sql("INSERT INTO schema_version (version) VALUES (0)")
+    for step in range(version + 1, upto + 1):
+        with db.atomic():
+            for statement in STEPS[step]:
+                db.execute_sql(statement)
+            db.execute_sql("UPDATE schema_version SET version = ?", (step,))
+        log.info("migrated database to schema v%s", step)
+    return upto

@@ -1,0 +1,136 @@
+"""peewee models. Credentials never live here (R-ST-2): only account metadata and key hashes."""
+
+from __future__ import annotations
+
+from peewee import (
+    AutoField,
+    BooleanField,
+    CompositeKey,
+    DatabaseProxy,
+    FloatField,
+    ForeignKeyField,
+    IntegerField,
+    Model,
+    TextField,
+)
+
+db = DatabaseProxy()
+
+
+class BaseModel(Model):
+    class Meta:
+        database = db
+
+
+class SchemaVersion(BaseModel):
+    version = IntegerField()
+
+    class Meta:
+        table_name = "schema_version"
+
+
+class User(BaseModel):
+    id = AutoField()
+    name = TextField(unique=True)
+    is_admin = BooleanField(default=False)
+    created_at = FloatField()
+
+    class Meta:
+        table_name = "users"
+
+
+class Group(BaseModel):
+    id = AutoField()
+    name = TextField(unique=True)
+
+    class Meta:
+        table_name = "groups"
+
+
+class ClientKey(BaseModel):
+    id = AutoField()
+    name = TextField()
+    user = ForeignKeyField(User, backref="keys", on_delete="CASCADE")
+    group = ForeignKeyField(Group, backref="keys")
+    prefix = TextField()  # first characters, shown so a person can tell keys apart
+    key_hash = TextField(unique=True)  # sha256 of the whole key; the key itself is never stored
+    created_at = FloatField()
+    revoked_at = FloatField(null=True)
+
+    class Meta:
+        table_name = "client_keys"
+
+
+class Account(BaseModel):
+    id = AutoField()
+    provider = TextField()
+    name = TextField(unique=True)
+    kind = TextField(default="oauth")  # oauth | api_key
+    base_url = TextField(null=True)
+    enabled = BooleanField(default=True)
+    max_concurrency = IntegerField(default=2)
+    revision = IntegerField(default=1)  # lifecycle revision: re-auth / disable bump it
+    created_at = FloatField()
+    deleted_at = FloatField(null=True)
+
+    class Meta:
+        table_name = "accounts"
+
+
+class AccountGroup(BaseModel):
+    account = ForeignKeyField(Account, backref="memberships", on_delete="CASCADE")
+    group = ForeignKeyField(Group, backref="memberships", on_delete="CASCADE")
+
+    class Meta:
+        table_name = "account_groups"
+        primary_key = CompositeKey("account", "group")
+
+
+class Setting(BaseModel):
+    key = TextField(primary_key=True)
+    value = TextField()  # JSON
+
+    class Meta:
+        table_name = "settings"
+
+
+class AccountRuntime(BaseModel):
+    """Persisted scheduling state (R-POOL-10); in-flight counts are process-local and not here."""
+
+    account = ForeignKeyField(Account, primary_key=True, on_delete="CASCADE")
+    paused = BooleanField(default=False)
+    auth_failed = BooleanField(default=False)
+    cooldown_until = FloatField(null=True)
+    failure_streak = IntegerField(default=0)
+    runtime_revision = IntegerField(default=0)
+    updated_at = FloatField(null=True)
+
+    class Meta:
+        table_name = "account_runtime"
+
+
+class AffinityBinding(BaseModel):
+    """Conversation digest -> account (R-POOL-4). Only a digest; never the session id itself."""
+
+    scope = TextField()
+    group_id = IntegerField()
+    digest = TextField()
+    account = ForeignKeyField(Account, on_delete="CASCADE")
+    created_at = FloatField()
+
+    class Meta:
+        table_name = "affinity_bindings"
+        primary_key = CompositeKey("scope", "group_id", "digest")
+
+
+ALL_MODELS = [
+    SchemaVersion,
+    User,
+    Group,
+    ClientKey,
+    Account,
+    AccountGroup,
+    Setting,
+    AccountRuntime,
+    AffinityBinding,
+]

@@ -1,0 +1,267 @@
+"""Queries and writes, as plain functions. Callers decide the thread (Store.read/write or CLI)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from peewee import IntegrityError
+
+from sublane_desktop.store.models import (
+    Account,
+    AccountGroup,
+    AccountRuntime,
+    AffinityBinding,
+    ClientKey,
+    Group,
+    Setting,
+    User,
+)
+
+KEY_PREFIX = "sl-"
+
+
+class NotFound(LookupError):
+    pass
+
+
+class Conflict(ValueError):
+    pass
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class KeyIdentity:
+    key_id: int
+    user_id: int
+    group_id: int
+    is_admin: bool
+
+
+@dataclass(frozen=True)
+class AccountRow:
+    id: int
+    provider: str
+    name: str
+    kind: str
+    base_url: str | None
+    enabled: bool
+    max_concurrency: int
+    revision: int
+    group_ids: tuple[int, ...]
+
+
+# --- users and groups -------------------------------------------------------------------------
+
+
+def ensure_admin(name: str = "admin") -> User:
+    """First run creates the administrator."""
+    admin = User.select().where(User.is_admin == True).order_by(User.id).first()  # noqa: E712
+    if admin is None:
+        admin = User.create(name=name, is_admin=True, created_at=time.time())
+    return admin
+
+
+def add_user(name: str) -> User:
+    try:
+        return User.create(name=name, is_admin=False, created_at=time.time())
+    except IntegrityError as exc:
+        raise Conflict(f"user {name!r} already exists") from exc
+
+
+def find_user(name: str) -> User:
+    user = User.get_or_none(User.name == name)
+    if user is None:
+        raise NotFound(f"unknown user {name!r}")
+    return user
+
+
+def get_or_create_group(name: str) -> Group:
+    group, _ = Group.get_or_create(name=name)
+    return group
+
+
+def find_group(name: str) -> Group:
+    group = Group.get_or_none(Group.name == name)
+    if group is None:
+        raise NotFound(f"unknown group {name!r}")
+    return group
+
+
+# --- client keys ------------------------------------------------------------------------------
+
+
+def create_key(name: str, user: User, group: Group) -> tuple[ClientKey, str]:
+    """Returns the row and the key itself, which exists only in this return value."""
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    row = ClientKey.create(
+        name=name,
+        user=user,
+        group=group,
+        prefix=key[:10],
+        key_hash=hash_key(key),
+        created_at=time.time(),
+    )
+    return row, key
+
+
+def identify_key(key: str) -> KeyIdentity | None:
+    row = (
+        ClientKey.select(ClientKey, User)
+        .join(User)
+        .where((ClientKey.key_hash == hash_key(key)) & (ClientKey.revoked_at.is_null()))
+        .first()
+    )
+    if row is None:
+        return None
+    return KeyIdentity(row.id, row.user_id, row.group_id, bool(row.user.is_admin))
+
+
+def list_keys() -> list[dict[str, Any]]:
+    rows = ClientKey.select(ClientKey, User, Group).join(User).switch(ClientKey).join(Group)
+    return [
+        {
+            "id": r.id,
+            "name": r.name,
+            "prefix": r.prefix,
+            "user": r.user.name,
+            "group": r.group.name,
+            "created_at": r.created_at,
+            "revoked": r.revoked_at is not None,
+        }
+        for r in rows.order_by(ClientKey.id)
+    ]
+
+
+def revoke_key(ref: str) -> ClientKey:
+    row = None
+    if ref.isdigit():
+        row = ClientKey.get_or_none(ClientKey.id == int(ref))
+    if row is None:
+        row = ClientKey.select().where(ClientKey.name == ref).order_by(ClientKey.id.desc()).first()
+    if row is None:
+        raise NotFound(f"unknown key {ref!r}")
+    if row.revoked_at is None:
+        row.revoked_at = time.time()
+        row.save()
+    return row
+
+
+# --- accounts ---------------------------------------------------------------------------------
+
+
+def add_account(
+    provider: str,
+    name: str,
+    kind: str,
+    group: Group,
+    base_url: str | None = None,
+    max_concurrency: int = 2,
+) -> Account:
+    if Account.get_or_none(Account.name == name) is not None:
+        raise Conflict(f"account {name!r} already exists")
+    account = Account.create(
+        provider=provider,
+        name=name,
+        kind=kind,
+        base_url=base_url,
+        max_concurrency=max_concurrency,
+        created_at=time.time(),
+    )
+    AccountGroup.create(account=account, group=group)
+    AccountRuntime.create(account=account)
+    return account
+
+
+def find_account(ref: str | int) -> Account:
+    account = None
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        account = Account.get_or_none((Account.id == int(ref)) & Account.deleted_at.is_null())
+    if account is None and isinstance(ref, str):
+        account = Account.get_or_none((Account.name == ref) & Account.deleted_at.is_null())
+    if account is None:
+        raise NotFound(f"unknown account {ref!r}")
+    return account
+
+
+def account_rows() -> list[AccountRow]:
+    memberships: dict[int, list[int]] = {}
+    for m in AccountGroup.select():
+        memberships.setdefault(m.account_id, []).append(m.group_id)
+    return [
+        AccountRow(
+            id=a.id,
+            provider=a.provider,
+            name=a.name,
+            kind=a.kind,
+            base_url=a.base_url,
+            enabled=bool(a.enabled),
+            max_concurrency=a.max_concurrency,
+            revision=a.revision,
+            group_ids=tuple(sorted(memberships.get(a.id, ()))),
+        )
+        for a in Account.select().where(Account.deleted_at.is_null()).order_by(Account.id)
+    ]
+
+
+def account_names() -> dict[int, str]:
+    """Every account ever made, deleted ones included (records still point at them)."""
+    return {a.id: a.name for a in Account.select(Account.id, Account.name)}
+
+
+def set_max_concurrency(account_id: int, limit: int) -> None:
+    Account.update(max_concurrency=limit).where(Account.id == account_id).execute()
+
+
+def runtime_rows() -> dict[int, AccountRuntime]:
+    return {r.account_id: r for r in AccountRuntime.select()}
+
+
+def save_runtime(account_id: int, **fields: Any) -> None:
+    fields["updated_at"] = time.time()
+    updated = AccountRuntime.update(**fields).where(AccountRuntime.account == account_id).execute()
+    if not updated:
+        AccountRuntime.insert(account=account_id, **fields).on_conflict_ignore().execute()
+
+
+# --- affinity ---------------------------------------------------------------------------------
+
+
+def load_bindings(scope: str = "auto") -> dict[tuple[int, str], int]:
+    return {
+        (b.group_id, b.digest): b.account_id
+        for b in AffinityBinding.select().where(AffinityBinding.scope == scope)
+    }
+
+
+def save_binding(group_id: int, digest: str, account_id: int, scope: str = "auto") -> None:
+    AffinityBinding.insert(
+        scope=scope, group_id=group_id, digest=digest, account=account_id, created_at=time.time()
+    ).on_conflict_replace().execute()
+
+
+def delete_bindings_for(account_id: int) -> int:
+    return AffinityBinding.delete().where(AffinityBinding.account == account_id).execute()
+
+
+# --- settings ---------------------------------------------------------------------------------
+
+
+def get_setting(key: str, default: Any = None) -> Any:
+    row = Setting.get_or_none(Setting.key == key)
+    return default if row is None else json.loads(row.value)
+
+
+def set_setting(key: str, value: Any) -> None:
+    Setting.insert(key=key, value=json.dumps(value)).on_conflict_replace().execute()
+
+
+def all_settings() -> dict[str, Any]:
+    return {s.key: json.loads(s.value) for s in Setting.select()}

@@ -1,0 +1,91 @@
+"""Shared fixtures: a fake upstream server, a started SubLane service, real keyring backends."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from keyrings.alt.file import PlaintextKeyring
+
+from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.secrets import SecretStore, account_secret
+from sublane_desktop.service import Service
+from sublane_desktop.store import repositories as repo
+from tests.fake_upstream import FakeAnthropic
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("QT_API", "pyside6")
+
+
+def file_keyring(path: Path) -> PlaintextKeyring:
+    backend = PlaintextKeyring()
+    backend.file_path = str(path)  # a real backend, pointed at the test's temp dir
+    return backend
+
+
+@pytest.fixture
+def secret_store(tmp_path: Path) -> SecretStore:
+    return SecretStore(tmp_path, backend=file_keyring(tmp_path / "keyring.cfg"))
+
+
+@pytest.fixture
+async def upstream():
+    fake = FakeAnthropic()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+class Harness:
+    """A started service plus shortcuts to give it accounts and client keys."""
+
+    def __init__(self, service: Service, upstream: FakeAnthropic) -> None:
+        self.service = service
+        self.upstream = upstream
+
+    @property
+    def url(self) -> str:
+        return self.service.endpoint_url
+
+    async def add_account(self, name: str, token: str | None = None, *, limit: int = 2,
+                          provider: str = "anthropic", group: str = "default",
+                          api_key: bool = False) -> int:
+        token = token or f"sk-ant-oat01-{name}"
+
+        def write() -> int:
+            g = repo.get_or_create_group(group)
+            account = repo.add_account(provider, name, "api_key" if api_key else "oauth", g,
+                                       max_concurrency=limit)
+            return account.id
+
+        account_id = await self.service.store.write(write)
+        secret = {"api_key": token} if api_key else {
+            "access_token": token, "refresh_token": "rt-" + name, "expires_at": 4_000_000_000}
+        await self.service.secrets.aset(account_secret(account_id), json.dumps(secret))
+        await self.service._reload_catalog(force=True)
+        return account_id
+
+    async def create_key(self, name: str = "test", *, user: str | None = None,
+                         group: str = "default") -> str:
+        def write() -> str:
+            u = repo.add_user(user) if user else repo.ensure_admin()
+            g = repo.get_or_create_group(group)
+            return repo.create_key(name, u, g)[1]
+
+        return await self.service.store.write(write)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def harness(tmp_path: Path, upstream: FakeAnthropic, secret_store: SecretStore):
+    service = Service(tmp_path / "data", port=0, secret_store=secret_store,
+                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url})
+    await service.start()
+    yield Harness(service, upstream)
+    await service.stop(drain_timeout=2)

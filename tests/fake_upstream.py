@@ -1,0 +1,188 @@
+"""A fake Anthropic upstream: a real aiohttp server on loopback speaking PROTOCOLS.md.
+
+Tests script what each request gets (per access token, or for everyone) and read back what the
+upstream saw: headers, bodies, and how many requests each token had in flight at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    """One scripted answer. kind: json | sse | error | drop | midstream_error | hang."""
+
+    kind: str = "auto"  # auto: sse when the request asked to stream, else json
+    status: int = 200
+    text: str = "Hello from the fake upstream."
+    error_type: str = "api_error"
+    retry_after: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_first: float = 0.0  # seconds before the first text delta
+    delay_between: float = 0.0
+    events: int = 3  # number of text deltas
+    usage: dict[str, int] = field(default_factory=lambda: {
+        "input_tokens": 12, "cache_read_input_tokens": 30, "cache_creation_input_tokens": 8,
+        "output_tokens": 7})
+    gate: asyncio.Event | None = None  # the stream waits on this before finishing
+
+
+@dataclass
+class Seen:
+    token: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def token_of(request: web.Request) -> str:
+    auth = request.headers.get("Authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:]
+    return request.headers.get("x-api-key", "")
+
+
+class FakeAnthropic:
+    def __init__(self) -> None:
+        self.scripts: dict[str, deque[Reply]] = defaultdict(deque)
+        self.default = Reply()
+        self.seen: list[Seen] = []
+        self.in_flight: dict[str, int] = defaultdict(int)
+        self.max_in_flight: dict[str, int] = defaultdict(int)
+        self.cancelled = 0
+        self.started = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    def script(self, token: str | None, *replies: Reply) -> None:
+        self.scripts[token or "*"].extend(replies)
+
+    def _next(self, token: str) -> Reply:
+        for key in (token, "*"):
+            if self.scripts[key]:
+                return self.scripts[key].popleft()
+        return self.default
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self.messages)
+        app.router.add_post("/v1/messages/count_tokens", self.count_tokens)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def tokens_served(self) -> list[str]:
+        return [s.token for s in self.seen]
+
+    async def count_tokens(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.seen.append(Seen(token_of(request), request.path, request.query_string,
+                              dict(request.headers), body))
+        return web.json_response({"input_tokens": 42})
+
+    async def messages(self, request: web.Request) -> web.StreamResponse:
+        token = token_of(request)
+        body = await request.json()
+        self.seen.append(Seen(token, request.path, request.query_string, dict(request.headers),
+                              body))
+        reply = self._next(token)
+        self.in_flight[token] += 1
+        self.max_in_flight[token] = max(self.max_in_flight[token], self.in_flight[token])
+        self.started.set()
+        try:
+            return await self._answer(request, body, reply)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        finally:
+            self.in_flight[token] -= 1
+
+    async def _answer(self, request: web.Request, body: dict[str, Any], reply: Reply
+                      ) -> web.StreamResponse:
+        headers = {"request-id": "req_upstream_1", **reply.headers}
+        if reply.retry_after is not None:
+            headers["retry-after"] = reply.retry_after
+        kind = reply.kind
+        if kind == "auto":
+            kind = "sse" if body.get("stream") else "json"
+        if reply.status != 200 or kind == "error":
+            status = reply.status if reply.status != 200 else 500
+            return web.json_response(
+                {"type": "error", "error": {"type": reply.error_type, "message": "scripted"},
+                 "request_id": "req_upstream_1"}, status=status, headers=headers)
+        message = {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"),
+            "content": [{"type": "text", "text": reply.text}], "stop_reason": "end_turn",
+            "stop_sequence": None, "usage": reply.usage,
+        }
+        if kind == "json":
+            if reply.delay_first:
+                await asyncio.sleep(reply.delay_first)
+            return web.json_response(message, headers=headers)
+        response = web.StreamResponse(headers={"content-type": "text/event-stream", **headers})
+        await response.prepare(request)
+        if kind == "drop":
+            await response.write(_event("message_start", {"type": "message_start", "message": {
+                **message, "content": [], "usage": {**reply.usage, "output_tokens": 1}}}))
+            request.transport.close()  # type: ignore[union-attr]
+            return response
+        await self._stream(response, message, reply, kind)
+        return response
+
+    async def _stream(self, response: web.StreamResponse, message: dict[str, Any],
+                      reply: Reply, kind: str) -> None:
+        start_usage = {**reply.usage, "output_tokens": 1}
+        await response.write(_event("message_start", {"type": "message_start", "message": {
+            **message, "content": [], "stop_reason": None, "usage": start_usage}}))
+        await response.write(_event("content_block_start", {
+            "type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}))
+        await response.write(_event("ping", {"type": "ping"}))
+        if reply.delay_first:
+            await asyncio.sleep(reply.delay_first)
+        pieces = _split(reply.text, reply.events)
+        for i, piece in enumerate(pieces):
+            if i and reply.delay_between:
+                await asyncio.sleep(reply.delay_between)
+            await response.write(_event("content_block_delta", {
+                "type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": piece}}))
+            if kind == "midstream_error" and i == 0:
+                await response.write(_event("error", {
+                    "type": "error",
+                    "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+                return
+        if reply.gate is not None:
+            await reply.gate.wait()
+        await response.write(_event("content_block_stop", {"type": "content_block_stop",
+                                                            "index": 0}))
+        await response.write(_event("message_delta", {
+            "type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": reply.usage.get("output_tokens", 0)}}))
+        await response.write(_event("message_stop", {"type": "message_stop"}))
+
+
+def _event(name: str, payload: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def _split(text: str, parts: int) -> list[str]:
+    parts = max(1, parts)
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]

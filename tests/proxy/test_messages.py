@@ -1,0 +1,84 @@
+"""The Anthropic route end to end: the real `anthropic` SDK -> SubLane -> fake upstream."""
+
+from __future__ import annotations
+
+import anthropic
+import pytest
+
+
+def client(h, key: str, **kw) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0, **kw)
+
+
+async def test_non_streaming_answer_through_the_account(harness):
+    await harness.add_account("work", "sk-ant-oat01-work")
+    key = await harness.create_key()
+    reply = await client(harness, key).messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+    message = await reply.parse()
+    assert message.content[0].text == "Hello from the fake upstream."
+    assert reply.headers["x-request-id"].startswith("req_")
+    seen = harness.upstream.seen[-1]
+    assert seen.token == "sk-ant-oat01-work"  # the account's credential, not the client key
+    assert key not in str(seen.headers)
+    assert "oauth-2025-04-20" in seen.headers["anthropic-beta"]
+    assert seen.headers["anthropic-version"]  # the client's own version, forwarded unchanged
+
+
+async def test_streaming_relays_every_event_in_order(harness):
+    await harness.add_account("work")
+    key = await harness.create_key()
+    async with client(harness, key).messages.stream(
+        model="claude-sonnet-4-5", max_tokens=64,
+        messages=[{"role": "user", "content": "hi"}]) as stream:
+        kinds = [event.type async for event in stream]
+        final = await stream.get_final_message()
+    assert final.content[0].text == "Hello from the fake upstream."
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    assert final.usage.output_tokens == 7
+
+
+async def test_client_betas_are_merged_with_the_oauth_beta(harness):
+    await harness.add_account("work")
+    key = await harness.create_key()
+    await client(harness, key, default_headers={"anthropic-beta": "tools-2024,foo"}).messages.create(
+        model="claude-sonnet-4-5[1m]", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    seen = harness.upstream.seen[-1]
+    betas = seen.headers["anthropic-beta"].split(",")
+    assert betas[:2] == ["tools-2024", "foo"]
+    assert "oauth-2025-04-20" in betas and "context-1m-2025-08-07" in betas
+    assert seen.body["model"] == "claude-sonnet-4-5"  # suffix stripped before upstream
+
+
+async def test_api_key_account_uses_x_api_key(harness):
+    await harness.add_account("plain", "sk-ant-api-123", api_key=True)
+    key = await harness.create_key()
+    await client(harness, key).messages.create(
+        model="anthropic/claude-haiku-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    seen = harness.upstream.seen[-1]
+    assert seen.headers["x-api-key"] == "sk-ant-api-123"
+    assert "authorization" not in {k.lower() for k in seen.headers}
+    assert seen.body["model"] == "claude-haiku-4-5"
+
+
+async def test_query_string_is_kept(harness):
+    await harness.add_account("work")
+    key = await harness.create_key()
+    import aiohttp
+
+    async with aiohttp.ClientSession() as s:
+        async with s.post(harness.url + "/v1/messages?beta=true", json={
+                "model": "claude-sonnet-4-5", "max_tokens": 8,
+                "messages": [{"role": "user", "content": "x"}]},
+                headers={"Authorization": f"Bearer {key}"}) as r:
+            assert r.status == 200
+    assert harness.upstream.seen[-1].query == "beta=true"
+
+
+async def test_count_tokens(harness):
+    await harness.add_account("work")
+    key = await harness.create_key()
+    result = await client(harness, key).messages.count_tokens(
+        model="claude-sonnet-4-5", messages=[{"role": "user", "content": "hi"}])
+    assert result.input_tokens == 42
+    assert harness.upstream.seen[-1].path == "/v1/messages/count_tokens"
