@@ -6,7 +6,7 @@ Headless mode (`sublane serve`) never imports Qt; GUI mode imports it only here,
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import os
 import logging
 import signal
 import sys
@@ -47,8 +47,13 @@ def run_serve(data_dir: Path, host: str, port: int) -> int:
         return 0
 
 
-def instance_name(data_dir: Path) -> str:
-    return "sublane-" + hashlib.sha1(str(data_dir.resolve()).encode()).hexdigest()[:12]
+def has_display() -> bool:
+    """Whether a GUI can start; without one Qt would abort, so `sublane` serves headless."""
+    if os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    if sys.platform.startswith("linux") or "bsd" in sys.platform:
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
 
 
 def run_gui(data_dir: Path, host: str, port: int) -> int:

@@ -45,6 +45,13 @@ def default_data_dir() -> Path:
 # --- parser -----------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one stderr line (R-CLI-2), not usage text plus a line."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def _globals(parser: argparse.ArgumentParser, top: bool) -> None:
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--data-dir", type=Path, default=default, help="data directory")
@@ -54,7 +61,7 @@ def _globals(parser: argparse.ArgumentParser, top: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sublane", description="SubLane Desktop")
+    parser = _Parser(prog="sublane", description="SubLane Desktop")
     _globals(parser, top=True)
     sub = parser.add_subparsers(dest="command")
 
@@ -113,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
 # --- helpers ----------------------------------------------------------------------------------
 
 
+# The server is ours and local: an http_proxy/https_proxy in the environment must not
+# route management calls (with the administrator token) through a corporate proxy.
+_LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 class Context:
     def __init__(self, args: argparse.Namespace) -> None:
         self.data_dir: Path = args.data_dir or default_data_dir()
@@ -147,22 +159,24 @@ class Context:
         except (OSError, ValueError):
             return None
         try:
-            with urllib.request.urlopen(status["url"] + "/healthz", timeout=2) as resp:
+            with _LOCAL.open(status["url"] + "/healthz", timeout=2) as resp:
                 if resp.status == 200:
                     return status
-        except (OSError, KeyError, urllib.error.URLError):
+        except (OSError, KeyError, TypeError, ValueError, urllib.error.URLError):
             return None
         return None
 
     def api(self, server: dict[str, Any], method: str, path: str, body: Any = None) -> Any:
         token = self.secrets.get("admin-token")
+        if not token:
+            raise CliError("no administrator token in the keyring; run `sublane admin-token`")
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(server["url"] + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {token}")
         if data is not None:
             req.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
+            with _LOCAL.open(req, timeout=10) as resp:
                 return json.loads(resp.read())
         except urllib.error.HTTPError as exc:
             try:
@@ -170,6 +184,9 @@ class Context:
             except (ValueError, KeyError, TypeError):
                 message = f"HTTP {exc.code}"
             raise CliError(message) from None
+        except (OSError, ValueError) as exc:  # URLError is an OSError; ValueError: bad JSON
+            raise CliError(f"the server at {server['url']} did not answer {method} {path}: "
+                           f"{type(exc).__name__}") from None
 
     def close(self) -> None:
         if self._store is not None:
@@ -180,6 +197,8 @@ def read_secret_json(provider: str) -> dict[str, Any]:
     if sys.stdin is None or sys.stdin.isatty():
         raise CliError("the account secret is read from stdin as JSON (never from arguments)")
     text = sys.stdin.read()
+    if not text.strip():
+        raise CliError("no secret on stdin: pipe the account's secret JSON into this command")
     try:
         secret = json.loads(text)
     except ValueError:
@@ -203,8 +222,8 @@ def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
             "secret JSON needs either \"api_key\" or " + ", ".join(f'"{n}"' for n in required)
             + "; missing " + ", ".join(f'"{n}"' for n in missing)
         )
-    for name in ("access_token", "refresh_token"):
-        if not isinstance(secret[name], str) or not secret[name]:
+    for name in required:
+        if name != "expires_at" and (not isinstance(secret[name], str) or not secret[name]):
             raise CliError(f'"{name}" must be a non-empty string')
     expires = secret["expires_at"]
     if isinstance(expires, bool) or not isinstance(expires, (int, float)) or expires <= 0:
@@ -220,6 +239,17 @@ def _jwt_exp(token: str) -> float | None:
         payload += "=" * (-len(payload) % 4)
         return float(json.loads(base64.urlsafe_b64decode(payload))["exp"])
     except (IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _codex_account_id(tokens: dict[str, Any]) -> str | None:
+    """ChatGPT account id from the id_token's auth claim (older auth.json files lack the field)."""
+    try:
+        payload = str(tokens.get("id_token")).split(".")[1]
+        payload += "=" * (-len(payload) % 4)
+        claims = json.loads(base64.urlsafe_b64decode(payload))
+        return claims["https://api.openai.com/auth"]["chatgpt_account_id"] or None
+    except (IndexError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -251,7 +281,7 @@ def codex_secret(path: Path) -> dict[str, Any]:
             "access_token": tokens.get("access_token"),
             "refresh_token": tokens.get("refresh_token") or "",
             "expires_at": _jwt_exp(str(tokens.get("access_token"))) or 1.0,
-            "account_id": tokens.get("account_id") or "",
+            "account_id": tokens.get("account_id") or _codex_account_id(tokens) or "",
         })
     if isinstance(data, dict) and data.get("OPENAI_API_KEY"):
         return validate_secret("codex", {"api_key": data["OPENAI_API_KEY"]})
@@ -275,6 +305,9 @@ def save_account(ctx: Context, provider: str, name: str, group: str, base_url: s
         if existing is not None:
             if not replace:
                 raise CliError(f"account {name!r} already exists")
+            if existing.provider != provider:
+                raise CliError(f"account {name!r} is a {existing.provider} account, not "
+                               f"{provider}; pass --name to import under another name")
             existing.revision += 1  # re-auth: new lifecycle revision, auth failure repaired
             existing.kind = kind
             if base_url:
@@ -284,8 +317,12 @@ def save_account(ctx: Context, provider: str, name: str, group: str, base_url: s
                 AccountRuntime.account == existing.id).execute()
             account, verb = existing, "updated"
         else:
-            account = repo.add_account(provider, name, kind, repo.get_or_create_group(group),
-                                       base_url=base_url, max_concurrency=limit)
+            try:
+                account = repo.add_account(provider, name, kind,
+                                           repo.get_or_create_group(group),
+                                           base_url=base_url, max_concurrency=limit)
+            except repo.Conflict as exc:  # e.g. the name of a deleted account
+                raise CliError(str(exc)) from None
             verb = "added"
         ctx.secrets.set(account_secret(account.id), json.dumps(secret))
     return f"{verb} {provider} account {name} (id {account.id}, {kind})"
@@ -477,8 +514,12 @@ def main(argv: list[str] | None = None) -> int:
     ctx = Context(args)
     try:
         if args.command is None:
-            from sublane_desktop.app import run_gui
+            from sublane_desktop.app import has_display, run_gui, run_serve
 
+            if not has_display():
+                print("no display found: running the proxy only (same as `sublane serve`)",
+                      file=sys.stderr, flush=True)
+                return run_serve(ctx.data_dir, ctx.host, ctx.port)
             return run_gui(ctx.data_dir, ctx.host, ctx.port)
         if args.command == "serve":
             from sublane_desktop.app import run_serve
@@ -500,10 +541,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sublane: error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # keyring or database trouble: one line, no traceback, no secret
+        from peewee import PeeweeException
+
         from sublane_desktop.secrets import KeyringUnavailable
 
         if isinstance(exc, KeyringUnavailable):
             print(f"sublane: error: {exc}", file=sys.stderr)
+            return 1
+        if isinstance(exc, PeeweeException):
+            print(f"sublane: error: database {ctx.data_dir / 'sublane.db'}: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
         raise
     finally:

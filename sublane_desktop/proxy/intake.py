@@ -47,10 +47,10 @@ async def json_body(request: web.Request) -> tuple[dict[str, Any], bytes]:
         )
     try:
         raw = await request.read()
-    except web.HTTPRequestEntityTooLarge as exc:
+    except web.HTTPRequestEntityTooLarge:
         raise GatewayError(
             "request_too_large",
-            f"request body exceeds the {exc.max_size} byte limit",
+            f"request body exceeds the {request.client_max_size} byte limit",
         ) from None
     if not raw.strip():
         raise GatewayError("invalid_request", "request body is empty")

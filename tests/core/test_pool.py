@@ -1,0 +1,219 @@
+"""The pool runtime of SPEC §4, driven by a fake clock (no network, no DB)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
+from sublane_desktop.core.routing import route_model
+
+CLAUDE = route_model("claude-sonnet-4-5")
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.runtime: list[tuple[int, dict]] = []
+        self.bindings: list[tuple[int, str, int]] = []
+        self.deleted: list[int] = []
+
+    def save_runtime(self, account_id, fields):
+        self.runtime.append((account_id, dict(fields)))
+
+    def save_binding(self, group_id, digest, account_id):
+        self.bindings.append((group_id, digest, account_id))
+
+    def delete_bindings(self, account_id):
+        self.deleted.append(account_id)
+
+
+def make_pool(*limits: int, cap: int = 8) -> tuple[Pool, FakeClock, Recorder]:
+    clock = FakeClock()
+    rec = Recorder()
+    pool = Pool(clock, cap=cap, persistence=rec)
+    pool.sync_accounts(
+        AccountState(id=i + 1, name=f"acc{i + 1}", provider="anthropic", max_concurrency=limit)
+        for i, limit in enumerate(limits)
+    )
+    return pool, clock, rec
+
+
+def conv(name: str | None = None) -> Demand:
+    return Demand(group_id=1, route=CLAUDE, conversation=name)
+
+
+def test_bound_conversation_saturated_gets_account_busy_and_others_flow_elsewhere():
+    pool, _, rec = make_pool(1, 1)
+    first = pool.acquire(conv("c1"))
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(conv("c1"))
+    assert err.value.code == "account_busy" and err.value.status == 429
+    assert 1 <= err.value.retry_after <= 300
+    other = pool.acquire(conv(None))  # independent traffic goes to the free account
+    assert other.account.id != first.account.id
+    assert rec.bindings == [(1, "c1", first.account.id)]
+
+
+def test_independent_requests_never_touch_affinity():
+    pool, _, rec = make_pool(2, 2)
+    for _ in range(3):
+        pool.acquire(conv(None)).release(Outcome.SUCCESS)
+    assert pool.bindings == {} and rec.bindings == []
+
+
+def test_new_conversations_rotate_and_stay_bound():
+    pool, _, _ = make_pool(4, 4, 4)
+    placed = [pool.acquire(conv(f"c{i}")).account.id for i in range(3)]
+    assert sorted(placed) == [1, 2, 3]
+    again = pool.acquire(conv("c0"))
+    assert again.account.id == placed[0]
+
+
+def test_cooling_bound_conversation_gets_account_cooling_with_remaining_time():
+    pool, clock, _ = make_pool(2, 2)
+    lease = pool.acquire(conv("c1"))
+    bound = lease.account
+    lease.release(Outcome.FAILURE)
+    clock.advance(5)
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(conv("c1"))
+    assert err.value.code == "account_cooling"
+    assert err.value.retry_after == 10  # 15 s ladder step, 5 s gone
+    # It never moves by itself, even though the other account is free.
+    assert pool.bindings[(1, "c1")] == bound.id
+
+
+def test_cooldown_ladder_doubles_and_caps_and_retry_after_wins():
+    pool, clock, _ = make_pool(8)
+    account = pool.accounts[1]
+    expected = [15, 30, 60, 120, 240, 480, 900, 900]
+    for seconds in expected:
+        clock.advance(10_000)  # past any cooldown; the probe is the next request
+        pool.acquire(conv(None)).release(Outcome.FAILURE)
+        assert account.cooldown_until - clock.now() == seconds
+    clock.advance(10_000)
+    pool.acquire(conv(None)).release(Outcome.FAILURE, retry_after=42)
+    assert account.cooldown_until - clock.now() == 42
+
+
+def test_same_tick_older_success_cannot_clear_newer_failure():
+    pool, clock, _ = make_pool(2)
+    older = pool.acquire(conv(None))
+    newer = pool.acquire(conv(None))
+    newer.release(Outcome.FAILURE)
+    older.release(Outcome.SUCCESS)  # same clock tick, admitted earlier
+    assert pool.state_of(pool.accounts[1]) == "cooling"
+    assert pool.accounts[1].failure_streak == 1
+
+
+def test_one_probe_after_cooldown_then_full_concurrency_on_success():
+    pool, clock, _ = make_pool(3)
+    pool.acquire(conv(None)).release(Outcome.FAILURE)
+    clock.advance(15)
+    assert pool.state_of(pool.accounts[1]) == "probing"
+    probe = pool.acquire(conv(None))
+    assert probe.probe
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(conv(None))
+    assert err.value.code == "account_busy"
+    probe.release(Outcome.SUCCESS)
+    leases = [pool.acquire(conv(None)) for _ in range(3)]
+    assert pool.state_of(pool.accounts[1]) == "busy"
+    assert not any(lease.probe for lease in leases)
+
+
+def test_probe_waits_for_in_flight_requests_and_failure_cools_again():
+    pool, clock, _ = make_pool(2)
+    slow = pool.acquire(conv(None))  # admitted before the failure
+    pool.acquire(conv(None)).release(Outcome.FAILURE)
+    clock.advance(15)
+    with pytest.raises(GatewayError):
+        pool.acquire(conv(None))  # something still in flight: no probe yet
+    slow.release(Outcome.NEUTRAL)
+    probe = pool.acquire(conv(None))
+    probe.release(Outcome.FAILURE)
+    assert pool.state_of(pool.accounts[1]) == "cooling"
+    assert pool.accounts[1].cooldown_until - clock.now() == 30
+
+
+def test_resume_clears_cooldown_and_ignores_outcomes_admitted_before_it():
+    pool, clock, rec = make_pool(2)
+    late = pool.acquire(conv(None))
+    pool.acquire(conv(None)).release(Outcome.FAILURE)
+    pool.resume("acc1")
+    assert pool.state_of(pool.accounts[1]) == "ok"
+    late.release(Outcome.FAILURE)  # admitted before the resume: ignored
+    assert pool.state_of(pool.accounts[1]) == "ok"
+    assert pool.accounts[1].failure_streak == 0
+    assert rec.runtime[-1][1]["runtime_revision"] == 1
+
+
+def test_lowering_a_limit_lets_running_requests_finish():
+    pool, _, _ = make_pool(2)
+    a, b = pool.acquire(conv(None)), pool.acquire(conv(None))
+    pool.set_limit("acc1", 1)
+    with pytest.raises(GatewayError):
+        pool.acquire(conv(None))
+    a.release(Outcome.SUCCESS)
+    with pytest.raises(GatewayError):  # still at the new limit
+        pool.acquire(conv(None))
+    b.release(Outcome.SUCCESS)
+    pool.acquire(conv(None))
+
+
+@pytest.mark.parametrize("bad", [0, 9, "2", None, 2.0, True])
+def test_limit_must_be_an_integer_from_1_to_8(bad):
+    pool, _, _ = make_pool(2)
+    with pytest.raises(ValueError):
+        pool.set_limit("acc1", bad)
+    assert pool.accounts[1].max_concurrency == 2
+
+
+def test_release_is_exactly_once():
+    pool, _, _ = make_pool(2)
+    lease = pool.acquire(conv(None))
+    assert lease.release(Outcome.SUCCESS) is True
+    assert lease.release(Outcome.FAILURE) is False
+    assert pool.in_flight == 0 and pool.accounts[1].in_flight == 0
+    assert pool.accounts[1].failure_streak == 0
+
+
+def test_global_cap_counts_every_account():
+    pool, _, _ = make_pool(8, 8, cap=3)
+    for _ in range(3):
+        pool.acquire(conv(None))
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(conv(None))
+    assert err.value.code == "capacity_exhausted"
+
+
+def test_pause_is_a_hard_gate_and_frees_its_conversations():
+    pool, _, rec = make_pool(2, 2)
+    lease = pool.acquire(conv("c1"))
+    lease.release(Outcome.SUCCESS)
+    pool.set_paused(lease.account.id, True)
+    assert (1, "c1") not in pool.bindings and rec.deleted == [lease.account.id]
+    moved = pool.acquire(conv("c1"))
+    assert moved.account.id != lease.account.id
+    assert pool.state_of(lease.account) == "paused"
+
+
+def test_auth_failure_is_a_hard_gate_until_the_credential_changes():
+    pool, _, _ = make_pool(2)
+    pool.acquire(conv(None)).release(Outcome.AUTH_FAILURE)
+    assert pool.state_of(pool.accounts[1]) == "auth_failed"
+    with pytest.raises(GatewayError):
+        pool.acquire(conv(None))
+    fresh = AccountState(id=1, name="acc1", provider="anthropic", revision=2)
+    pool.sync_accounts([fresh])  # re-auth bumps the lifecycle revision
+    assert pool.state_of(pool.accounts[1]) == "ok"
+
+
+def test_no_account_for_a_provider():
+    pool, _, _ = make_pool(2)
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(Demand(group_id=1, route=route_model("gpt-5")))
+    assert err.value.code == "no_account"
+    with pytest.raises(GatewayError):
+        pool.acquire(Demand(group_id=2, route=CLAUDE))  # not in that group

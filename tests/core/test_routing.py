@@ -1,0 +1,47 @@
+import pytest
+
+from sublane_desktop.core.routing import is_fable_model, route_model
+
+
+@pytest.mark.parametrize(
+    "model, provider, upstream, explicit, long_ctx",
+    [
+        ("claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5", False, False),
+        ("claude-sonnet-4-5[1m]", "anthropic", "claude-sonnet-4-5", False, True),
+        ("anthropic/claude-opus-4-1", "anthropic", "claude-opus-4-1", True, False),
+        ("gpt-5-codex", "codex", "gpt-5-codex", False, False),
+        ("codex-mini-latest", "codex", "codex-mini-latest", False, False),
+        ("o3", "codex", "o3", False, False),
+        ("o4-mini", "codex", "o4-mini", False, False),
+        ("codex/gpt-5", "codex", "gpt-5", True, False),
+        ("gemini-2.5-pro", "antigravity", "gemini-2.5-pro", False, False),
+        ("antigravity/claude-sonnet-4-5", "antigravity", "claude-sonnet-4-5", True, False),
+    ],
+)
+def test_routes(model, provider, upstream, explicit, long_ctx):
+    route = route_model(model)
+    assert route is not None
+    assert (route.provider, route.upstream_model, route.explicit_provider, route.long_context) == (
+        provider, upstream, explicit, long_ctx)
+
+
+@pytest.mark.parametrize("model", ["", "llama-3", "omni", "other/claude-x", None, 42, "x" * 300,
+                                   "anthropic/", "[1m]"])
+def test_unknown_models_have_no_route(model):
+    assert route_model(model) is None
+
+
+@pytest.mark.parametrize(
+    "model, fable",
+    [
+        ("claude-fable-5", True),
+        ("claude-fable-5[1m]", True),
+        ("anthropic/claude-fable-5", True),
+        ("claude-sonnet-4-5", False),
+        ("claude-fables-5", False),
+        ("claude-unfable-1", False),
+        ("fable", True),
+    ],
+)
+def test_fable_family(model, fable):
+    assert is_fable_model(model) is fable
