@@ -8,7 +8,6 @@ they change the database directly.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
 import json
 import os
@@ -19,12 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from sublane_desktop.secrets import account_secret
-from sublane_desktop.service import (
-    DEFAULT_PORT,
-    STATUS_FILE,
-    Service,
-    ensure_admin_token,
-)
+
+# sublane_desktop.service (and with it aiohttp) is imported where it is needed: it doubles the
+# start-up time of quick commands such as `key create` or `admin-token`.
+DEFAULT_PORT = 8765  # the same as sublane_desktop.service.DEFAULT_PORT (a test checks)
 
 PROVIDERS = ("anthropic", "codex", "antigravity")
 
@@ -155,6 +152,8 @@ class Context:
     def running_server(self) -> dict[str, Any] | None:
         """The status file of a live server for this data dir, or None."""
         try:
+            from sublane_desktop.service import STATUS_FILE
+
             status = json.loads((self.data_dir / STATUS_FILE).read_text())
         except (OSError, ValueError):
             return None
@@ -408,7 +407,7 @@ def runtime_snapshot(ctx: Context) -> dict[str, Any]:
     server = ctx.running_server()
     if server is not None:
         return ctx.api(server, "GET", "/api/accounts/runtime")
-    from sublane_desktop.service import load_account_states
+    from sublane_desktop.service import Service, load_account_states
 
     ctx.store  # noqa: B018 - opens and migrates
     service = Service(ctx.data_dir, secret_store=_NoSecrets())
@@ -532,6 +531,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "user":
             return cmd_user(ctx, args)
         if args.command == "admin-token":
+            from sublane_desktop.service import ensure_admin_token
+
             print(ensure_admin_token(ctx.secrets))
             return 0
         if args.command == "status":

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import secrets as pysecrets
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,18 @@ import aiohttp
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
 from sublane_desktop.core.gauges import GaugeSet
+from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Pool
+from sublane_desktop.core.quota import QuotaRefresher
+from sublane_desktop.core.scheduler import MODES, Ceilings
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore, account_secret
+from sublane_desktop.providers import anthropic_quota, oauth
+from sublane_desktop.store import quota as quota_store
 from sublane_desktop.store import repositories as repo
 from sublane_desktop.store.connection import Store
+from sublane_desktop.store.records import RequestLog
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +51,20 @@ DEFAULT_BASE_URLS = {
     "oauth": "https://platform.claude.com",
 }
 STATUS_FILE = "server.json"
+TICK_SECONDS = 30.0
+SCHEDULER_SETTINGS = {
+    "scheduler.mode": "score",
+    "scheduler.fable_weekly_max": 0.98,
+    "scheduler.five_hour_max": 0.90,
+    "scheduler.seven_day_max": 0.99,
+    "scheduler.account_limits": {},  # account name -> {five_hour_max|seven_day_max|fable_weekly_max}
+    "quota.poll_floor_seconds": 300,
+    "pool.cap": 8,
+    "proxy.max_body_bytes": 32 * 1024 * 1024,
+    "server.port": 8765,
+    "app.start_at_login": False,
+}
+RECENT_RECORDS = 100
 
 
 def ensure_admin_token(secret_store: SecretStore) -> str:
@@ -122,10 +143,22 @@ class Service:
         self.gauges: dict[int, GaugeSet] = {}
         self.admin_token: str | None = None
         self.http: aiohttp.ClientSession | None = None
-        self.records: list[RequestRecord] = []
+        # The latest records of this process, in memory for live views and quick checks; the
+        # history API reads the database, which is the only complete source.
+        self.records: deque[RequestRecord] = deque(maxlen=RECENT_RECORDS)
+        self.request_log = RequestLog(
+            self.clock, on_written=lambda count: self.bus.publish("records.added", count=count))
         self._credentials: dict[int, tuple[int, dict[str, Any]]] = {}
         self._data_version: int | None = None
         self._server = None
+        self.refresher = QuotaRefresher(
+            self.clock, read=self._read_quota, publish=self._publish_quota,
+            take_slot=self.pool.try_metadata_slot, give_slot=self.pool.release_metadata_slot)
+        self._pending_obs: dict[int, tuple[int, dict[str, Observation]]] = {}
+        self._obs_flush: asyncio.Task | None = None
+        self._token_refresh: dict[int, asyncio.Task] = {}
+        self._tick: asyncio.Task | None = None
+        self.settings: dict[str, Any] = dict(SCHEDULER_SETTINGS)
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -137,6 +170,7 @@ class Service:
         loop = asyncio.get_running_loop()
         self.store = await loop.run_in_executor(None, Store, self.data_dir / "sublane.db")
         await self.store.write(repo.ensure_admin)
+        self.request_log.start(self.store)
         try:
             if self._secrets is None:
                 self._secrets = await loop.run_in_executor(None, SecretStore, self.data_dir)
@@ -146,9 +180,15 @@ class Service:
             self.keyring_problem = str(exc)
             log.warning("%s", exc)
         settings = await self.store.read(repo.all_settings)
-        self.pool.cap = int(settings.get("pool.cap", self.pool.cap))
+        self.settings.update(settings)
         await self._reload_catalog(force=True)
         self.pool.load_bindings(await self.store.read(repo.load_bindings))
+        for account_id, observations in (await self.store.read(
+                quota_store.load_observations)).items():
+            if account_id in self.pool.accounts:
+                for obs in observations:
+                    self.pool.accounts[account_id].gauges.apply(obs)
+        self._tick = spawn(self._evaluation_tick(), name="scheduler-tick")
         self.http = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, connect=15, sock_read=600),
             connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
@@ -161,6 +201,9 @@ class Service:
 
     async def stop(self, drain_timeout: float = 10.0) -> None:
         """Let in-flight requests finish (bounded), then close everything (R-UI-5)."""
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
         if self._server is not None:
             try:
                 await asyncio.wait_for(self._idle.wait(), drain_timeout)
@@ -171,6 +214,7 @@ class Service:
         if self.http is not None:
             await self.http.close()
             self.http = None
+        await self.request_log.stop()
         if self.store is not None:
             store, self.store = self.store, None
             await asyncio.get_running_loop().run_in_executor(None, store.close)
@@ -215,6 +259,7 @@ class Service:
         if states is not None:
             self._data_version = version
             self.pool.sync_accounts(states)
+            self._apply_settings()
 
     async def identify(self, key: str) -> repo.KeyIdentity | None:
         """Who a client key belongs to. Also notices accounts added by the CLI meanwhile."""
@@ -231,13 +276,45 @@ class Service:
     async def credential(self, account: AccountState) -> dict[str, Any]:
         cached = self._credentials.get(account.id)
         if cached is not None and cached[0] == account.revision:
-            return cached[1]
-        raw = await self.secrets.aget(account_secret(account.id))
-        if not raw:
-            raise LookupError("no credential stored")
-        credential = json.loads(raw)
-        self._credentials[account.id] = (account.revision, credential)
+            credential = cached[1]
+        else:
+            raw = await self.secrets.aget(account_secret(account.id))
+            if not raw:
+                raise LookupError("no credential stored")
+            credential = json.loads(raw)
+            self._credentials[account.id] = (account.revision, credential)
+        if oauth.needs_refresh(credential, self.clock.now()):
+            credential = await self.refresh_credential(account)
         return credential
+
+    async def refresh_credential(self, account: AccountState) -> dict[str, Any]:
+        """One refresh in flight per account (R-ST-3); callers share its result."""
+        task = self._token_refresh.get(account.id)
+        if task is None or task.done():
+            task = spawn(self._refresh_credential(account), name=f"token-refresh-{account.id}")
+            self._token_refresh[account.id] = task
+        return await asyncio.shield(task)
+
+    async def _refresh_credential(self, account: AccountState) -> dict[str, Any]:
+        cached = self._credentials.get(account.id)
+        if cached is None:
+            raw = await self.secrets.aget(account_secret(account.id))
+            cached = (account.revision, json.loads(raw or "{}"))
+        old = cached[1]
+        base = self.env.get(BASE_URL_ENV["oauth"]) or oauth.DEFAULT_OAUTH_BASE.get(
+            account.provider, DEFAULT_BASE_URLS["oauth"])
+        try:
+            fresh = await oauth.refresh(self.http, account.provider, base, old, self.clock.now())
+        except oauth.RefreshRejected as exc:
+            log.warning("account %s: %s; marking it auth-failed", account.id, exc)
+            self.pool.mark_auth_failed(account)
+            return old
+        except oauth.RefreshFailed as exc:
+            log.warning("account %s: %s; keeping the current token", account.id, exc)
+            return old
+        await self.secrets.aset(account_secret(account.id), json.dumps(fresh))
+        self._credentials[account.id] = (account.revision, fresh)
+        return fresh
 
     def base_url(self, provider: str) -> str:
         return self.env.get(BASE_URL_ENV[provider]) or DEFAULT_BASE_URLS[provider]
@@ -245,12 +322,84 @@ class Service:
     # --- signals from traffic -------------------------------------------------------------------
 
     def observe_headers(self, account: AccountState, headers: Any) -> None:
-        """Rate-limit headers on a response (gauges arrive with the quota work)."""
+        """Every response through an account feeds its gauges (R-GAUGE-2) and lets traffic
+        start background refreshes of stale accounts of that provider (R-GAUGE-3)."""
+        if account.provider == "anthropic":
+            found = anthropic_quota.header_observations(headers, self.clock.now())
+            if found:
+                self._queue_observations(account, found)
+        self.refresh_stale(account.provider)
+
+    def _queue_observations(self, account: AccountState, found: list[Observation]) -> None:
+        """Header readings are saved (coalesced, latest per window) before they are shown."""
+        revision, pending = self._pending_obs.get(account.id, (account.revision, {}))
+        for obs in found:
+            pending[obs.window] = obs
+        self._pending_obs[account.id] = (revision, pending)
+        if self._obs_flush is None or self._obs_flush.done():
+            self._obs_flush = spawn(self._flush_observations(), name="quota-observations")
+
+    async def _flush_observations(self) -> None:
+        while self._pending_obs:
+            batch, self._pending_obs = self._pending_obs, {}
+            for account_id, (revision, pending) in batch.items():
+                account = self.pool.accounts.get(account_id)
+                if account is not None:
+                    await self._publish_quota(account, revision, list(pending.values()))
+
+    async def _publish_quota(self, account: AccountState, revision: int,
+                             observations: list[Observation]) -> bool:
+        """Save, then publish; a refresh begun under an older revision is rejected (R-GAUGE-4)."""
+        if self.store is None:
+            return False
+        try:
+            saved = await self.store.write(
+                lambda: quota_store.save_observations(account.id, revision, observations))
+        except Exception as exc:
+            log.error("could not save quota observations: %s", type(exc).__name__)
+            return False
+        if not saved or account.revision != revision:
+            return False
+        changed = [account.gauges.apply(obs) for obs in observations]
+        if any(changed):
+            self.bus.publish("accounts.gauges", account_id=account.id)
+        return True
+
+    def quota_candidates(self, provider: str | None = None) -> list[AccountState]:
+        """Accounts whose quota can be read: OAuth, enabled, signed in, not paused."""
+        return [a for a in self.pool.accounts.values()
+                if (provider is None or a.provider == provider) and a.provider == "anthropic"
+                and a.kind == "oauth" and a.enabled and not a.auth_failed and not a.paused]
+
+    def refresh_stale(self, provider: str) -> None:
+        now = self.clock.now()
+        stale = [a for a in self.quota_candidates(provider) if a.gauges.any_stale(now)]
+        if stale:
+            self.refresher.want(stale)
+
+    def refresh_quotas(self) -> int:
+        """A person asked (Refresh button, opening the Accounts window): skip the poll floor."""
+        return len(self.refresher.want(self.quota_candidates(), force=True))
+
+    async def _read_quota(self, account: AccountState) -> list[Observation]:
+        credential = await self.credential(account)
+        base = (account.base_url or self.base_url("anthropic")).rstrip("/")
+        return await anthropic_quota.read_usage(self.http, base, credential["access_token"],
+                                                self.clock.now())
+
+    async def _evaluation_tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            self.pool.evaluate()
 
     def record(self, record: RequestRecord) -> None:
+        """Queue a request record; never blocks the loop (R-ARCH-3, R-REC-4)."""
         self.records.append(record)
-        del self.records[:-5000]
-        self.bus.publish("records.added", request_id=record.request_id)
+        self.request_log.add(record)
+
+    async def flush_records(self) -> None:
+        """Wait until every record so far is in the database (tests, shutdown)."""
+        await self.request_log.flush()
 
     # --- views ----------------------------------------------------------------------------------
 
@@ -266,11 +415,12 @@ class Service:
             "in_flight": account.in_flight,
             "max_concurrency": account.max_concurrency,
             "paused": account.paused,
-            "pinned_until": None,
+            "pinned_until": account.pinned_until if self.pool.scheduler.pinned(account, now)
+            else None,
             "cooldown_until": account.cooldown_until if account.cooling(now) else None,
             "failure_streak": account.failure_streak,
             "current": self.pool.scheduler.is_current(account),
-            "fable_current": False,
+            "fable_current": self.pool.scheduler.is_fable_current(account),
             "gauges": gauges.to_json(now),
         }
 
@@ -295,3 +445,85 @@ class Service:
     async def pause(self, ref: str | int, paused: bool = True) -> dict[str, Any]:
         account = self.pool.set_paused(ref, paused)
         return self.account_view(account.id)
+
+    async def unpause(self, ref: str | int) -> dict[str, Any]:
+        return await self.pause(ref, False)
+
+    async def clear_cooldown(self, ref: str | int) -> dict[str, Any]:
+        """The seed's "resume": the tray and the CLI name it clear-cooldown."""
+        return await self.resume(ref)
+
+    async def switch(self, ref: str | int) -> dict[str, Any]:
+        account = self.pool.switch(ref)
+        return self.account_view(account.id)
+
+    async def reset_usage(self) -> None:
+        """Every gauge cold; the poll floor lifts so the feeds repopulate at once (R-LANE-8)."""
+        self.pool.reset_usage()
+        self.refresher.lift_floor()
+        await self.store.write(quota_store.clear_observations)
+
+    # --- settings -------------------------------------------------------------------------------
+
+    def _apply_settings(self) -> None:
+        s = self.settings
+        self.pool.cap = int(s["pool.cap"])
+        self.pool.scheduler.mode = s["scheduler.mode"] if s["scheduler.mode"] in MODES else "score"
+        self.pool.scheduler.ceilings = Ceilings(
+            five_hour_max=float(s["scheduler.five_hour_max"]),
+            seven_day_max=float(s["scheduler.seven_day_max"]),
+            fable_weekly_max=float(s["scheduler.fable_weekly_max"]))
+        overrides = s.get("scheduler.account_limits") or {}
+        for account in self.pool.accounts.values():
+            account.ceilings = dict(overrides.get(account.name) or {})
+        self.refresher.floor_seconds = float(s["quota.poll_floor_seconds"])
+
+    async def update_settings(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """Validate, store and apply settings (the Settings dialog, the API and the CLI)."""
+        clean = validate_settings(changes)
+        def write() -> None:
+            for key, value in clean.items():
+                repo.set_setting(key, value)
+        await self.store.write(write)
+        self.settings.update(clean)
+        self._apply_settings()
+        self.bus.publish("accounts.settings")
+        return dict(self.settings)
+
+
+def validate_settings(changes: Any) -> dict[str, Any]:
+    """Known keys with values in range, or ValueError naming the first bad one."""
+    if not isinstance(changes, dict) or not changes:
+        raise ValueError("settings must be a non-empty JSON object")
+    clean: dict[str, Any] = {}
+    for key, value in changes.items():
+        if key not in SCHEDULER_SETTINGS:
+            raise ValueError(f"unknown setting {key!r}")
+        if key == "scheduler.mode":
+            if value not in MODES:
+                raise ValueError(f"scheduler.mode must be one of {', '.join(MODES)}")
+        elif key.endswith("_max"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    0 < value <= 1):
+                raise ValueError(f"{key} must be a fraction in (0, 1]")
+            value = float(value)
+        elif key == "scheduler.account_limits":
+            if not isinstance(value, dict):
+                raise ValueError("scheduler.account_limits must map account names to ceilings")
+            for name, limits in value.items():
+                if not isinstance(limits, dict):
+                    raise ValueError(f"ceilings for {name!r} must be an object")
+                validate_settings({f"scheduler.{k}": v for k, v in limits.items()}
+                                  ) if limits else None
+        elif key in ("pool.cap", "server.port", "proxy.max_body_bytes",
+                     "quota.poll_floor_seconds"):
+            low, high = {"pool.cap": (1, 64), "server.port": (0, 65535),
+                         "proxy.max_body_bytes": (1024, 1 << 30),
+                         "quota.poll_floor_seconds": (0, 86400)}[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"{key} must be an integer from {low} to {high}")
+        elif key == "app.start_at_login":
+            if not isinstance(value, bool):
+                raise ValueError("app.start_at_login must be true or false")
+        clean[key] = value
+    return clean

@@ -1,12 +1,55 @@
-"""Quota gauges (R-GAUGE-1): utilization 0..1 + resets_at per window; cold until first seen."""
+"""Quota gauges (R-GAUGE-1): utilization 0..1 + resets_at per window; cold until first seen.
+
+Two feeds (response headers and the usage poll) write the same slots; the freshest observation
+wins whichever feed it came from. Parsing lives in providers/; this module only keeps and reads.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 FRESH_SECONDS = 120.0
 WINDOWS = ("five_hour", "seven_day", "fable")
+# An observation further ahead than this is a clock problem, not a quota fact.
+MAX_FUTURE_SKEW = 300.0
+MAX_RESET_AHEAD = 8 * 86400.0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One window's reading from one feed."""
+
+    window: str  # five_hour | seven_day | fable
+    utilization: float  # fraction; may exceed 1 upstream, stored as seen
+    resets_at: float | None
+    observed_at: float
+    source: str  # headers | poll
+    rejected: bool = False  # the upstream said this window is denying requests now
+
+
+def clean_observation(
+    window: str,
+    utilization: Any,
+    resets_at: Any,
+    observed_at: float,
+    source: str,
+    rejected: bool = False,
+) -> Observation | None:
+    """An Observation from untrusted numbers, or None when they cannot be trusted."""
+    if window not in WINDOWS:
+        return None
+    if isinstance(utilization, bool) or not isinstance(utilization, (int, float)):
+        return None
+    if not math.isfinite(utilization) or utilization < 0 or utilization > 10:
+        return None
+    if resets_at is not None:
+        if isinstance(resets_at, bool) or not isinstance(resets_at, (int, float)):
+            return None
+        if not math.isfinite(resets_at) or resets_at > observed_at + MAX_RESET_AHEAD:
+            resets_at = None  # a far-future reset says nothing we can use
+    return Observation(window, float(utilization), resets_at, observed_at, source, rejected)
 
 
 @dataclass
@@ -15,25 +58,55 @@ class Gauge:
     resets_at: float | None = None
     observed_at: float | None = None
     source: str | None = None
+    rejected: bool = False
 
     @property
     def cold(self) -> bool:
         return self.observed_at is None
 
+    def apply(self, obs: Observation) -> bool:
+        """Freshest wins, whatever the feed. Returns whether the slot changed."""
+        if self.observed_at is not None and obs.observed_at < self.observed_at:
+            return False
+        self.utilization = obs.utilization
+        self.resets_at = obs.resets_at
+        self.observed_at = obs.observed_at
+        self.source = obs.source
+        self.rejected = obs.rejected
+        return True
+
+    def clear(self) -> None:
+        self.utilization = self.resets_at = self.observed_at = self.source = None
+        self.rejected = False
+
+    def past_reset(self, now: float) -> bool:
+        return self.resets_at is not None and now >= self.resets_at
+
     def reading(self, now: float) -> float | None:
         """Utilization now; a window past its reset reads 0; cold reads None (unknown)."""
         if self.cold:
             return None
-        if self.resets_at is not None and now >= self.resets_at:
+        if self.past_reset(now):
             return 0.0
         return self.utilization
 
     def stale(self, now: float) -> bool:
-        if self.cold:
-            return True
-        if self.resets_at is not None and now >= self.resets_at:
+        if self.cold or self.past_reset(now):
             return True
         return now - (self.observed_at or 0.0) > FRESH_SECONDS
+
+    def fresh_until(self) -> float | None:
+        """When this observation stops counting for exclusion (2 min, shortened by a reset)."""
+        if self.observed_at is None:
+            return None
+        until = self.observed_at + FRESH_SECONDS
+        return min(until, self.resets_at) if self.resets_at is not None else until
+
+    def exhausted(self, now: float) -> bool:
+        """Fresh data only: explicit denial or a window at 100% (R-LANE-1)."""
+        if self.stale(now):
+            return False
+        return self.rejected or (self.utilization or 0.0) >= 1.0
 
     def to_json(self, now: float) -> dict[str, Any]:
         return {
@@ -51,5 +124,18 @@ class GaugeSet:
     seven_day: Gauge = field(default_factory=Gauge)
     fable: Gauge = field(default_factory=Gauge)
 
+    def get(self, window: str) -> Gauge:
+        return getattr(self, window)
+
+    def apply(self, obs: Observation) -> bool:
+        return self.get(obs.window).apply(obs)
+
+    def clear(self) -> None:
+        for window in WINDOWS:
+            self.get(window).clear()
+
+    def any_stale(self, now: float, windows: tuple[str, ...] = WINDOWS) -> bool:
+        return any(self.get(w).stale(now) for w in windows)
+
     def to_json(self, now: float) -> dict[str, Any]:
-        return {name: getattr(self, name).to_json(now) for name in WINDOWS}
+        return {name: self.get(name).to_json(now) for name in WINDOWS}

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.gauges import GaugeSet
 from sublane_desktop.core.routing import ModelRoute
 from sublane_desktop.core.scheduler import Scheduler
 
@@ -65,7 +66,12 @@ class AccountState:
     next_seq: int = 0
     decided_seq: int = -1  # highest admission sequence whose outcome has been applied
     probe_in_flight: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    # quota and lanes (SPEC §5)
+    gauges: GaugeSet = field(default_factory=GaugeSet)
+    pinned_until: float | None = None
+    fable_cooldown_until: float | None = None
+    fable_streak: int = 0
+    ceilings: dict[str, float] = field(default_factory=dict)  # per-account overrides
 
     def cooling(self, now: float) -> bool:
         return self.cooldown_until is not None and now < self.cooldown_until
@@ -96,6 +102,7 @@ class Demand:
 class Outcome:
     SUCCESS = "success"
     FAILURE = "failure"  # network error, 5xx, 529, 429: cools the account
+    FABLE_FAILURE = "fable_failure"  # 429 on a Fable request, uncorroborated: Fable scope only
     AUTH_FAILURE = "auth_failure"  # 401: hard gate until the credential changes
     NEUTRAL = "neutral"  # client error, client cancel: says nothing about the account
 
@@ -112,12 +119,13 @@ class Lease:
     bound: bool
     released: bool = False
 
-    def release(self, outcome: str = Outcome.NEUTRAL, retry_after: float | None = None) -> bool:
+    def release(self, outcome: str = Outcome.NEUTRAL, retry_after: float | None = None,
+                status: int | None = None) -> bool:
         """Returns False when already released, so callers may call it from every exit path."""
         if self.released:
             return False
         self.released = True
-        self.pool._finish(self, outcome, retry_after)
+        self.pool._finish(self, outcome, retry_after, status)
         return True
 
 
@@ -133,6 +141,7 @@ class Pool:
         self.clock = clock
         self.cap = cap
         self.in_flight = 0
+        self.metadata_in_flight = 0
         self.accounts: dict[int, AccountState] = {}
         self.bindings: dict[tuple[int, str], int] = {}
         self.scheduler = Scheduler(clock)
@@ -153,6 +162,7 @@ class Pool:
                 if row.revision != known.revision:  # re-auth repairs an auth failure
                     known.revision = row.revision
                     known.auth_failed = row.auth_failed
+                    known.gauges.clear()  # observations of the old credential are void
                 fresh[row.id] = known
             else:
                 fresh[row.id] = row
@@ -192,25 +202,34 @@ class Pool:
         return self._admit(account, now, bound=False)
 
     def _candidates(self, demand: Demand) -> list[AccountState]:
-        if self.in_flight >= self.cap:
-            raise GatewayError(
-                "capacity_exhausted",
-                f"all {self.cap} upstream slots are in use; retry shortly",
-                retry_after=BUSY_RETRY_SECONDS,
-            )
+        self._check_cap()
         return [
             a
             for a in self.accounts.values()
             if demand.group_id in a.group_ids and a.provider == demand.route.provider
         ]
 
-    def _admit_bound(self, account: AccountState, demand: Demand, now: float) -> Lease:
-        if self.in_flight >= self.cap:
+    def _check_cap(self) -> None:
+        if self.in_flight + self.metadata_in_flight >= self.cap:
             raise GatewayError(
                 "capacity_exhausted",
                 f"all {self.cap} upstream slots are in use; retry shortly",
                 retry_after=BUSY_RETRY_SECONDS,
             )
+
+    def try_metadata_slot(self) -> bool:
+        """Quota reads and other metadata calls share the global cap, not account slots
+        (R-POOL-11). Returns False when the cap is full; pair with release_metadata_slot."""
+        if self.in_flight + self.metadata_in_flight >= self.cap:
+            return False
+        self.metadata_in_flight += 1
+        return True
+
+    def release_metadata_slot(self) -> None:
+        self.metadata_in_flight -= 1
+
+    def _admit_bound(self, account: AccountState, demand: Demand, now: float) -> Lease:
+        self._check_cap()
         reason = self.scheduler.hard_gate(account, demand, now)
         if reason is not None:
             raise reason
@@ -235,12 +254,15 @@ class Pool:
 
     # --- outcomes -----------------------------------------------------------------------------
 
-    def _finish(self, lease: Lease, outcome: str, retry_after: float | None) -> None:
+    def _finish(self, lease: Lease, outcome: str, retry_after: float | None,
+                status: int | None) -> None:
         account = lease.account
         account.in_flight -= 1
         self.in_flight -= 1
         if lease.probe:
             account.probe_in_flight = False
+        if status == 429 or outcome == Outcome.AUTH_FAILURE:
+            self.scheduler.on_rejection(account)
         if lease.runtime_revision == account.runtime_revision:
             self._apply(account, lease, outcome, retry_after)
         self._on_change()
@@ -251,14 +273,20 @@ class Pool:
             return
         if outcome == Outcome.AUTH_FAILURE:
             account.auth_failed = True
-            self.scheduler.on_hard_failure(account)
             self._persist.save_runtime(account.id, account.runtime_fields())
+            return
+        if outcome == Outcome.FABLE_FAILURE:
+            # Only the Fable scope rests; the account keeps serving other models (R-LANE-7).
+            account.fable_streak += 1
+            account.fable_cooldown_until = self.clock.now() + cooldown_seconds(
+                account.fable_streak)
             return
         # Outcomes are ordered by admission sequence, not by when they arrive (R-POOL-8).
         if lease.seq <= account.decided_seq:
             return
         account.decided_seq = lease.seq
         if outcome == Outcome.SUCCESS:
+            account.fable_streak = 0
             if account.failure_streak == 0 and account.cooldown_until is None:
                 return
             account.failure_streak = 0
@@ -267,7 +295,6 @@ class Pool:
             account.failure_streak += 1
             now = self.clock.now()
             account.cooldown_until = now + cooldown_seconds(account.failure_streak, retry_after)
-            self.scheduler.on_hard_failure(account)
         self._persist.save_runtime(account.id, account.runtime_fields())
 
     # --- operator levers (R-ARCH-2: the tray, CLI and API all land here) ------------------------
@@ -300,6 +327,39 @@ class Pool:
         self._persist.save_runtime(account.id, account.runtime_fields())
         self._on_change()
         return account
+
+    def switch(self, ref: str | int) -> AccountState:
+        """Manual switch: both lanes go to this account for 5 minutes (R-LANE-2).
+
+        Switching away is an operator action on the other accounts of that provider, so their
+        conversations are freed and re-placed (on the pinned account) — otherwise a switch would
+        do nothing for Claude Code, whose every request belongs to a conversation.
+        """
+        account = self.find(ref)
+        for other in list(self.accounts.values()):
+            if other.provider == account.provider and other.id != account.id:
+                self.free_bindings(other.id)
+        self.scheduler.pin(account, list(self.accounts.values()), self.clock.now())
+        self._on_change()
+        return account
+
+    def reset_usage(self) -> None:
+        """Every gauge back to cold (R-LANE-8)."""
+        for account in self.accounts.values():
+            account.gauges.clear()
+        self._on_change()
+
+    def evaluate(self) -> None:
+        """The 30 s local tick (R-LANE-6)."""
+        self.scheduler.evaluate(list(self.accounts.values()), self.clock.now())
+        self._on_change()
+
+    def mark_auth_failed(self, account: AccountState) -> None:
+        """A refresh token refused: hard gate until the credential changes (R-ST-3)."""
+        account.auth_failed = True
+        self.scheduler.on_rejection(account)
+        self._persist.save_runtime(account.id, account.runtime_fields())
+        self._on_change()
 
     def free_bindings(self, account_id: int) -> None:
         """An operator action frees the account's conversations (R-POOL-4)."""

@@ -1,37 +1,132 @@
 """Which account serves a request: the gate order of SPEC §5, top to bottom, in one file.
 
-1. Hard gates (always): disabled, auth-failed, paused, account-wide cooldown, probe in flight.
-2. Capacity: the per-account limit (R-POOL-1, R-POOL-3).
-3. Placement: a new conversation rotates within its group (R-POOL-5); an independent request
-   stays on the lane's current account while it can serve, else the next eligible one (R-POOL-6).
+1. Hard gates (always): disabled, auth-failed, paused, account-wide cooldown, fresh exhausted
+   quota; for Fable requests also the Fable-scope park and a Fable bucket at its ceiling.
+2. Capacity: the per-account limit, and one recovery probe after a cooldown (R-POOL-1, -3, -7).
+3. Manual pin: both lanes go to the pinned account for 5 minutes; thresholds, staleness and the
+   preemptive Fable exclusion do not break it (R-LANE-2).
+4. Preemptive ceilings (main lane, fresh data): 5h above five_hour_max or 7d above seven_day_max.
+5. Scores: the Fable lane's perishability (R-LANE-3), the main lane's 1x-4x ramp (R-LANE-5).
+6. Anchoring: stay on the lane's current account unless a candidate beats it by SWITCH_MARGIN;
+   round_robin mode keeps the anchor until it is gated (R-LANE-4).
+Conversations: a bound one meets the hard gates and capacity only (R-POOL-4); a new one rotates
+within its group among admissible accounts (R-POOL-5).
 
 Nothing here awaits; the pool calls it inside its atomic select-and-reserve step.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.gauges import GaugeSet
 
 if TYPE_CHECKING:
     from sublane_desktop.core.pool import AccountState, Demand
 
 BUSY_RETRY_SECONDS = 2.0
-PROBE_RETRY_SECONDS = 2.0
+PIN_SECONDS = 300.0
+SWITCH_MARGIN = 0.25
+WEEK = 7 * 86400.0
+URGENCY_MAX = 100.0
+RAMP_MAX = 4.0
+MODES = ("score", "round_robin")
 
 
+@dataclass
+class Ceilings:
+    """Where preemptive exclusion engages (settings scheduler.*; per-account overrides)."""
+
+    five_hour_max: float = 0.90
+    seven_day_max: float = 0.99
+    fable_weekly_max: float = 0.98
+
+    def merged(self, overrides: dict[str, float] | None) -> Ceilings:
+        if not overrides:
+            return self
+        return Ceilings(**{name: overrides.get(name, getattr(self, name))
+                           for name in ("five_hour_max", "seven_day_max", "fable_weekly_max")})
+
+
+def _util(gauges: GaugeSet, window: str, now: float) -> float:
+    """Utilization for scoring: the last reading (cold counts as 0, past reset reads 0)."""
+    value = gauges.get(window).reading(now)
+    return 0.0 if value is None else value
+
+
+def headroom(ceiling: float, utilization: float) -> float:
+    return max(0.0, ceiling - utilization)
+
+
+def fable_urgency(gauges: GaugeSet, now: float) -> float:
+    """week / time-to-Fable-reset, clamped to [1, 100]; a cold bucket has no known urgency."""
+    fable = gauges.fable
+    if fable.cold or fable.resets_at is None or fable.past_reset(now):
+        return 1.0
+    remaining = max(fable.resets_at - now, 1.0)
+    return min(URGENCY_MAX, max(1.0, WEEK / remaining))
+
+
+def main_ramp(gauges: GaugeSet, now: float) -> float:
+    """1x to 4x linearly over the 7-day window toward the 7d reset (cold: 1x)."""
+    week = gauges.seven_day
+    if week.cold or week.resets_at is None or week.past_reset(now):
+        return 1.0
+    remaining = min(max(week.resets_at - now, 0.0), WEEK)
+    return 1.0 + (RAMP_MAX - 1.0) * (1.0 - remaining / WEEK)
+
+
+def fable_score(gauges: GaugeSet, ceilings: Ceilings, now: float) -> float:
+    servable_now = min(
+        headroom(ceilings.five_hour_max, _util(gauges, "five_hour", now)),
+        headroom(ceilings.seven_day_max, _util(gauges, "seven_day", now)),
+        headroom(ceilings.fable_weekly_max, _util(gauges, "fable", now)),
+    )
+    return servable_now * fable_urgency(gauges, now)
+
+
+def main_score(gauges: GaugeSet, ceilings: Ceilings, now: float) -> float:
+    servable_now = min(
+        headroom(ceilings.five_hour_max, _util(gauges, "five_hour", now)),
+        headroom(ceilings.seven_day_max, _util(gauges, "seven_day", now)),
+    )
+    return servable_now * main_ramp(gauges, now)
+
+
+@dataclass
+class Decision:
+    """Why an account was chosen, for the scheduling trace."""
+
+    account: str
+    lane: str
+    reason: str
+    score: float | None = None
+
+
+@dataclass
 class Scheduler:
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-        self._cursor: dict[int, int] = {}  # group -> rotation position (process-local)
-        self.current: dict[tuple[int, str], int] = {}  # (group, provider) -> account id
+    clock: Clock
+    mode: str = "score"
+    ceilings: Ceilings = field(default_factory=Ceilings)
+    _cursor: dict[int, int] = field(default_factory=dict)  # group -> rotation position
+    current: dict[tuple[int, str], int] = field(default_factory=dict)  # main lane anchors
+    fable_current: dict[tuple[int, str], int] = field(default_factory=dict)
+    last: Decision | None = None
+
+    def ceilings_for(self, account: AccountState) -> Ceilings:
+        return self.ceilings.merged(account.ceilings)
 
     # 1. hard gates ---------------------------------------------------------------------------
 
-    def hard_gate(self, account: AccountState, demand: Demand, now: float) -> GatewayError | None:
-        """Why this account may not take the request at all, as the error a client should see."""
+    def hard_gate(self, account: AccountState, demand: Demand, now: float, *,
+                  pinned: bool = False) -> GatewayError | None:
+        """Why this account may not take the request at all, as the error a client should see.
+
+        `pinned` skips only the preemptive Fable exclusion (R-LANE-2); everything else holds.
+        """
         if not account.enabled:
             return GatewayError("no_account", f"account {account.name} is disabled")
         if account.auth_failed:
@@ -52,13 +147,44 @@ class Scheduler:
                 f"account {account.name} has no quota left",
                 retry_after=self.quota_recheck_in(account, now),
             )
+        if demand.route.fable:
+            if account.fable_cooldown_until is not None and now < account.fable_cooldown_until:
+                return GatewayError(
+                    "account_cooling",
+                    f"account {account.name} is resting its Fable bucket after a 429",
+                    retry_after=account.fable_cooldown_until - now,
+                )
+            fable = account.gauges.fable
+            if fable.exhausted(now):
+                return GatewayError(
+                    "quota_exhausted",
+                    f"account {account.name} has no Fable quota left",
+                    retry_after=self._recheck(fable.fresh_until(), now),
+                )
+            ceiling = self.ceilings_for(account).fable_weekly_max
+            reading = fable.reading(now)
+            if not pinned and reading is not None and reading >= ceiling:
+                return GatewayError(
+                    "quota_exhausted",
+                    f"account {account.name} is at its Fable ceiling ({ceiling:.0%})",
+                    retry_after=self._recheck(fable.fresh_until() if not fable.stale(now)
+                                              else fable.resets_at, now),
+                )
         return None
 
     def quota_exhausted(self, account: AccountState, now: float) -> bool:
-        return False  # gauges arrive with the quota work (SPEC §5)
+        """Account-wide exhaustion on fresh data: the 5h or 7d window denies or is at 100%."""
+        return account.gauges.five_hour.exhausted(now) or account.gauges.seven_day.exhausted(now)
 
     def quota_recheck_in(self, account: AccountState, now: float) -> float:
-        return 120.0
+        """A recheck hint, not a promise: the next freshness deadline or reset (R-LANE-1)."""
+        deadlines = [g.fresh_until() for g in (account.gauges.five_hour, account.gauges.seven_day)
+                     if g.exhausted(now)]
+        return self._recheck(min((d for d in deadlines if d is not None), default=None), now)
+
+    @staticmethod
+    def _recheck(deadline: float | None, now: float) -> float:
+        return 60.0 if deadline is None else max(1.0, deadline - now)
 
     # 2. capacity -----------------------------------------------------------------------------
 
@@ -71,50 +197,161 @@ class Scheduler:
     def admissible(self, account: AccountState, demand: Demand, now: float) -> bool:
         return self.hard_gate(account, demand, now) is None and self.has_room(account, now)
 
-    # 3. placement ----------------------------------------------------------------------------
+    # 3. manual pin ---------------------------------------------------------------------------
 
-    def place_conversation(
-        self, candidates: list[AccountState], demand: Demand, now: float
-    ) -> AccountState:
-        """Rotate within the group among accounts that can take the request now."""
-        if not candidates:
-            raise self._nothing_serves(demand)
-        ordered = sorted(candidates, key=lambda a: a.id)
-        start = self._cursor.get(demand.group_id, 0)
-        for step in range(len(ordered)):
-            account = ordered[(start + step) % len(ordered)]
-            if self.admissible(account, demand, now):
-                self._cursor[demand.group_id] = (start + step + 1) % len(ordered)
-                return account
-        raise self._why_none(ordered, demand, now)
+    def pinned(self, account: AccountState, now: float) -> bool:
+        return account.pinned_until is not None and now < account.pinned_until
+
+    def pin(self, account: AccountState, accounts: list[AccountState], now: float) -> None:
+        """Manual switch: both lanes of the account's provider go to it for 5 minutes."""
+        for other in accounts:
+            if other.provider == account.provider:
+                other.pinned_until = None
+        account.pinned_until = now + PIN_SECONDS
+        for group in account.group_ids:
+            self.current[(group, account.provider)] = account.id
+            self.fable_current[(group, account.provider)] = account.id
+
+    # 4. preemptive ceilings --------------------------------------------------------------------
+
+    def over_ceiling(self, account: AccountState, now: float) -> bool:
+        """Main-lane exclusion on fresh data; exactly at the ceiling is still eligible."""
+        ceilings = self.ceilings_for(account)
+        five, week = account.gauges.five_hour, account.gauges.seven_day
+        return (
+            (not five.stale(now) and (five.utilization or 0.0) > ceilings.five_hour_max)
+            or (not week.stale(now) and (week.utilization or 0.0) > ceilings.seven_day_max)
+        )
+
+    # 5. scores ----------------------------------------------------------------------------------
+
+    def score(self, account: AccountState, demand: Demand, now: float) -> float:
+        ceilings = self.ceilings_for(account)
+        if demand.route.fable:
+            return fable_score(account.gauges, ceilings, now)
+        return main_score(account.gauges, ceilings, now)
+
+    # 6. anchoring and the lanes -----------------------------------------------------------------
 
     def select_independent(
         self, candidates: list[AccountState], demand: Demand, now: float
     ) -> AccountState:
-        """Stay on the lane's current account while it can serve; otherwise the next one."""
         if not candidates:
             raise self._nothing_serves(demand)
         ordered = sorted(candidates, key=lambda a: a.id)
+        lane_name = "fable" if demand.route.fable else "main"
+        for account in ordered:  # 3. a live pin beats everything but the hard gates
+            if self.pinned(account, now):
+                if self.hard_gate(account, demand, now, pinned=True) is None and self.has_room(
+                        account, now):
+                    self.last = Decision(account.name, lane_name, "manual pin")
+                    return account
+        open_ = [a for a in ordered if self.hard_gate(a, demand, now) is None]
+        eligible = [a for a in open_ if demand.route.fable or not self.over_ceiling(a, now)]
+        if not eligible:
+            if not open_:
+                raise self._why_none(ordered, demand, now)
+            # Every open account is over a preemptive ceiling: the ceilings steer, they do not
+            # refuse, so the request goes to the least-loaded one until the upstream says no.
+            chosen = max(open_, key=lambda a: (self.score(a, demand, now), -a.id))
+            if not self.has_room(chosen, now):
+                raise self._why_none(ordered, demand, now)
+            self.last = Decision(chosen.name, lane_name, "all over ceiling: least loaded")
+            return chosen
+        anchors = self.fable_current if demand.route.fable else self.current
         lane = (demand.group_id, demand.route.provider)
-        current_id = self.current.get(lane)
-        current = next((a for a in ordered if a.id == current_id), None)
-        if current is not None and self.admissible(current, demand, now):
-            return current
-        start = ordered.index(current) + 1 if current is not None else 0
+        if demand.route.fable and lane not in anchors and lane in self.current:
+            anchors[lane] = self.current[lane]  # seeded from the account-wide current
+        anchor = next((a for a in eligible if a.id == anchors.get(lane)), None)
+        chosen, reason = self._choose(eligible, anchor, ordered, anchors.get(lane), demand, now)
+        anchors[lane] = chosen.id
+        if not self.has_room(chosen, now):
+            # Saturation does not move the anchor; this one request spills to the best other.
+            spill = [a for a in eligible if a is not chosen and self.has_room(a, now)]
+            if not spill:
+                raise self._why_none(ordered, demand, now)
+            chosen = max(spill, key=lambda a: self.score(a, demand, now))
+            reason = "anchor busy, spill"
+        self.last = Decision(chosen.name, lane_name, reason, self.score(chosen, demand, now))
+        return chosen
+
+    def _choose(self, eligible: list[AccountState], anchor: AccountState | None,
+                ordered: list[AccountState], anchor_id: int | None, demand: Demand, now: float
+                ) -> tuple[AccountState, str]:
+        if self.mode == "round_robin":
+            if anchor is not None:
+                return anchor, "round robin: anchor kept"
+            ids = [a.id for a in ordered]
+            start = ids.index(anchor_id) + 1 if anchor_id in ids else 0
+            for step in range(len(ordered)):
+                account = ordered[(start + step) % len(ordered)]
+                if account in eligible:
+                    return account, "round robin: next after gated anchor"
+        best = max(eligible, key=lambda a: (self.score(a, demand, now), -a.id))
+        if anchor is None:
+            return best, "best score (no eligible anchor)"
+        if best is not anchor and self.score(best, demand, now) > self.score(
+                anchor, demand, now) * (1.0 + SWITCH_MARGIN):
+            return best, "beats anchor by margin"
+        return anchor, "anchor kept"
+
+    def evaluate(self, accounts: list[AccountState], now: float) -> None:
+        """The 30 s tick (R-LANE-6): abandon a paused or gated anchor, without any network."""
+        by_id = {a.id: a for a in accounts}
+        for anchors in (self.current, self.fable_current):
+            for lane, account_id in list(anchors.items()):
+                account = by_id.get(account_id)
+                if account is None or not account.enabled or account.paused or \
+                        account.auth_failed or account.cooling(now) or \
+                        self.quota_exhausted(account, now):
+                    del anchors[lane]
+                elif anchors is self.fable_current and (
+                        account.gauges.fable.exhausted(now) or (
+                            account.fable_cooldown_until is not None
+                            and now < account.fable_cooldown_until)):
+                    del anchors[lane]
+        for account in accounts:
+            if account.pinned_until is not None and now >= account.pinned_until:
+                account.pinned_until = None
+
+    def place_conversation(
+        self, candidates: list[AccountState], demand: Demand, now: float
+    ) -> AccountState:
+        """Rotate within the group among accounts that can take the request now (R-POOL-5)."""
+        if not candidates:
+            raise self._nothing_serves(demand)
+        ordered = sorted(candidates, key=lambda a: a.id)
+        for account in ordered:  # a manual pin places new conversations too
+            if self.pinned(account, now) and self.has_room(account, now) and self.hard_gate(
+                    account, demand, now, pinned=True) is None:
+                self.last = Decision(account.name, "conversation", "manual pin")
+                return account
+        start = self._cursor.get(demand.group_id, 0)
+        for step in range(len(ordered)):
+            account = ordered[(start + step) % len(ordered)]
+            if self.admissible(account, demand, now) and (
+                    demand.route.fable or not self.over_ceiling(account, now)):
+                self._cursor[demand.group_id] = (start + step + 1) % len(ordered)
+                self.last = Decision(account.name, "conversation", "rotation")
+                return account
+        # Everything is over a preemptive ceiling: placement is steering, not a gate.
         for step in range(len(ordered)):
             account = ordered[(start + step) % len(ordered)]
             if self.admissible(account, demand, now):
-                # Saturation alone does not move the anchor; a gate does.
-                if current is None or self.hard_gate(current, demand, now) is not None:
-                    self.current[lane] = account.id
+                self._cursor[demand.group_id] = (start + step + 1) % len(ordered)
+                self.last = Decision(account.name, "conversation", "rotation (over ceiling)")
                 return account
         raise self._why_none(ordered, demand, now)
 
-    def on_hard_failure(self, account: AccountState) -> None:
-        """A failure or auth error on an account; the lanes re-anchor on the next request."""
+    def on_rejection(self, account: AccountState) -> None:
+        """A recorded 429 or auth failure on a pinned account releases the pin (R-LANE-2)."""
+        account.pinned_until = None
 
     def is_current(self, account: AccountState) -> bool:
         return account.id in self.current.values()
+
+    def is_fable_current(self, account: AccountState) -> bool:
+        return account.id in self.fable_current.values()
 
     # errors ------------------------------------------------------------------------------------
 
@@ -126,7 +363,7 @@ class Scheduler:
         )
 
     def _why_none(self, ordered: list[AccountState], demand: Demand, now: float) -> GatewayError:
-        """The most useful error when every candidate is out: busy beats cooling beats gone."""
+        """The most useful error when every candidate is out: busy beats waiting beats gone."""
         gated = [self.hard_gate(a, demand, now) for a in ordered]
         if any(g is None for g in gated):
             return GatewayError(

@@ -89,8 +89,45 @@ async def pause_account(request: web.Request, service: Any) -> web.Response:
     return web.json_response(service.account_view(account.id))
 
 
+@admin_route
+async def switch(request: web.Request, service: Any) -> web.Response:
+    body, _ = await json_body(request)
+    account = _body_account(service, body)
+    return web.json_response(await service.switch(account.id))
+
+
+@admin_route
+async def reset_usage(request: web.Request, service: Any) -> web.Response:
+    await service.reset_usage()
+    return web.json_response(service.accounts_runtime())
+
+
+@admin_route
+async def refresh_quotas(request: web.Request, service: Any) -> web.Response:
+    return web.json_response({"started": service.refresh_quotas()})
+
+
+@admin_route
+async def get_settings(request: web.Request, service: Any) -> web.Response:
+    return web.json_response(service.settings)
+
+
+@admin_route
+async def patch_settings(request: web.Request, service: Any) -> web.Response:
+    body, _ = await json_body(request)
+    try:
+        return web.json_response(await service.update_settings(body))
+    except ValueError as exc:
+        raise GatewayError("invalid_request", str(exc)) from None
+
+
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/accounts/runtime", runtime)
     app.router.add_patch("/api/accounts/{id}/limits", set_limits)
     app.router.add_post("/api/accounts/{id}/resume", resume)
     app.router.add_post("/llmux/pause-account", pause_account)
+    app.router.add_post("/llmux/switch", switch)
+    app.router.add_post("/llmux/reset-usage", reset_usage)
+    app.router.add_post("/api/accounts/refresh-quotas", refresh_quotas)
+    app.router.add_get("/api/settings", get_settings)
+    app.router.add_patch("/api/settings", patch_settings)

@@ -100,6 +100,9 @@ class MessagesRoute:
         except GatewayError as err:
             if err.code != "capacity_exhausted":  # global admission: no record (R-REC-1)
                 record.outcome, record.error_code = "rejected", err.code
+                if demand.conversation is not None:  # the bound account that said no
+                    record.account_id = service.pool.bindings.get(
+                        (demand.group_id, demand.conversation))
                 record.duration_ms = int((service.clock.monotonic() - t0) * 1000)
                 service.record(record)
             return anthropic_error(err, request_id)

@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sublane_desktop.proxy import SERVICE, management
+from sublane_desktop.proxy import SERVICE, history, management
 from sublane_desktop.proxy.guards import make_host_guard
 from sublane_desktop.proxy.messages import MessagesRoute
 
@@ -24,6 +24,7 @@ def build_app(service: Any, *, max_body: int) -> web.Application:
     app.router.add_post("/v1/messages", MessagesRoute("messages").handle)
     app.router.add_post("/v1/messages/count_tokens", MessagesRoute("count_tokens").handle)
     management.add_routes(app)
+    history.add_routes(app)
     return app
 
 

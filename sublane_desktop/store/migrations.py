@@ -47,6 +47,29 @@ STEPS: dict[int, list[str]] = {
         " digest TEXT NOT NULL, account_id INTEGER NOT NULL REFERENCES accounts(id)"
         " ON DELETE CASCADE, created_at REAL NOT NULL, PRIMARY KEY (scope, group_id, digest))",
     ],
+    # Request records (SPEC §6). AUTOINCREMENT so ids are never reused after cleanup; no
+    # foreign keys, because history outlives deleted accounts, keys and users.
+    3: [
+        "CREATE TABLE request_records (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " request_id TEXT NOT NULL, user_id INTEGER NOT NULL, key_id INTEGER NOT NULL,"
+        " group_id INTEGER NOT NULL, account_id INTEGER, provider TEXT NOT NULL,"
+        " model TEXT NOT NULL, protocol TEXT NOT NULL, operation TEXT NOT NULL,"
+        " started_at REAL NOT NULL, duration_ms INTEGER, first_token_ms INTEGER,"
+        " outcome TEXT NOT NULL, error_code TEXT, upstream_status INTEGER,"
+        " input_tokens INTEGER, output_tokens INTEGER, cached_tokens INTEGER)",
+        # personal pages: WHERE user_id = ? AND id < cursor ORDER BY id DESC
+        "CREATE INDEX request_records_user_id ON request_records (user_id, id)",
+        # the 7-day retention delete and the time filters
+        "CREATE INDEX request_records_started_at ON request_records (started_at)",
+    ],
+    # Quota observations (SPEC §5, R-GAUGE-4): the freshest reading per account and window,
+    # tagged with the account's lifecycle revision so a refresh begun before a re-auth loses.
+    4: [
+        "CREATE TABLE quota_observations (account_id INTEGER NOT NULL REFERENCES accounts(id)"
+        " ON DELETE CASCADE, window TEXT NOT NULL, utilization REAL NOT NULL, resets_at REAL,"
+        " observed_at REAL NOT NULL, source TEXT NOT NULL, rejected INTEGER NOT NULL DEFAULT 0,"
+        " revision INTEGER NOT NULL, PRIMARY KEY (account_id, window))",
+    ],
 }
 LATEST = max(STEPS)
 

@@ -123,6 +123,48 @@ class AffinityBinding(BaseModel):
         primary_key = CompositeKey("scope", "group_id", "digest")
 
 
+class RecordRow(BaseModel):
+    """One model attempt's metadata (R-REC-2); core's RequestRecord is the in-memory form."""
+
+    id = AutoField()
+    request_id = TextField()
+    user_id = IntegerField()
+    key_id = IntegerField()
+    group_id = IntegerField()
+    account_id = IntegerField(null=True)
+    provider = TextField()
+    model = TextField()
+    protocol = TextField()
+    operation = TextField()
+    started_at = FloatField()
+    duration_ms = IntegerField(null=True)
+    first_token_ms = IntegerField(null=True)
+    outcome = TextField()
+    error_code = TextField(null=True)
+    upstream_status = IntegerField(null=True)
+    input_tokens = IntegerField(null=True)
+    output_tokens = IntegerField(null=True)
+    cached_tokens = IntegerField(null=True)
+
+    class Meta:
+        table_name = "request_records"
+
+
+class QuotaObservation(BaseModel):
+    account = ForeignKeyField(Account, on_delete="CASCADE")
+    window = TextField()
+    utilization = FloatField()
+    resets_at = FloatField(null=True)
+    observed_at = FloatField()
+    source = TextField()
+    rejected = BooleanField(default=False)
+    revision = IntegerField()
+
+    class Meta:
+        table_name = "quota_observations"
+        primary_key = CompositeKey("account", "window")
+
+
 ALL_MODELS = [
     SchemaVersion,
     User,
@@ -133,4 +175,5 @@ ALL_MODELS = [
     Setting,
     AccountRuntime,
     AffinityBinding,
+    RecordRow,
 ]

@@ -1,0 +1,114 @@
+"""When quota reads happen (R-GAUGE-3): only because of traffic or a person, never idly.
+
+At most two reads at once, inside the global cap; a second ask for the same account joins
+the read already running; one read per account per poll floor (5 min), none while the
+endpoint's own retry-after runs. The reading and saving are injected, so this stays pure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from sublane_desktop.core.clock import Clock
+from sublane_desktop.core.gauges import Observation
+from sublane_desktop.core.tasks import spawn
+
+log = logging.getLogger(__name__)
+
+MAX_CONCURRENT_READS = 2
+POLL_FLOOR_SECONDS = 300.0
+
+
+class QuotaReadError(Exception):
+    """A read failed; `retry_after` is the endpoint's own back-off when it gave one."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+Reader = Callable[[Any], Awaitable[list[Observation]]]
+Publisher = Callable[[Any, int, list[Observation]], Awaitable[bool]]
+
+
+class QuotaRefresher:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        read: Reader,
+        publish: Publisher,
+        take_slot: Callable[[], bool],
+        give_slot: Callable[[], None],
+        floor_seconds: float = POLL_FLOOR_SECONDS,
+        max_concurrent: int = MAX_CONCURRENT_READS,
+    ) -> None:
+        self.clock = clock
+        self._read = read
+        self._publish = publish
+        self._take_slot = take_slot
+        self._give_slot = give_slot
+        self.floor_seconds = floor_seconds
+        self._gate = asyncio.Semaphore(max_concurrent)
+        self._running: dict[int, asyncio.Task[bool]] = {}
+        self._last_start: dict[int, float] = {}
+        self._blocked_until: dict[int, float] = {}  # the endpoint's own retry-after
+        self.reads = 0  # reads actually sent (tests and the trace look at this)
+
+    def due(self, account: Any, now: float) -> bool:
+        if now < self._blocked_until.get(account.id, 0.0):
+            return False
+        last = self._last_start.get(account.id)
+        return last is None or now - last >= self.floor_seconds
+
+    def want(self, accounts: Iterable[Any], *, force: bool = False) -> list[asyncio.Task[bool]]:
+        """Start background refreshes; never waits. `force` (a person asked) skips the floor
+        but never the endpoint's retry-after."""
+        now = self.clock.now()
+        started = []
+        for account in accounts:
+            running = self._running.get(account.id)
+            if running is not None:
+                started.append(running)  # duplicates coalesce
+                continue
+            if now < self._blocked_until.get(account.id, 0.0):
+                continue
+            if not force and not self.due(account, now):
+                continue
+            self._last_start[account.id] = now
+            task = spawn(self._refresh(account), name=f"quota-read-{account.id}")
+            self._running[account.id] = task
+            started.append(task)
+        return started
+
+    def lift_floor(self) -> None:
+        """reset-usage: feeds repopulate at once (the endpoint's retry-after still holds)."""
+        self._last_start.clear()
+
+    async def _refresh(self, account: Any) -> bool:
+        revision = account.revision
+        try:
+            async with self._gate:
+                if not self._take_slot():
+                    log.info("quota read for account %s skipped: global cap full", account.id)
+                    self._last_start.pop(account.id, None)
+                    return False
+                try:
+                    self.reads += 1
+                    observations = await self._read(account)
+                finally:
+                    self._give_slot()
+            if not observations:
+                return False
+            return await self._publish(account, revision, observations)
+        except QuotaReadError as exc:
+            # The last good observation stays, and still expires at its own deadline.
+            if exc.retry_after:
+                self._blocked_until[account.id] = self.clock.now() + exc.retry_after
+            log.warning("quota read for account %s failed: %s", account.id, exc)
+            return False
+        finally:
+            self._running.pop(account.id, None)

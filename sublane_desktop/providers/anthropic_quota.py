@@ -1,0 +1,135 @@
+"""Anthropic subscription quota signals (PROTOCOLS.md): rate-limit headers and the usage poll.
+
+Both feeds are undocumented and drift between client versions, so everything here is
+defensive: an unparseable value is ignored, never allowed to poison a gauge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sublane_desktop.core.gauges import Observation, clean_observation
+
+PREFIX = "anthropic-ratelimit-unified-"
+# header window name -> gauge window
+HEADER_WINDOWS = {"5h": "five_hour", "7d": "seven_day", "7d_oi": "fable"}
+FABLE_NAME = "fable"
+
+
+def _number(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _iso(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def header_observations(headers: Mapping[str, str], now: float) -> list[Observation]:
+    """Gauge readings carried by one response's `anthropic-ratelimit-unified-*` headers."""
+    found = []
+    for name, window in HEADER_WINDOWS.items():
+        util = _number(headers.get(f"{PREFIX}{name}-utilization"))
+        if util is None:
+            continue
+        status = (headers.get(f"{PREFIX}{name}-status") or "").strip().lower()
+        obs = clean_observation(window, util, _number(headers.get(f"{PREFIX}{name}-reset")),
+                                now, "headers", rejected=status == "rejected")
+        if obs is not None:
+            found.append(obs)
+    return found
+
+
+def account_wide_rejection(headers: Mapping[str, str]) -> bool:
+    """Do the 5h/7d signals on a 429 corroborate an account-wide limit (R-LANE-7)?"""
+    for name in ("5h", "7d"):
+        if (headers.get(f"{PREFIX}{name}-status") or "").strip().lower() == "rejected":
+            return True
+        util = _number(headers.get(f"{PREFIX}{name}-utilization"))
+        if util is not None and util >= 1.0:
+            return True
+    return False
+
+
+def usage_url(base: str) -> str:
+    return base.rstrip("/") + "/api/oauth/usage"
+
+
+def _percent_obs(window: str, percent: Any, resets_at: Any, now: float) -> Observation | None:
+    value = _number(percent)
+    if value is None or value < 0 or value > 1000:
+        return None
+    return clean_observation(window, value / 100.0, _iso(resets_at), now, "poll",
+                             rejected=False)
+
+
+def usage_observations(body: Any, now: float) -> list[Observation]:
+    """Readings from `GET /api/oauth/usage`: percent 0-100 and ISO-8601 resets (classic keys
+    and the newer `limits[]` rows; the Fable row is weekly_scoped with display name Fable)."""
+    if not isinstance(body, dict):
+        return []
+    found: dict[str, Observation] = {}
+    for key, window in (("five_hour", "five_hour"), ("seven_day", "seven_day")):
+        slot = body.get(key)
+        if isinstance(slot, dict):
+            obs = _percent_obs(window, slot.get("utilization"), slot.get("resets_at"), now)
+            if obs is not None:
+                found[window] = obs
+    limits = body.get("limits")
+    for row in limits if isinstance(limits, list) else []:
+        if not isinstance(row, dict):
+            continue
+        kind = row.get("kind")
+        window = {"session": "five_hour", "weekly_all": "seven_day"}.get(kind)
+        if kind == "weekly_scoped":
+            scope = row.get("scope") if isinstance(row.get("scope"), dict) else {}
+            model = scope.get("model") if isinstance(scope.get("model"), dict) else {}
+            name = str(model.get("display_name") or "").strip().lower()
+            window = "fable" if name == FABLE_NAME else None
+        if window is None:
+            continue
+        obs = _percent_obs(window, row.get("percent"), row.get("resets_at"), now)
+        if obs is not None:
+            found[window] = obs
+    return list(found.values())
+
+
+async def read_usage(http: Any, base: str, access_token: str, now: float) -> list[Observation]:
+    """One `GET /api/oauth/usage`. Raises QuotaReadError (with the endpoint's retry-after on a
+    429: it rate-limits hard, ~10 quick calls buy an hour's wait)."""
+    import asyncio
+
+    import aiohttp
+
+    from sublane_desktop.core.quota import QuotaReadError
+
+    headers = {"authorization": f"Bearer {access_token}", "anthropic-beta": "oauth-2025-04-20",
+               "anthropic-version": "2023-06-01"}
+    try:
+        async with http.get(usage_url(base), headers=headers,
+                            timeout=aiohttp.ClientTimeout(total=20)) as resp:
+            if resp.status == 429:
+                raise QuotaReadError("usage endpoint rate-limited",
+                                     retry_after=_number(resp.headers.get("retry-after")) or 600)
+            if resp.status != 200:
+                raise QuotaReadError(f"usage endpoint answered HTTP {resp.status}")
+            try:
+                body = await resp.json(content_type=None)
+            except ValueError:
+                raise QuotaReadError("usage endpoint sent invalid JSON") from None
+    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        raise QuotaReadError(f"usage endpoint unreachable ({type(exc).__name__})") from None
+    return usage_observations(body, now)

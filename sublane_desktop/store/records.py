@@ -1,0 +1,286 @@
+"""Request records (SPEC §6): the stored history of model attempts, and its one writer.
+
+What a row holds is exactly R-REC-2 — ids, provider, bounded model, protocol/operation, times,
+outcome, a sanitized error code, the upstream status and token counts — never prompts, bodies,
+headers, session ids or credentials. Token counts as stored:
+
+- `input_tokens` is the TOTAL input of the attempt. For Anthropic that is the reported
+  `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens` (the proxy adds them
+  before recording), so the cache-hit rate is simply `cached_tokens / input_tokens`.
+- `cached_tokens` is the input served from the upstream cache (Anthropic: cache reads only;
+  cache creation is input that was *written* to the cache, not served from it).
+- Missing counts stay NULL; they are never guessed as zero.
+
+Retention (R-REC-4): at most `MAX_RECORDS` rows and `MAX_AGE_SECONDS` by `started_at`, enforced
+in the same transaction as every insert batch and again on every read. Ids come from an
+AUTOINCREMENT key, so an id removed by cleanup is never handed out again.
+
+Writes never happen on the event loop: `RequestLog.add` only queues, and one writer task hands
+whatever is queued to the Store's writer thread as a single transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from peewee import chunked
+
+from sublane_desktop.core.clock import Clock
+from sublane_desktop.core.history import (
+    CHOICES_MAX,
+    DELETED,
+    MAX_RECORDS,
+    OUTCOMES,
+    PAGE_SIZE,
+    HistoryQuery,
+    present,
+    retention_cutoff,
+)
+from sublane_desktop.core.records import RequestRecord
+from sublane_desktop.core.tasks import spawn
+from sublane_desktop.store.models import Account, ClientKey, RecordRow, User
+
+log = logging.getLogger(__name__)
+
+BATCH_MAX = 500  # rows per INSERT statement; stays far below SQLite's bound-parameter limit
+
+_COLUMNS = (
+    "id", "request_id", "user_id", "key_id", "group_id", "account_id", "provider", "model",
+    "protocol", "operation", "started_at", "duration_ms", "first_token_ms", "outcome",
+    "error_code", "upstream_status", "input_tokens", "output_tokens", "cached_tokens",
+)
+
+
+# --- writes (run on the Store's writer thread, inside its transaction) -----------------------
+
+
+def insert_records(records: Iterable[RequestRecord], now: float) -> int:
+    """Insert a batch and apply retention in the same transaction (R-REC-4)."""
+    rows = [record.to_row() for record in records]
+    for chunk in chunked(rows, BATCH_MAX):
+        RecordRow.insert_many(chunk).execute()
+    prune(now)
+    return len(rows)
+
+
+def prune(now: float) -> int:
+    """Drop records older than seven days, then all but the newest MAX_RECORDS by id."""
+    removed = RecordRow.delete().where(RecordRow.started_at < retention_cutoff(now)).execute()
+    edge = (RecordRow.select(RecordRow.id).order_by(RecordRow.id.desc())
+            .offset(MAX_RECORDS).limit(1).scalar())
+    if edge is not None:
+        removed += RecordRow.delete().where(RecordRow.id <= edge).execute()
+    return removed
+
+
+# --- reads (run on the Store's reader thread) -------------------------------------------------
+
+
+def admin_user_id() -> int | None:
+    """The administrator user: whose history the administrator token's personal view shows."""
+    admin = (User.select(User.id).where(User.is_admin == True)  # noqa: E712
+             .order_by(User.id).first())
+    return admin.id if admin else None
+
+
+def read_page(query: HistoryQuery, *, owner: int | None, now: float) -> dict[str, Any]:
+    """One page, newest first. `owner` set = a personal view: the user filter is part of the
+    WHERE clause, so paging can never step outside that user's rows (R-REC-6)."""
+    personal = owner is not None
+    where = ["r.started_at >= ?"]
+    params: list[Any] = [retention_cutoff(now)]
+
+    def match(clause: str, value: Any) -> None:
+        if value is not None:
+            where.append(clause)
+            params.append(value)
+
+    if personal:
+        match("r.user_id = ?", owner)
+    else:
+        match("r.user_id = ?", query.user_id)
+        match("r.account_id = ?", query.account_id)
+    match("r.id < ?", query.cursor)
+    match("r.outcome = ?", query.outcome)
+    match("r.model = ?", query.model)
+    match("r.key_id = ?", query.key_id)
+    match("r.request_id = ?", query.request_id)
+    match("r.started_at >= ?", query.since)
+    match("r.started_at < ?", query.until)
+    columns = ", ".join(f"r.{c}" for c in _COLUMNS)
+    if personal:
+        sql = f"SELECT {columns} FROM request_records r"
+    else:
+        sql = (f"SELECT {columns}, a.name AS account_name,"
+               " a.deleted_at IS NOT NULL AS account_deleted"
+               " FROM request_records r LEFT JOIN accounts a ON a.id = r.account_id")
+    sql += " WHERE " + " AND ".join(where) + " ORDER BY r.id DESC LIMIT ?"
+    params.append(PAGE_SIZE + 1)
+    cursor = RecordRow._meta.database.execute_sql(sql, params)
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, values)) for values in cursor.fetchall()]
+    more = len(rows) > PAGE_SIZE
+    items = [present(row, personal=personal) for row in rows[:PAGE_SIZE]]
+    return {"items": items, "next_cursor": items[-1]["id"] if more else None}
+
+
+def read_filters(*, owner: int | None, now: float) -> dict[str, Any]:
+    """Choices present in retained history within the caller's scope; no secrets, no hashes.
+
+    Personal scope lists outcomes, models and the caller's keys (revoked ones too); the
+    administrator scope adds users and subscription accounts.
+    """
+    scope = RecordRow.started_at >= retention_cutoff(now)
+    if owner is not None:
+        scope &= RecordRow.user_id == owner
+
+    def distinct(field: Any) -> list[Any]:
+        rows = (RecordRow.select(field).where(scope & field.is_null(False)).distinct()
+                .order_by(field).limit(CHOICES_MAX).tuples())
+        return [row[0] for row in rows]
+
+    seen = set(distinct(RecordRow.outcome))
+    key_ids = distinct(RecordRow.key_id)
+    keys_by_id = {k.id: k for k in ClientKey.select().where(ClientKey.id.in_(key_ids))}
+    keys = []
+    for key_id in key_ids:
+        row = keys_by_id.get(key_id)
+        entry = {
+            "id": key_id,
+            "name": row.name if row else DELETED,
+            "prefix": row.prefix if row else "",
+            "revoked": row is None or row.revoked_at is not None,
+        }
+        if owner is None:
+            entry["user_id"] = row.user_id if row else None
+        keys.append(entry)
+    choices: dict[str, Any] = {
+        "outcomes": [o for o in OUTCOMES if o in seen],
+        "models": distinct(RecordRow.model),
+        "keys": keys,
+    }
+    if owner is None:
+        user_ids = distinct(RecordRow.user_id)
+        users = {u.id: u.name for u in User.select(User.id, User.name)
+                 .where(User.id.in_(user_ids))}
+        choices["users"] = [{"id": i, "name": users.get(i, DELETED)} for i in user_ids]
+        account_ids = distinct(RecordRow.account_id)
+        accounts = {a.id: a for a in Account.select(Account.id, Account.name, Account.deleted_at)
+                    .where(Account.id.in_(account_ids))}
+        choices["accounts"] = [
+            {"id": i,
+             "name": accounts[i].name if i in accounts and accounts[i].deleted_at is None
+             else DELETED,
+             "deleted": i not in accounts or accounts[i].deleted_at is not None}
+            for i in account_ids
+        ]
+    return choices
+
+
+# --- the async side ---------------------------------------------------------------------------
+
+
+class RequestLog:
+    """Queues records from the loop and writes them in batches on the Store's writer thread.
+
+    `add` never blocks. The writer task wakes on every `add` and writes everything queued in
+    one transaction, so a record is visible to readers within milliseconds of its attempt
+    ending. `flush()` waits until everything added so far has been handled.
+    """
+
+    def __init__(self, clock: Clock, on_written: Callable[[int], None] | None = None) -> None:
+        self.clock = clock
+        self._on_written = on_written or (lambda count: None)
+        self._store: Any = None
+        self._pending: list[RequestRecord] = []
+        self._added = 0
+        self._handled = 0
+        self._wake = asyncio.Event()
+        self._progress = asyncio.Condition()
+        self._task: asyncio.Task[Any] | None = None
+        self._closed = False
+
+    def start(self, store: Any) -> None:
+        self._store = store
+        self._closed = False
+        self._task = spawn(self._run(), name="request-records")
+        if self._pending:
+            self._wake.set()
+
+    def add(self, record: RequestRecord) -> None:
+        if self._closed:
+            log.debug("request record %s arrived after shutdown", record.request_id)
+            return
+        self._pending.append(record)
+        self._added += 1
+        overflow = len(self._pending) - MAX_RECORDS
+        if overflow > 0:  # only while no writer runs; retention would drop these anyway
+            del self._pending[:overflow]
+            self._handled += overflow
+        self._wake.set()
+
+    async def flush(self) -> None:
+        """Wait until every record added so far is committed (or has failed to be)."""
+        if self._task is None or self._task.done():
+            return
+        target = self._added
+        async with self._progress:
+            await self._progress.wait_for(lambda: self._handled >= target)
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Flush (bounded), then end the writer task. Later records are dropped."""
+        if self._task is None:
+            return
+        try:
+            await asyncio.wait_for(self.flush(), timeout)
+        except asyncio.TimeoutError:
+            log.warning("%d request records not saved at shutdown", len(self._pending))
+        self._closed = True
+        task, self._task = self._task, None
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                batch = self._pending[:MAX_RECORDS]
+                del self._pending[:MAX_RECORDS]
+                now = self.clock.now()
+                try:
+                    await self._store.write(lambda: insert_records(batch, now))
+                except Exception as exc:  # history is best effort; the proxy must go on
+                    log.error("could not save %d request records: %s", len(batch),
+                              type(exc).__name__)
+                else:
+                    self._on_written(len(batch))
+                finally:
+                    self._handled += len(batch)
+                    async with self._progress:
+                        self._progress.notify_all()
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    async def _prune_on_read(self, now: float) -> None:
+        try:
+            await self._store.write(lambda: prune(now))
+        except Exception as exc:  # the read still hides expired rows by its own cutoff
+            log.error("request record cleanup failed: %s", type(exc).__name__)
+
+    async def page(self, query: HistoryQuery, *, owner: int | None) -> dict[str, Any]:
+        """`{"items": [...], "next_cursor": id|None}`; `owner` = the personal view's user."""
+        now = self.clock.now()
+        await self._prune_on_read(now)
+        return await self._store.read(lambda: read_page(query, owner=owner, now=now))
+
+    async def filters(self, *, owner: int | None) -> dict[str, Any]:
+        now = self.clock.now()
+        await self._prune_on_read(now)
+        return await self._store.read(lambda: read_filters(owner=owner, now=now))

@@ -1,0 +1,213 @@
+"""SPEC §5 lanes with the seed's own numbers, on a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.gauges import Observation
+from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
+from sublane_desktop.core.routing import route_model
+from sublane_desktop.core.scheduler import (
+    Ceilings,
+    fable_score,
+    fable_urgency,
+    main_ramp,
+)
+from sublane_desktop.core.gauges import GaugeSet
+
+H = 3600.0
+FABLE = route_model("claude-fable-5")
+MAIN = route_model("claude-sonnet-4-5")
+
+
+def observe(account: AccountState, clock: FakeClock, window: str, util: float,
+            resets_in: float | None, source: str = "headers") -> None:
+    resets = clock.now() + resets_in if resets_in is not None else None
+    account.gauges.apply(Observation(window, util, resets, clock.now(), source))
+
+
+def make(n: int = 2, mode: str = "score") -> tuple[Pool, FakeClock]:
+    clock = FakeClock()
+    pool = Pool(clock)
+    pool.scheduler.mode = mode
+    pool.sync_accounts(AccountState(id=i + 1, name=f"acc{i + 1}", provider="anthropic",
+                                    max_concurrency=4) for i in range(n))
+    return pool, clock
+
+
+def pick(pool: Pool, route=FABLE) -> str:
+    lease = pool.acquire(Demand(group_id=1, route=route))
+    lease.release(Outcome.SUCCESS)
+    return lease.account.name
+
+
+def test_seed_numbers_full_bucket_resetting_in_3h_beats_93_percent_in_38h():
+    clock = FakeClock()
+    soon, later = GaugeSet(), GaugeSet()
+    soon.apply(Observation("fable", 0.0, clock.now() + 3 * H, clock.now(), "poll"))
+    later.apply(Observation("fable", 0.07, clock.now() + 38 * H, clock.now(), "poll"))
+    assert fable_urgency(soon, clock.now()) == pytest.approx(56.0)
+    assert fable_urgency(later, clock.now()) == pytest.approx(4.42, abs=0.01)
+    assert fable_score(soon, Ceilings(), clock.now()) > 10 * fable_score(later, Ceilings(),
+                                                                         clock.now())
+
+
+def test_main_ramp_38h_vs_3h_is_only_1_19x_and_does_not_switch():
+    pool, clock = make()
+    a, b = pool.accounts[1], pool.accounts[2]
+    observe(a, clock, "seven_day", 0.2, 38 * H)
+    observe(b, clock, "seven_day", 0.2, 3 * H)
+    assert main_ramp(b.gauges, clock.now()) / main_ramp(a.gauges, clock.now()) == pytest.approx(
+        1.19, abs=0.01)
+    pool.scheduler.current[(1, "anthropic")] = a.id
+    assert pick(pool, MAIN) == "acc1"  # inside the 25% margin: the anchor holds
+
+
+def test_fable_lane_burns_the_perishable_bucket_first():
+    pool, clock = make()
+    a, b = pool.accounts[1], pool.accounts[2]
+    observe(a, clock, "fable", 0.07, 38 * H)
+    observe(b, clock, "fable", 0.0, 3 * H)
+    pool.scheduler.current[(1, "anthropic")] = a.id  # the operator's current account
+    assert pick(pool) == "acc2"
+    assert pool.scheduler.fable_current[(1, "anthropic")] == b.id
+    assert pool.scheduler.current[(1, "anthropic")] == a.id  # main lane untouched
+    assert pick(pool, MAIN) == "acc1"
+
+
+def test_cold_bucket_is_held_by_anchoring_never_hunted():
+    pool, clock = make()
+    pool.scheduler.current[(1, "anthropic")] = 1
+    # acc2's bucket is known and modestly urgent; acc1 is cold (urgency 1x): within margin.
+    observe(pool.accounts[2], clock, "fable", 0.0, 6 * 86400)
+    assert pick(pool) == "acc1"
+    assert pool.scheduler.fable_current[(1, "anthropic")] == 1  # seeded from current
+
+
+def test_fable_ceiling_is_a_hard_gate_for_fable_only():
+    pool, clock = make()
+    a = pool.accounts[1]
+    pool.scheduler.current[(1, "anthropic")] = a.id
+    observe(a, clock, "fable", 0.985, 20 * H)
+    assert pick(pool) == "acc2"
+    assert pick(pool, MAIN) == "acc1"
+
+
+def test_pin_lapses_after_5_minutes_survives_ceilings_but_not_a_429():
+    pool, clock = make()
+    a, b = pool.accounts[1], pool.accounts[2]
+    observe(b, clock, "fable", 0.99, 20 * H)  # over the Fable ceiling: preemptively excluded
+    pool.switch("acc2")
+    assert pick(pool) == "acc2" and pick(pool, MAIN) == "acc2"
+    clock.advance(299)
+    assert pick(pool) == "acc2"
+    clock.advance(2)
+    pool.evaluate()
+    assert b.pinned_until is None
+    assert pick(pool) == "acc1"
+    # A new pin is released by a 429 at once.
+    pool.switch("acc2")
+    lease = pool.acquire(Demand(group_id=1, route=MAIN))
+    lease.release(Outcome.FAILURE, retry_after=None, status=429)
+    assert b.pinned_until is None
+
+
+def test_main_lane_preemptive_ceiling_exactly_at_ceiling_is_still_eligible():
+    pool, clock = make()
+    a, b = pool.accounts[1], pool.accounts[2]
+    observe(b, clock, "five_hour", 0.95, 2 * H)  # b is over its ceiling: steered away from
+    observe(a, clock, "five_hour", 0.90, 2 * H)  # a sits exactly at it: still eligible
+    assert pick(pool, MAIN) == "acc1"
+    observe(a, clock, "five_hour", 0.91, 2 * H)
+    observe(b, clock, "five_hour", 0.50, 2 * H)
+    assert pick(pool, MAIN) == "acc2"
+    observe(b, clock, "five_hour", 0.97, 2 * H)
+    # Both over: the ceilings steer, they do not refuse; the least-loaded serves.
+    assert pick(pool, MAIN) == "acc1"
+    assert pool.scheduler.last.reason.startswith("all over ceiling")
+
+
+def test_per_account_override_of_a_ceiling():
+    pool, clock = make()
+    a, b = pool.accounts[1], pool.accounts[2]
+    observe(b, clock, "five_hour", 0.99, 2 * H)
+    observe(a, clock, "five_hour", 0.93, 2 * H)
+    pool.scheduler.current[(1, "anthropic")] = b.id
+    a.ceilings = {"five_hour_max": 0.95}
+    assert pick(pool, MAIN) == "acc1"
+    assert pool.scheduler.last.reason == "best score (no eligible anchor)"
+
+
+def test_fresh_exhaustion_gates_bound_conversations_with_quota_exhausted():
+    pool, clock = make()
+    lease = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    lease.release(Outcome.SUCCESS)
+    observe(lease.account, clock, "five_hour", 1.0, 3 * H)
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    assert err.value.code == "quota_exhausted"
+    assert err.value.retry_after == 120  # the next freshness check, not the 3 h reset
+    assert pool.state_of(lease.account) == "quota_exhausted"
+    clock.advance(121)  # stale: unknown again, not exhausted
+    pool.acquire(Demand(group_id=1, route=MAIN, conversation="c")).release(Outcome.SUCCESS)
+
+
+def test_fable_scope_park_leaves_non_fable_traffic_on_the_account():
+    pool, clock = make(1)
+    lease = pool.acquire(Demand(group_id=1, route=FABLE))
+    lease.release(Outcome.FABLE_FAILURE, status=429)
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(Demand(group_id=1, route=FABLE))
+    assert err.value.code == "account_cooling"
+    assert pick(pool, MAIN) == "acc1"
+    assert pool.state_of(pool.accounts[1]) == "ok"
+
+
+def test_round_robin_keeps_the_anchor_absolutely_until_gated():
+    pool, clock = make(3, mode="round_robin")
+    observe(pool.accounts[2], clock, "fable", 0.0, 3 * H)  # hugely urgent, but RR ignores it
+    pool.scheduler.current[(1, "anthropic")] = 1
+    assert pick(pool, MAIN) == "acc1"
+    pool.set_paused("acc1", True)
+    assert pick(pool, MAIN) == "acc2"
+    pool.set_paused("acc1", False)
+    assert pick(pool, MAIN) == "acc2"  # the new anchor stays
+
+
+def test_tick_abandons_a_paused_current():
+    pool, clock = make()
+    pool.scheduler.current[(1, "anthropic")] = 1
+    pool.scheduler.fable_current[(1, "anthropic")] = 1
+    pool.accounts[1].paused = True
+    pool.evaluate()
+    assert (1, "anthropic") not in pool.scheduler.current
+    assert (1, "anthropic") not in pool.scheduler.fable_current
+
+
+def test_reset_usage_makes_every_gauge_cold():
+    pool, clock = make()
+    observe(pool.accounts[1], clock, "five_hour", 0.5, H)
+    pool.reset_usage()
+    assert all(pool.accounts[1].gauges.get(w).cold for w in ("five_hour", "seven_day", "fable"))
+
+
+def test_freshest_observation_wins_regardless_of_feed():
+    clock = FakeClock()
+    g = GaugeSet()
+    g.apply(Observation("five_hour", 0.4, None, clock.now(), "headers"))
+    g.apply(Observation("five_hour", 0.9, None, clock.now() - 30, "poll"))  # older poll lands late
+    assert g.five_hour.utilization == 0.4 and g.five_hour.source == "headers"
+    g.apply(Observation("five_hour", 0.6, None, clock.now() + 1, "poll"))
+    assert g.five_hour.utilization == 0.6 and g.five_hour.source == "poll"
+
+
+def test_window_past_reset_reads_zero_and_is_stale():
+    clock = FakeClock()
+    g = GaugeSet()
+    g.apply(Observation("seven_day", 1.0, clock.now() + 10, clock.now(), "headers"))
+    assert g.seven_day.exhausted(clock.now())
+    clock.advance(11)
+    assert g.seven_day.reading(clock.now()) == 0.0 and g.seven_day.stale(clock.now())
+    assert not g.seven_day.exhausted(clock.now())
