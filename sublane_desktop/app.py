@@ -17,11 +17,11 @@ from sublane_desktop.service import Service
 log = logging.getLogger(__name__)
 
 
-def make_service(data_dir: Path, host: str, port: int) -> Service:
+def make_service(data_dir: Path, host: str, port: int | None) -> Service:
     return Service(data_dir, host=host, port=port)
 
 
-async def _serve(data_dir: Path, host: str, port: int) -> int:
+async def _serve(data_dir: Path, host: str, port: int | None) -> int:
     service = make_service(data_dir, host, port)
     await service.start()
     print(f"listening on {service.endpoint_url}", flush=True)
@@ -40,7 +40,7 @@ async def _serve(data_dir: Path, host: str, port: int) -> int:
     return 0
 
 
-def run_serve(data_dir: Path, host: str, port: int) -> int:
+def run_serve(data_dir: Path, host: str, port: int | None) -> int:
     try:
         return asyncio.run(_serve(data_dir, host, port))
     except KeyboardInterrupt:
@@ -56,7 +56,7 @@ def has_display() -> bool:
     return True
 
 
-def run_gui(data_dir: Path, host: str, port: int) -> int:
+def run_gui(data_dir: Path, host: str, port: int | None) -> int:
     from sublane_desktop.gui.main import run
 
     return run(lambda: make_service(data_dir, host, port), data_dir)

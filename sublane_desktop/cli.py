@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         imp.add_argument("--base-url")
     lst = command(acc, "list", "accounts with state, gauges, in-flight and limit")
     lst.add_argument("--json", action="store_true")
-    for name in ("pause", "unpause", "clear-cooldown"):
+    for name in ("pause", "unpause", "clear-cooldown", "switch"):
         lever = command(acc, name, f"{name} an account")
         lever.add_argument("account")
     limit = command(acc, "set-limit", "set an account's concurrency limit (1-8)")
@@ -109,8 +109,21 @@ def build_parser() -> argparse.ArgumentParser:
     uadd.add_argument("name")
 
     command(sub, "admin-token", "print the administrator token")
+    command(sub, "reset-usage", "every quota gauge back to cold")
+    cfg = command(sub, "settings", "show or change settings (scheduler.mode, ceilings, cap…)")
+    cfg.add_argument("key", nargs="?")
+    cfg.add_argument("value", nargs="?", help="a JSON value, e.g. 0.95, \"round_robin\"")
     status = command(sub, "status", "is a server running, and the pool summary")
     status.add_argument("--json", action="store_true")
+    requests = command(sub, "requests", "recent request records, newest first (50 a page)")
+    requests.add_argument("--mine", action="store_true",
+                          help="only the administrator's own requests (personal view)")
+    for flag in ("--outcome", "--model", "--key-id", "--request-id", "--user-id",
+                 "--account-id", "--cursor"):
+        requests.add_argument(flag)
+    requests.add_argument("--from", dest="since", metavar="UNIX_SECONDS", help="inclusive")
+    requests.add_argument("--until", metavar="UNIX_SECONDS", help="exclusive")
+    requests.add_argument("--json", action="store_true")
     return parser
 
 
@@ -126,7 +139,8 @@ class Context:
     def __init__(self, args: argparse.Namespace) -> None:
         self.data_dir: Path = args.data_dir or default_data_dir()
         self.host: str = args.host or "127.0.0.1"
-        self.port: int = DEFAULT_PORT if args.port is None else args.port
+        # None: the stored setting `server.port` (default 8765) decides when the server starts.
+        self.port: int | None = args.port
         self._store = None
         self._secrets = None
 
@@ -372,7 +386,9 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
         if not match:
             raise CliError(f"unknown account {args.account!r}")
         acc_id = match[0]["id"]
-        if which in ("pause", "unpause"):
+        if which == "switch":
+            ctx.api(server, "POST", "/llmux/switch", {"account": acc_id})
+        elif which in ("pause", "unpause"):
             ctx.api(server, "POST", "/llmux/pause-account",
                     {"account": acc_id, "paused": which == "pause"})
         elif which == "clear-cooldown":
@@ -385,6 +401,9 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
             account = repo.find_account(args.account) if ctx.store else None
         except repo.NotFound as exc:
             raise CliError(str(exc)) from None
+        if which == "switch":
+            raise CliError("switch pins the live pool for 5 minutes: start the server first "
+                           "(`sublane serve` or the tray app)")
         with ctx.store.db.atomic():
             if which in ("pause", "unpause"):
                 repo.save_runtime(account.id, paused=which == "pause")
@@ -410,9 +429,58 @@ def runtime_snapshot(ctx: Context) -> dict[str, Any]:
     from sublane_desktop.service import Service, load_account_states
 
     ctx.store  # noqa: B018 - opens and migrates
+    from sublane_desktop.store.quota import load_observations
+
     service = Service(ctx.data_dir, secret_store=_NoSecrets())
     service.pool.sync_accounts(load_account_states())
+    for account_id, observations in load_observations().items():
+        for obs in observations:
+            service.pool.accounts[account_id].gauges.apply(obs)
     return service.accounts_runtime()
+
+
+def cmd_reset_usage(ctx: Context) -> int:
+    server = ctx.running_server()
+    if server is not None:
+        ctx.api(server, "POST", "/llmux/reset-usage", {})
+    else:
+        from sublane_desktop.store.quota import clear_observations
+
+        with ctx.store.db.atomic():
+            clear_observations()
+    print("every gauge is cold again; headers and polls will repopulate them")
+    return 0
+
+
+def cmd_settings(ctx: Context, args: argparse.Namespace) -> int:
+    from sublane_desktop.service import SCHEDULER_SETTINGS, validate_settings
+    from sublane_desktop.store import repositories as repo
+
+    server = ctx.running_server()
+    if args.key is not None and args.value is not None:
+        try:
+            value = json.loads(args.value)
+        except ValueError:
+            value = args.value  # a bare word, e.g. round_robin
+        try:
+            clean = validate_settings({args.key: value})
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        if server is not None:
+            ctx.api(server, "PATCH", "/api/settings", clean)
+        else:
+            with ctx.store.db.atomic():
+                repo.set_setting(args.key, clean[args.key])
+    if server is not None:
+        current = ctx.api(server, "GET", "/api/settings")
+    else:
+        ctx.store  # noqa: B018
+        current = {**SCHEDULER_SETTINGS, **repo.all_settings()}
+    if args.key is not None and args.key not in current:
+        raise CliError(f"unknown setting {args.key!r}")
+    for key in [args.key] if args.key else sorted(current):
+        print(f"{key} = {json.dumps(current[key])}")
+    return 0
 
 
 class _NoSecrets:
@@ -507,6 +575,78 @@ def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_requests(ctx: Context, args: argparse.Namespace) -> int:
+    """One page of history: from the running server's API, else from the database directly.
+    Both validate with the same core parser, so the messages match the API's."""
+    import urllib.parse
+
+    from sublane_desktop.core.history import InvalidQuery, parse_query
+
+    if args.mine and (args.user_id or args.account_id):
+        raise CliError("--user-id and --account-id narrow all requests; drop --mine")
+    given = {"outcome": args.outcome, "model": args.model, "key_id": args.key_id,
+             "request_id": args.request_id, "user_id": args.user_id,
+             "account_id": args.account_id, "cursor": args.cursor, "from": args.since,
+             "until": args.until}
+    params = {name: value for name, value in given.items() if value is not None}
+    try:
+        query = parse_query(params, admin=not args.mine)
+    except InvalidQuery as exc:
+        flag = "--" + exc.param.replace("_", "-")
+        raise CliError(f"{flag}: {exc.message}") from None
+    server = ctx.running_server()
+    if server is not None:
+        path = "/api/me/requests" if args.mine else "/api/requests"
+        page = ctx.api(server, "GET", f"{path}?{urllib.parse.urlencode(params)}")
+    else:
+        import time
+
+        from sublane_desktop.store import records
+
+        store = ctx.store
+        now = time.time()
+        with store.db.atomic():
+            records.prune(now)  # cleanup on read, as the server does
+        owner = records.admin_user_id() if args.mine else None
+        page = records.read_page(query, owner=owner, now=now)
+    if args.json:
+        print(json.dumps(page, indent=2))
+    else:
+        print_requests(page)
+    return 0
+
+
+def print_requests(page: dict[str, Any]) -> None:
+    import time
+
+    items = page["items"]
+    if not items:
+        print("no request records match (history keeps 7 days, at most 5,000 records)")
+        return
+
+    def ms(value: int | None) -> str:
+        if value is None:
+            return "—"
+        return f"{value}ms" if value < 10_000 else f"{value / 1000:.1f}s"
+
+    def count(value: int | None) -> str:
+        return "—" if value is None else str(value)
+
+    print(f"{'STARTED':<19}  {'REQUEST':<28}  {'MODEL':<24} {'ACCOUNT':<14} {'OUTCOME':<10} "
+          f"{'STATUS':>6} {'DURATION':>8} {'FIRST':>7} {'IN':>7} {'OUT':>6} {'CACHED':>7} "
+          f"{'HIT':>6}  ERROR")
+    for r in items:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["started_at"]))
+        print(f"{started:<19}  {r['request_id']:<28}  {r['model'][:24]:<24} "
+              f"{(r['account_name'] or '—')[:14]:<14} {r['outcome']:<10} "
+              f"{count(r['upstream_status']):>6} {ms(r['duration_ms']):>8} "
+              f"{ms(r['first_token_ms']):>7} {count(r['input_tokens']):>7} "
+              f"{count(r['output_tokens']):>6} {count(r['cached_tokens']):>7} "
+              f"{r['cache_hit_rate']:>6}  {r['error_code'] or ''}".rstrip())
+    if page["next_cursor"] is not None:
+        print(f"older: sublane requests --cursor {page['next_cursor']} (same filters)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -530,6 +670,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_key(ctx, args)
         if args.command == "user":
             return cmd_user(ctx, args)
+        if args.command == "reset-usage":
+            return cmd_reset_usage(ctx)
+        if args.command == "settings":
+            return cmd_settings(ctx, args)
         if args.command == "admin-token":
             from sublane_desktop.service import ensure_admin_token
 
@@ -537,6 +681,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "status":
             return cmd_status(ctx, args)
+        if args.command == "requests":
+            return cmd_requests(ctx, args)
         parser.error(f"unknown command {args.command}")
     except CliError as exc:
         print(f"sublane: error: {exc}", file=sys.stderr)

@@ -41,12 +41,14 @@ ADMIN_TOKEN = "admin-token"
 BASE_URL_ENV = {
     "anthropic": "SUBLANE_ANTHROPIC_BASE_URL",
     "codex": "SUBLANE_CODEX_BASE_URL",
+    "openai": "SUBLANE_OPENAI_BASE_URL",  # API-key accounts of the codex provider
     "antigravity": "SUBLANE_ANTIGRAVITY_BASE_URL",
     "oauth": "SUBLANE_OAUTH_BASE_URL",
 }
 DEFAULT_BASE_URLS = {
     "anthropic": "https://api.anthropic.com",
     "codex": "https://chatgpt.com/backend-api/codex",
+    "openai": "https://api.openai.com",
     "antigravity": "https://cloudcode-pa.googleapis.com",
     "oauth": "https://platform.claude.com",
 }
@@ -125,7 +127,7 @@ class Service:
         data_dir: Path,
         *,
         host: str = "127.0.0.1",
-        port: int = DEFAULT_PORT,
+        port: int | None = DEFAULT_PORT,
         clock: Clock | None = None,
         secret_store: SecretStore | None = None,
         env: dict[str, str] | None = None,
@@ -195,6 +197,8 @@ class Service:
             skip_auto_headers=("User-Agent",),
         )
         max_body = int(settings.get("proxy.max_body_bytes", DEFAULT_MAX_BODY))
+        if self.port is None:
+            self.port = int(self.settings["server.port"])
         self._server = ProxyServer(build_app(self, max_body=max_body), self.host, self.port)
         self.port = await self._server.start()
         self._write_status()
@@ -260,6 +264,10 @@ class Service:
             self._data_version = version
             self.pool.sync_accounts(states)
             self._apply_settings()
+
+    async def refresh_catalog(self) -> None:
+        """Pick up accounts another process (the CLI) added or re-authorized."""
+        await self._reload_catalog()
 
     async def identify(self, key: str) -> repo.KeyIdentity | None:
         """Who a client key belongs to. Also notices accounts added by the CLI meanwhile."""

@@ -85,7 +85,8 @@ def clock() -> FakeClock:
 @pytest.fixture
 async def harness(tmp_path: Path, upstream: FakeAnthropic, secret_store: SecretStore):
     service = Service(tmp_path / "data", port=0, secret_store=secret_store,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url})
+                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
     await service.start()
     yield Harness(service, upstream)
     await service.stop(drain_timeout=2)

@@ -59,6 +59,18 @@ class FakeAnthropic:
         self.max_in_flight: dict[str, int] = defaultdict(int)
         self.cancelled = 0
         self.started = asyncio.Event()
+        # quota feeds: headers added to every reply for a token, and /api/oauth/usage answers
+        self.headers_for: dict[str, dict[str, str]] = defaultdict(dict)
+        self.usage_for: dict[str, Any] = {}
+        self.usage_reads: list[str] = []
+        self.usage_in_flight = 0
+        self.usage_max_in_flight = 0
+        self.usage_gate: asyncio.Event | None = None
+        # OAuth: refresh_token -> (new access token, new refresh token), or a status to refuse
+        self.refresh_grants: dict[str, tuple[str, str] | int] = {}
+        self.refresh_calls: list[dict[str, Any]] = []
+        # access tokens the upstream treats as expired (401 "OAuth token has expired")
+        self.expired: set[str] = set()
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -75,6 +87,8 @@ class FakeAnthropic:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/messages", self.messages)
         app.router.add_post("/v1/messages/count_tokens", self.count_tokens)
+        app.router.add_get("/api/oauth/usage", self.usage)
+        app.router.add_post("/v1/oauth/token", self.oauth_token)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -90,6 +104,34 @@ class FakeAnthropic:
     def tokens_served(self) -> list[str]:
         return [s.token for s in self.seen]
 
+    async def usage(self, request: web.Request) -> web.Response:
+        token = token_of(request)
+        self.usage_reads.append(token)
+        self.usage_in_flight += 1
+        self.usage_max_in_flight = max(self.usage_max_in_flight, self.usage_in_flight)
+        try:
+            if self.usage_gate is not None:
+                await self.usage_gate.wait()
+            answer = self.usage_for.get(token, self.usage_for.get("*"))
+            if isinstance(answer, int):
+                return web.json_response({"error": "rate limited"}, status=answer,
+                                         headers={"retry-after": "3600"})
+            if answer is None:
+                return web.json_response({"five_hour": None, "seven_day": None})
+            return web.json_response(answer)
+        finally:
+            self.usage_in_flight -= 1
+
+    async def oauth_token(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.refresh_calls.append(body)
+        grant = self.refresh_grants.get(body.get("refresh_token"))
+        if grant is None or isinstance(grant, int):
+            return web.json_response({"error": "invalid_grant"}, status=grant or 400)
+        access, refresh = grant
+        return web.json_response({"access_token": access, "refresh_token": refresh,
+                                  "expires_in": 28800, "token_type": "Bearer"})
+
     async def count_tokens(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.seen.append(Seen(token_of(request), request.path, request.query_string,
@@ -101,21 +143,26 @@ class FakeAnthropic:
         body = await request.json()
         self.seen.append(Seen(token, request.path, request.query_string, dict(request.headers),
                               body))
+        if token in self.expired:
+            return web.json_response({"type": "error", "error": {
+                "type": "authentication_error",
+                "message": "OAuth token has expired. Please obtain a new token."}}, status=401)
         reply = self._next(token)
+        extra = dict(self.headers_for.get(token, {}))
         self.in_flight[token] += 1
         self.max_in_flight[token] = max(self.max_in_flight[token], self.in_flight[token])
         self.started.set()
         try:
-            return await self._answer(request, body, reply)
+            return await self._answer(request, body, reply, extra)
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
         finally:
             self.in_flight[token] -= 1
 
-    async def _answer(self, request: web.Request, body: dict[str, Any], reply: Reply
-                      ) -> web.StreamResponse:
-        headers = {"request-id": "req_upstream_1", **reply.headers}
+    async def _answer(self, request: web.Request, body: dict[str, Any], reply: Reply,
+                      extra: dict[str, str]) -> web.StreamResponse:
+        headers = {"request-id": "req_upstream_1", **extra, **reply.headers}
         if reply.retry_after is not None:
             headers["retry-after"] = reply.retry_after
         kind = reply.kind

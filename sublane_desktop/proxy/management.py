@@ -56,6 +56,7 @@ def _body_account(service: Any, body: dict[str, Any]) -> Any:
 
 @admin_route
 async def runtime(request: web.Request, service: Any) -> web.Response:
+    await service.refresh_catalog()  # accounts the CLI added meanwhile show up at once
     return web.json_response(service.accounts_runtime())
 
 

@@ -18,7 +18,7 @@ from sublane_desktop.core.ids import new_request_id
 from sublane_desktop.core.pool import Demand, Lease, Outcome
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.core.routing import BETA_1M, route_model
-from sublane_desktop.providers import anthropic
+from sublane_desktop.providers import anthropic, anthropic_quota
 from sublane_desktop.proxy.errors import anthropic_error
 from sublane_desktop.proxy.intake import authenticate, json_body
 from sublane_desktop.proxy.sse import SSESplitter
@@ -163,6 +163,15 @@ class _Relay:
 
         try:
             self.upstream = await self.service.http.post(url, data=raw, headers=headers)
+            if self.upstream.status == 401 and "api_key" not in credential:
+                # An expired OAuth token: refresh once (shared with any concurrent refresh)
+                # and retry once; a second 401 is a real auth failure (R-ST-3).
+                self.upstream.close()
+                fresh = await self.service.refresh_credential(account)
+                if fresh.get("access_token") != credential.get("access_token"):
+                    headers = anthropic.upstream_headers(self.request.headers, fresh,
+                                                         extra_betas=betas)
+                self.upstream = await self.service.http.post(url, data=raw, headers=headers)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             self.outcome = Outcome.FAILURE
             record.outcome, record.error_code = "error", "upstream_unreachable"
@@ -177,6 +186,10 @@ class _Relay:
         self.outcome = outcome_for_status(upstream.status)
         if self.outcome == Outcome.FAILURE:
             self.retry_after = retry_after_of(upstream.headers)
+            if upstream.status == 429 and route.fable and self.retry_after is None and \
+                    not anthropic_quota.account_wide_rejection(upstream.headers):
+                # A model-scoped 429: rest only the Fable bucket (R-LANE-7).
+                self.outcome = Outcome.FABLE_FAILURE
         headers = _client_headers(upstream, record.request_id)
         if upstream.status == 200 and upstream.content_type == "text/event-stream":
             return await self._stream(upstream, headers)
@@ -267,7 +280,7 @@ class _Relay:
             self.outcome = Outcome.FAILURE
             self.record.outcome, self.record.error_code = "error", "gateway_error"
             log.error("relay failed: %s", type(exc).__name__)
-        self.lease.release(self.outcome, self.retry_after)
+        self.lease.release(self.outcome, self.retry_after, self.record.upstream_status)
         self.record.duration_ms = self._ms()
         self.service.record(self.record)
 

@@ -138,7 +138,8 @@ async def test_401_marks_auth_failed(harness):
     h = harness
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
-    h.upstream.script("tok-a", Reply(status=401, error_type="authentication_error"))
+    h.upstream.script("tok-a", Reply(status=401, error_type="authentication_error"),
+                      Reply(status=401, error_type="authentication_error"))
     with pytest.raises(anthropic.AuthenticationError):
         await sdk(h, key).messages.create(**BODY)
     assert h.service.account_view(acc)["state"] == "auth_failed"
@@ -150,7 +151,8 @@ async def test_restart_keeps_bindings_and_cooldowns(tmp_path, upstream, secret_s
 
     def fresh():
         return Service(tmp_path / "data", port=0, secret_store=secret_store,
-                       env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url})
+                       env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                            "SUBLANE_OAUTH_BASE_URL": upstream.url})
 
     service = fresh()
     await service.start()

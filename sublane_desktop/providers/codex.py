@@ -1,0 +1,180 @@
+"""OpenAI Responses upstream (PROTOCOLS.md "OpenAI / Codex"): ChatGPT-subscription (Codex) and
+OpenAI API-key accounts. Pure: requests are built and signals read here; the relay sends.
+
+Where a request goes, one rule per credential kind:
+
+- subscription (`access_token` + `account_id`): `{base}/responses`, base = the account's
+  `base_url`, else `SUBLANE_CODEX_BASE_URL`, else https://chatgpt.com/backend-api/codex;
+- API key (`api_key`): `{base}/v1/responses`, base = the account's `base_url`, else
+  `SUBLANE_OPENAI_BASE_URL`, else https://api.openai.com. A base that already ends in `/v1`
+  is not given a second one.
+
+Compaction adds `/compact` to either.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SUBSCRIPTION_BASE_URL = "https://chatgpt.com/backend-api/codex"
+API_BASE_URL = "https://api.openai.com"
+ORIGINATOR = "codex_cli_rs"
+
+# Client headers that go upstream: the conversation and turn identity Codex sends, plus the
+# harmless descriptive ones. Never the client's key, cookies or hop-by-hop headers (R-PX-3).
+FORWARD_HEADERS = ("session_id", "session-id", "thread-id", "conversation_id",
+                   "x-client-request-id", "x-codex-turn-state", "x-codex-turn-metadata",
+                   "x-codex-beta-features", "openai-beta", "version", "user-agent")
+# Upstream response headers the client may see: Codex reads its quota and turn state here.
+PASS_BACK = ("content-type", "retry-after", "x-request-id", "openai-model", "x-models-etag",
+             "x-reasoning-included")
+PASS_BACK_PREFIX = "x-codex-"
+
+# The ChatGPT backend refuses these with 400 "Unsupported parameter" (it manages the output
+# budget itself); the platform API takes them, so only subscription requests lose them.
+SUBSCRIPTION_REFUSES = ("max_output_tokens",)
+
+# What GET /v1/models lists for a group with a Codex account (routing accepts any gpt-*,
+# codex-* or o<digit> name; this is only the menu).
+MODELS = ("gpt-5.5", "gpt-5.4", "gpt-5.4-mini", "gpt-5.3-codex", "gpt-5.2-codex", "gpt-5.2",
+          "gpt-5.1-codex-max", "gpt-5.1-codex-mini", "gpt-5")
+
+
+def is_subscription(credential: Mapping[str, Any]) -> bool:
+    return "api_key" not in credential
+
+
+def base_for(account_base: str | None, credential: Mapping[str, Any], codex_base: str,
+             openai_base: str) -> str:
+    if account_base:
+        return account_base.rstrip("/")
+    return (codex_base if is_subscription(credential) else openai_base).rstrip("/")
+
+
+def endpoint(base: str, credential: Mapping[str, Any], operation: str = "responses") -> str:
+    base = base.rstrip("/")
+    if not is_subscription(credential) and not base.endswith("/v1"):
+        base += "/v1"
+    return base + ("/responses/compact" if operation == "compact" else "/responses")
+
+
+def upstream_headers(client_headers: Mapping[str, str], credential: Mapping[str, Any],
+                     *, stream: bool = True) -> dict[str, str]:
+    headers = {name: client_headers[name] for name in FORWARD_HEADERS if name in client_headers}
+    headers["content-type"] = "application/json"
+    headers["accept"] = "text/event-stream" if stream else "application/json"
+    if is_subscription(credential):
+        headers["authorization"] = f"Bearer {credential.get('access_token', '')}"
+        if credential.get("account_id"):
+            headers["chatgpt-account-id"] = str(credential["account_id"])
+        headers["originator"] = ORIGINATOR
+    else:
+        headers["authorization"] = f"Bearer {credential.get('api_key', '')}"
+    return headers
+
+
+def shape_body(body: dict[str, Any], credential: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """The body as the upstream takes it: always streamed (the relay folds a non-streaming
+    answer from the terminal event), and for subscriptions unstored and without the
+    parameters the ChatGPT backend refuses."""
+    shaped = dict(body, model=model, stream=True)
+    if is_subscription(credential):
+        shaped["store"] = False
+        for name in SUBSCRIPTION_REFUSES:
+            shaped.pop(name, None)
+    return shaped
+
+
+def compact_body(body: dict[str, Any], model: str) -> dict[str, Any]:
+    shaped = dict(body, model=model)
+    shaped.pop("stream", None)
+    return shaped
+
+
+# --- signals from responses ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuotaWindow:
+    utilization: float  # fraction 0..1 (the header says percent)
+    window_minutes: int | None
+    resets_at: float | None  # unix seconds
+
+
+@dataclass(frozen=True)
+class QuotaObservation:
+    """The `x-codex-*` rate-limit headers of one response: primary = 5 h, secondary = 7 d."""
+
+    five_hour: QuotaWindow | None
+    seven_day: QuotaWindow | None
+    observed_at: float
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _window(headers: Mapping[str, str], which: str) -> QuotaWindow | None:
+    used = _number(headers.get(f"x-codex-{which}-used-percent"))
+    if used is None or used < 0:
+        return None
+    minutes = _number(headers.get(f"x-codex-{which}-window-minutes"))
+    reset = _number(headers.get(f"x-codex-{which}-reset-at"))
+    return QuotaWindow(used / 100.0, int(minutes) if minutes and minutes > 0 else None,
+                       reset if reset and reset > 0 else None)
+
+
+def quota_from_headers(headers: Mapping[str, str], now: float) -> QuotaObservation | None:
+    """None when the response carried no Codex quota headers (API-key accounts, errors)."""
+    lowered = {k.lower(): v for k, v in headers.items() if k.lower().startswith("x-codex-")}
+    if not lowered:
+        return None
+    primary, secondary = _window(lowered, "primary"), _window(lowered, "secondary")
+    if primary is None and secondary is None:
+        return None
+    return QuotaObservation(primary, secondary, now)
+
+
+def usage_limit_retry_after(body: bytes, now: float) -> float | None:
+    """Seconds until a 429 `usage_limit_reached` lifts, from its body (unverified shape:
+    `{"error":{"type":"usage_limit_reached","resets_in_seconds":…,"resets_at":…}}`)."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        return None
+    if error.get("type") != "usage_limit_reached" and error.get("code") != "usage_limit_reached":
+        return None
+    seconds = _number(error.get("resets_in_seconds"))
+    if seconds is None:
+        resets_at = _number(error.get("resets_at"))
+        seconds = resets_at - now if resets_at is not None else None
+    return seconds if seconds is not None and seconds > 0 else None
+
+
+def usage_of_json(body: bytes) -> tuple[int | None, int | None, int | None]:
+    """(input incl. cached, output, cached) from a JSON answer such as a compaction."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None, None, None
+    usage = payload.get("usage") if isinstance(payload, dict) else None
+    if not isinstance(usage, dict):
+        return None, None, None
+    details = usage.get("input_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+
+    def count(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return count(usage.get("input_tokens")), count(usage.get("output_tokens")), count(cached)
