@@ -19,7 +19,6 @@ import aiohttp
 
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
-from sublane_desktop.core.gauges import GaugeSet
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Pool
 from sublane_desktop.core.quota import QuotaRefresher
@@ -54,6 +53,7 @@ DEFAULT_BASE_URLS = {
 }
 STATUS_FILE = "server.json"
 TICK_SECONDS = 30.0
+IDENTITY_TTL = 1.0
 SCHEDULER_SETTINGS = {
     "scheduler.mode": "score",
     "scheduler.fable_weekly_max": 0.98,
@@ -142,7 +142,6 @@ class Service:
         self.keyring_problem: str | None = None
         self.store: Store | None = None
         self.pool = Pool(self.clock, persistence=_StorePersistence(self), on_change=self._changed)
-        self.gauges: dict[int, GaugeSet] = {}
         self.admin_token: str | None = None
         self.http: aiohttp.ClientSession | None = None
         # The latest records of this process, in memory for live views and quick checks; the
@@ -152,6 +151,7 @@ class Service:
             self.clock, on_written=lambda count: self.bus.publish("records.added", count=count))
         self._credentials: dict[int, tuple[int, dict[str, Any]]] = {}
         self._data_version: int | None = None
+        self._identities: dict[str, tuple[repo.KeyIdentity, float]] = {}
         self._server = None
         self.refresher = QuotaRefresher(
             self.clock, read=self._read_quota, publish=self._publish_quota,
@@ -253,33 +253,69 @@ class Service:
     # --- catalog --------------------------------------------------------------------------------
 
     async def _reload_catalog(self, force: bool = False) -> None:
-        def read() -> tuple[int, list[AccountState] | None]:
-            version = self.store.db.execute_sql("PRAGMA data_version").fetchone()[0]
-            if not force and version == self._data_version:
-                return version, None
-            return version, load_account_states()
+        """Re-read accounts when another process (the CLI) committed to the database.
 
-        version, states = await self.store.read(read)
-        if states is not None:
-            self._data_version = version
-            self.pool.sync_accounts(states)
-            self._apply_settings()
+        `PRAGMA data_version` is asked on the writer's own connection, where it changes only
+        for *other* connections' commits: our own record and runtime writes never trigger a
+        reload.
+        """
+        def version() -> int:
+            return self.store.db.execute_sql("PRAGMA data_version").fetchone()[0]
+
+        current = await self.store.write(version)
+        if not force and current == self._data_version:
+            return
+        states = await self.store.read(load_account_states)
+        self._data_version = current
+        self._identities.clear()  # keys may have been revoked too
+        self.pool.sync_accounts(states)
+        self._apply_settings()
 
     async def refresh_catalog(self) -> None:
         """Pick up accounts another process (the CLI) added or re-authorized."""
         await self._reload_catalog()
 
     async def identify(self, key: str) -> repo.KeyIdentity | None:
-        """Who a client key belongs to. Also notices accounts added by the CLI meanwhile."""
+        """Who a client key belongs to (R-PX-1).
 
-        def read() -> tuple[repo.KeyIdentity | None, int]:
-            version = self.store.db.execute_sql("PRAGMA data_version").fetchone()[0]
-            return repo.identify_key(key), version
-
-        identity, version = await self.store.read(read)
-        if version != self._data_version:
+        Known keys are answered from memory for IDENTITY_TTL seconds, so the request path takes
+        no database round trip; a revocation made by another process shows within that time,
+        and one made through this service (revoke_key) at once.
+        """
+        digest = repo.hash_key(key)
+        now = self.clock.monotonic()
+        hit = self._identities.get(digest)
+        if hit is not None and now - hit[1] < IDENTITY_TTL:
+            return hit[0]
+        try:
             await self._reload_catalog()
+        except Exception as exc:  # serving on the catalog we have beats failing the request
+            log.error("could not check the account catalog: %s", type(exc).__name__)
+        identity = await self.store.read(lambda: repo.identify_key(key))
+        if identity is not None:
+            if len(self._identities) > 10_000:  # bounded: unknown keys are never cached
+                self._identities.clear()
+            self._identities[digest] = (identity, now)
+        else:
+            self._identities.pop(digest, None)
         return identity
+
+    async def create_key(self, name: str, user: str | None = None, group: str = "default"
+                         ) -> tuple[dict[str, Any], str]:
+        """A new client key, returned once (the Client keys dialog and the API)."""
+        def write() -> tuple[dict[str, Any], str]:
+            owner = repo.find_user(user) if user else repo.ensure_admin()
+            row, key = repo.create_key(name, owner, repo.find_group(group))
+            return {"id": row.id, "name": row.name, "prefix": row.prefix}, key
+
+        return await self.store.write(write)
+
+    async def revoke_key(self, ref: str | int) -> None:
+        await self.store.write(lambda: repo.revoke_key(str(ref)))
+        self._identities.clear()
+
+    async def list_keys(self) -> list[dict[str, Any]]:
+        return await self.store.read(repo.list_keys)
 
     async def credential(self, account: AccountState) -> dict[str, Any]:
         cached = self._credentials.get(account.id)
@@ -414,7 +450,7 @@ class Service:
     def account_view(self, account_id: int) -> dict[str, Any]:
         account = self.pool.accounts[account_id]
         now = self.clock.now()
-        gauges = self.gauges.get(account_id) or GaugeSet()
+        gauges = account.gauges
         return {
             "id": account.id,
             "name": account.name,

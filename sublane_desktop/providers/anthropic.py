@@ -80,7 +80,13 @@ _DELTA_FIELDS = {"text_delta": "text", "thinking_delta": "thinking",
 
 
 class StreamReader:
-    """Watches relayed SSE events for usage, the first output and a mid-stream error."""
+    """Watches relayed SSE events for usage, the first output and a mid-stream error.
+
+    Only the few events that carry those are parsed; once the first output has been seen the
+    (many) content deltas are passed over by name without touching their JSON.
+    """
+
+    _WANTED = {"message_start", "message_delta", "message_stop", "error"}
 
     def __init__(self) -> None:
         self.usage = Usage()
@@ -88,9 +94,15 @@ class StreamReader:
         self.error_type: str | None = None
         self.stopped = False
 
-    def feed(self, event: str | None, data: str) -> bool:
+    def feed(self, event: str | None, data: bytes | str) -> bool:
         """Returns True when this event carried the first nonempty output delta."""
-        if not data or data[0] != "{":
+        if event is not None and event not in self._WANTED and (
+                self.first_output or event != "content_block_delta"):
+            return False
+        if event == "message_stop":
+            self.stopped = True
+            return False
+        if not data or data[:1] not in (b"{", "{"):
             return False
         try:
             payload = json.loads(data)

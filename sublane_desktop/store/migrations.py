@@ -8,7 +8,6 @@ failed upgrade can be undone by hand. Steps are plain SQL so they never depend o
 from __future__ import annotations
 
 import logging
-import shutil
 import sqlite3
 import time
 from pathlib import Path

@@ -97,7 +97,7 @@ def test_fable_ceiling_is_a_hard_gate_for_fable_only():
 
 def test_pin_lapses_after_5_minutes_survives_ceilings_but_not_a_429():
     pool, clock = make()
-    a, b = pool.accounts[1], pool.accounts[2]
+    _a, b = pool.accounts[1], pool.accounts[2]
     observe(b, clock, "fable", 0.99, 20 * H)  # over the Fable ceiling: preemptively excluded
     pool.switch("acc2")
     assert pick(pool) == "acc2" and pick(pool, MAIN) == "acc2"

@@ -77,9 +77,8 @@ async def test_missing_or_unknown_key_is_401_without_record(ready, auth):
 
 async def test_revoked_key_is_401(ready):
     h, key = ready
-    from sublane_desktop.store import repositories as repo
-
-    await h.service.store.write(lambda: repo.revoke_key("test"))
+    await post(h, json_body=BODY, headers={"x-api-key": key})  # known and cached now
+    await h.service.revoke_key("test")
     status, body, _ = await post(h, json_body=BODY, headers={"x-api-key": key})
     assert status == 401
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import anthropic
-import pytest
 
 
 def client(h, key: str, **kw) -> anthropic.AsyncAnthropic:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
 
 import aiohttp
 import anthropic
@@ -157,7 +156,7 @@ async def test_restart_keeps_bindings_and_cooldowns(tmp_path, upstream, secret_s
     service = fresh()
     await service.start()
     h = Harness(service, upstream)
-    a = await h.add_account("a", "tok-a")
+    await h.add_account("a", "tok-a")
     b = await h.add_account("b", "tok-b")
     key = await h.create_key()
     await sdk(h, key, session_id="s-1").messages.create(**BODY)  # binds to a

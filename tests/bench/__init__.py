@@ -1,0 +1,1 @@
+"""Benchmarks (scripts, not pytest tests): run e.g. `python -m tests.bench.bench_proxy`."""

@@ -1,0 +1,515 @@
+"""Proxy overhead benchmark: direct-to-upstream vs through SubLane, plus a real `serve`'s RSS.
+
+Run from the repo root:  python -m tests.bench.bench_proxy [--json PATH] [--upstream thread|loop]
+
+1. Small non-streaming POST /v1/messages at concurrency 1 and 8, direct vs through SubLane:
+   p50/p99 latency, overhead (through - direct) and ratio.
+2. A 1,000-event SSE stream, direct vs through: relay-time ratio and time to first body byte.
+3. Peak RSS (VmHWM) of a real `python -m sublane_desktop serve` subprocess after 2,000
+   requests at concurrency 8.
+
+Everything is loopback; every loop is bounded. Parts 1-2 run the SubLane service in this
+process (client and proxy share the main event loop). The fake upstream runs, by default, on
+its own event loop in a separate thread, so its work does not queue behind the proxy's on one
+loop (it still shares the GIL). `--upstream loop` puts it on the main loop instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+
+from sublane_desktop.secrets import SecretStore
+from sublane_desktop.service import Service
+from tests.conftest import Harness, file_keyring
+from tests.fake_upstream import FakeAnthropic, Reply
+
+T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = "claude-sonnet-4-5"
+SMALL_BODY = json.dumps({"model": MODEL, "max_tokens": 16,
+                         "messages": [{"role": "user", "content": "hi"}]}).encode()
+STREAM_BODY = json.dumps({"model": MODEL, "max_tokens": 4096, "stream": True,
+                          "messages": [{"role": "user", "content": "hi"}]}).encode()
+BASE_HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
+DIRECT_TOKEN = "sk-ant-oat01-direct"  # what a client talking to the upstream itself would send
+
+N_REQUESTS = 2000
+N_WARMUP = 100
+ROUNDS = 4  # measured requests are split into alternating direct/through blocks
+SSE_EVENTS = 1000
+SSE_TEXT = "x" * 4000
+SSE_REPS = 20
+SSE_WARMUP = 2
+RSS_REQUESTS = 2000
+RSS_CONCURRENCY = 8
+
+TARGET_P50_OVERHEAD_MS = 1.0
+TARGET_P99_OVERHEAD_MS = 5.0
+TARGET_SSE_RATIO = 1.10
+TARGET_RSS_MB = 90.0
+
+REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
+
+
+# --- statistics ---------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000.0
+
+
+# --- the fake upstream, on its own thread or on the main loop ------------------------------------
+
+
+class Upstream:
+    """A FakeAnthropic, either on the caller's loop or on a private loop in a daemon thread."""
+
+    def __init__(self, threaded: bool) -> None:
+        self.threaded = threaded
+        self.fake: FakeAnthropic | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    async def _on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
+        if not self.threaded:
+            return await make()
+        future = asyncio.run_coroutine_threadsafe(make(), self._loop)  # type: ignore[arg-type]
+        return await asyncio.wait_for(asyncio.wrap_future(future), 30)
+
+    async def start(self) -> str:
+        if self.threaded:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever,
+                                            name="fake-upstream", daemon=True)
+            self._thread.start()
+
+        async def make() -> FakeAnthropic:
+            fake = FakeAnthropic()
+            await fake.start()
+            return fake
+
+        self.fake = await self._on_loop(make)
+        return self.fake.url
+
+    def answer(self, reply: Reply) -> None:
+        """Set the default reply (only between phases, while nothing is in flight)."""
+        assert self.fake is not None
+        self.fake.default = reply
+        self.fake.seen.clear()  # it keeps every request; don't let that grow across phases
+
+    async def stop(self) -> None:
+        if self.fake is not None:
+            await self._on_loop(self.fake.stop)
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+            self._loop.close()
+
+
+# --- load drivers -------------------------------------------------------------------------------
+
+
+class Sample:
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.errors: Counter[str] = Counter()
+        self.wall = 0.0
+
+    def extend(self, other: Sample) -> None:
+        self.latencies += other.latencies
+        self.errors += other.errors
+        self.wall += other.wall
+
+
+async def drive(session: aiohttp.ClientSession, url: str, headers: dict[str, str],
+                total: int, concurrency: int) -> Sample:
+    """`total` small POSTs from `concurrency` workers sharing one keep-alive session."""
+    sample = Sample()
+    issued = 0
+
+    async def worker() -> None:
+        nonlocal issued
+        while issued < total:
+            issued += 1
+            t0 = time.perf_counter()
+            try:
+                async with session.post(url, data=SMALL_BODY, headers=headers) as response:
+                    await response.read()
+                    status = response.status
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                sample.errors[type(exc).__name__] += 1
+                continue
+            elapsed = time.perf_counter() - t0
+            if status == 200:
+                sample.latencies.append(elapsed)
+            else:
+                sample.errors[f"http_{status}"] += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    sample.wall = time.perf_counter() - t0
+    return sample
+
+
+async def one_stream(session: aiohttp.ClientSession, url: str, headers: dict[str, str]
+                     ) -> tuple[float, float, int, bool]:
+    """(total seconds, seconds to first body byte, body bytes, saw message_stop)."""
+    t0 = time.perf_counter()
+    first: float | None = None
+    size = 0
+    tail = b""
+    async with session.post(url, data=STREAM_BODY, headers=headers) as response:
+        if response.status != 200:
+            raise RuntimeError(f"stream answered HTTP {response.status}: "
+                               f"{(await response.read())[:200]!r}")
+        async for chunk in response.content.iter_any():
+            if first is None:
+                first = time.perf_counter() - t0
+            size += len(chunk)
+            tail = (tail + chunk)[-256:]
+    total = time.perf_counter() - t0
+    return total, first if first is not None else total, size, b"message_stop" in tail
+
+
+def new_session(concurrency: int = 8) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=max(concurrency, 8), keepalive_timeout=60),
+        timeout=REQUEST_TIMEOUT,
+    )
+
+
+# --- part 1 -------------------------------------------------------------------------------------
+
+
+async def bench_small(direct: tuple[aiohttp.ClientSession, str, dict[str, str]],
+                      through: tuple[aiohttp.ClientSession, str, dict[str, str]],
+                      concurrency: int) -> dict[str, Any]:
+    modes = {"direct": direct, "through": through}
+    for name, (session, url, headers) in modes.items():
+        warm = await drive(session, url, headers, N_WARMUP, concurrency)
+        if warm.errors:
+            raise RuntimeError(f"warm-up {name} c={concurrency} failed: {dict(warm.errors)}")
+    samples = {name: Sample() for name in modes}
+    block = N_REQUESTS // ROUNDS
+    for r in range(ROUNDS):
+        order = ["direct", "through"] if r % 2 == 0 else ["through", "direct"]
+        for name in order:
+            session, url, headers = modes[name]
+            samples[name].extend(await drive(session, url, headers, block, concurrency))
+    out: dict[str, Any] = {"concurrency": concurrency, "requests_per_mode": block * ROUNDS}
+    for name, s in samples.items():
+        out[name] = {
+            "p50_ms": ms(percentile(s.latencies, 50)),
+            "p99_ms": ms(percentile(s.latencies, 99)),
+            "mean_ms": ms(statistics.fmean(s.latencies)) if s.latencies else float("nan"),
+            "ok": len(s.latencies),
+            "errors": dict(s.errors),
+            "req_per_s": len(s.latencies) / s.wall if s.wall else float("nan"),
+        }
+    d, t = out["direct"], out["through"]
+    out["overhead_p50_ms"] = t["p50_ms"] - d["p50_ms"]
+    out["overhead_p99_ms"] = t["p99_ms"] - d["p99_ms"]
+    out["ratio_p50"] = t["p50_ms"] / d["p50_ms"]
+    out["ratio_p99"] = t["p99_ms"] / d["p99_ms"]
+    return out
+
+
+# --- part 2 -------------------------------------------------------------------------------------
+
+
+async def bench_stream(direct: tuple[aiohttp.ClientSession, str, dict[str, str]],
+                       through: tuple[aiohttp.ClientSession, str, dict[str, str]]
+                       ) -> dict[str, Any]:
+    modes = {"direct": direct, "through": through}
+    runs: dict[str, list[tuple[float, float, int, bool]]] = {"direct": [], "through": []}
+    for i in range(SSE_WARMUP + SSE_REPS):
+        order = ["direct", "through"] if i % 2 == 0 else ["through", "direct"]
+        for name in order:
+            session, url, headers = modes[name]
+            result = await one_stream(session, url, headers)
+            if i >= SSE_WARMUP:
+                runs[name].append(result)
+    out: dict[str, Any] = {"events": SSE_EVENTS, "reps": SSE_REPS}
+    for name, rs in runs.items():
+        totals = [r[0] for r in rs]
+        firsts = [r[1] for r in rs]
+        out[name] = {
+            "total_ms_median": ms(statistics.median(totals)),
+            "total_ms_min": ms(min(totals)),
+            "total_ms_max": ms(max(totals)),
+            "ttfb_ms_median": ms(statistics.median(firsts)),
+            "body_bytes": rs[0][2],
+            "complete": all(r[3] for r in rs),
+        }
+    out["ratio"] = out["through"]["total_ms_median"] / out["direct"]["total_ms_median"]
+    out["ttfb_overhead_ms"] = (out["through"]["ttfb_ms_median"]
+                               - out["direct"]["ttfb_ms_median"])
+    out["same_bytes"] = out["through"]["body_bytes"] == out["direct"]["body_bytes"]
+    return out
+
+
+# --- part 3 -------------------------------------------------------------------------------------
+
+
+def proc_status(pid: int) -> dict[str, float]:
+    """VmRSS / VmHWM (peak RSS) of a process, in MB."""
+    out: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            out[name] = int(value.split()[0]) / 1024.0  # kB -> MB
+    return out
+
+
+async def cli(env: dict[str, str], *args: str, stdin: bytes | None = None) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "sublane_desktop", *args,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, env=env, cwd=REPO)
+    out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"sublane {' '.join(args[:2])} failed ({proc.returncode}): "
+                           f"{err.decode(errors='replace').strip()[-300:]}")
+    return out.decode()
+
+
+async def bench_serve_rss(upstream_url: str, tmp: Path) -> dict[str, Any]:
+    data = tmp / "serve-data"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SUBLANE_KEYRING", "SUBLANE_KEYRING_PASSWORD", "SUBLANE_DATA_DIR")}
+    env.update({
+        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+        "KEYRING_PROPERTY_FILE_PATH": str(tmp / "keyring.cfg"),
+        "SUBLANE_ANTHROPIC_BASE_URL": upstream_url,
+    })
+    secret = json.dumps({"access_token": "tok", "refresh_token": "r", "expires_at": 4000000000})
+    await cli(env, "account", "add", "--provider", "anthropic", "--name", "bench",
+              "--max-concurrency", "8", "--data-dir", str(data), stdin=secret.encode())
+    key = await cli(env, "key", "create", "--name", "bench", "--data-dir", str(data))
+    key = key.strip().splitlines()[0].strip()
+
+    out_path, err_path = tmp / "serve.out", tmp / "serve.err"
+    with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "sublane_desktop", "serve", "--port", "0",
+            "--data-dir", str(data), stdin=asyncio.subprocess.DEVNULL, stdout=out_f,
+            stderr=err_f, env=env, cwd=REPO)
+    result: dict[str, Any] = {"pid": proc.pid}
+    try:
+        url = None
+        t_spawn = time.perf_counter()
+        for _ in range(600):  # up to 30 s for the `listening on` line
+            match = re.search(r"listening on (http://\S+)", out_path.read_text(errors="replace"))
+            if match:
+                url = match.group(1)
+                break
+            if proc.returncode is not None:
+                break
+            await asyncio.sleep(0.05)
+        if url is None:
+            raise RuntimeError("serve did not print `listening on`: "
+                               + err_path.read_text(errors="replace")[-500:])
+        result["startup_s"] = time.perf_counter() - t_spawn
+        result["idle"] = proc_status(proc.pid)
+        async with new_session(RSS_CONCURRENCY) as session:
+            headers = {**BASE_HEADERS, "Authorization": f"Bearer {key}"}
+            sample = await drive(session, url + "/v1/messages", headers, RSS_REQUESTS,
+                                 RSS_CONCURRENCY)
+        result["after"] = proc_status(proc.pid)
+        result["requests_ok"] = len(sample.latencies)
+        result["errors"] = dict(sample.errors)
+        result["p50_ms"] = ms(percentile(sample.latencies, 50))
+        result["p99_ms"] = ms(percentile(sample.latencies, 99))
+        result["req_per_s"] = len(sample.latencies) / sample.wall if sample.wall else 0.0
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                await asyncio.wait_for(proc.wait(), 20)
+            except asyncio.TimeoutError:
+                proc.kill()
+                await proc.wait()
+        result["exit_code"] = proc.returncode
+    return result
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def _load(values: list[float]) -> str:
+    return "/".join(f"{v:.2f}" for v in values)
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def render(report: dict[str, Any]) -> str:
+    lines: list[str] = []
+    env = report["environment"]
+    lines += [
+        "SubLane proxy benchmark",
+        f"  python {env['python']}, aiohttp {env['aiohttp']}, {env['cpus']} CPUs, {env['machine']}",
+        f"  layout: {env['layout']}",
+        f"  load average (1/5/15 min) at start {_load(env['loadavg_start'])}, at end "
+        f"{_load(env['loadavg_end'])}: other processes on this box skew the figures",
+        f"  part 1: {N_REQUESTS} measured requests per mode (+{N_WARMUP} warm-up), in {ROUNDS}"
+        " alternating direct/through blocks; one keep-alive ClientSession per mode",
+        "",
+        "1. Small non-streaming POST /v1/messages (latency, ms)",
+        f"  {'conc':>4}  {'mode':<8} {'p50':>7} {'p99':>7} {'mean':>7} {'req/s':>7}  errors",
+    ]
+    for part in report["small"]:
+        c = part["concurrency"]
+        for name in ("direct", "through"):
+            m = part[name]
+            lines.append(f"  {c:>4}  {name:<8} {m['p50_ms']:>7.2f} {m['p99_ms']:>7.2f} "
+                         f"{m['mean_ms']:>7.2f} {m['req_per_s']:>7.0f}  "
+                         f"{m['errors'] or '-'}")
+        target = ""
+        if c == 8:
+            target = (f"   target p50 <= {TARGET_P50_OVERHEAD_MS:g} ms "
+                      f"{verdict(part['overhead_p50_ms'] <= TARGET_P50_OVERHEAD_MS)}, "
+                      f"p99 <= {TARGET_P99_OVERHEAD_MS:g} ms "
+                      f"{verdict(part['overhead_p99_ms'] <= TARGET_P99_OVERHEAD_MS)}")
+        lines.append(f"  {c:>4}  overhead p50 {part['overhead_p50_ms']:+.2f} ms "
+                     f"(x{part['ratio_p50']:.2f}), p99 {part['overhead_p99_ms']:+.2f} ms "
+                     f"(x{part['ratio_p99']:.2f}){target}")
+    s = report["stream"]
+    lines += [
+        "",
+        f"2. SSE stream, {s['events']} text deltas, {s['reps']} runs per mode (median)",
+        f"  {'mode':<8} {'total ms':>9} {'min':>7} {'max':>7} {'TTFB ms':>8} {'bytes':>8}"
+        "  complete",
+    ]
+    for name in ("direct", "through"):
+        m = s[name]
+        lines.append(f"  {name:<8} {m['total_ms_median']:>9.2f} {m['total_ms_min']:>7.2f} "
+                     f"{m['total_ms_max']:>7.2f} {m['ttfb_ms_median']:>8.2f} "
+                     f"{m['body_bytes']:>8}  {m['complete']}")
+    lines.append(f"  relay-time ratio through/direct x{s['ratio']:.3f}   target <= "
+                 f"{TARGET_SSE_RATIO:.2f} {verdict(s['ratio'] <= TARGET_SSE_RATIO)};  TTFB "
+                 f"overhead {s['ttfb_overhead_ms']:+.2f} ms; identical bytes: {s['same_bytes']}")
+    r = report["serve"]
+    lines += [
+        "",
+        f"3. `sublane serve` subprocess (pid {r['pid']}), {RSS_REQUESTS} requests at "
+        f"concurrency {RSS_CONCURRENCY}",
+        f"  started in {r['startup_s']:.2f} s; idle RSS {r['idle']['VmRSS']:.1f} MB",
+        f"  after load: peak RSS (VmHWM) {r['after']['VmHWM']:.1f} MB, VmRSS "
+        f"{r['after']['VmRSS']:.1f} MB   target <= {TARGET_RSS_MB:g} MB "
+        f"{verdict(r['after']['VmHWM'] <= TARGET_RSS_MB)}",
+        f"  {r['requests_ok']} ok, errors {r['errors'] or '-'}; p50 {r['p50_ms']:.2f} ms, "
+        f"p99 {r['p99_ms']:.2f} ms, {r['req_per_s']:.0f} req/s "
+        "(client + upstream in the bench process, proxy on its own)",
+        f"  SIGINT -> exit code {r['exit_code']}",
+        "",
+        f"total bench time {report['elapsed_s']:.1f} s",
+    ]
+    return "\n".join(lines)
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    threaded = args.upstream == "thread"
+    layout = ("client + SubLane service share the main asyncio loop; fake upstream on its own "
+              "loop in a separate thread (same process, shared GIL)" if threaded else
+              "client, SubLane service and fake upstream all share ONE asyncio loop")
+    report: dict[str, Any] = {"environment": {
+        "python": platform.python_version(), "aiohttp": aiohttp.__version__,
+        "cpus": os.cpu_count(), "machine": platform.machine(), "layout": layout,
+        "upstream": args.upstream, "loadavg_start": list(os.getloadavg()),
+    }}
+    upstream = Upstream(threaded)
+    upstream_url = await upstream.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="sublane-bench-") as tmp_name:
+            tmp = Path(tmp_name)
+            secrets = SecretStore(tmp, backend=file_keyring(tmp / "keyring.cfg"))
+            service = Service(tmp / "data", port=0, secret_store=secrets,
+                              env={"SUBLANE_ANTHROPIC_BASE_URL": upstream_url})
+            await service.start()
+            try:
+                harness = Harness(service, upstream.fake)  # type: ignore[arg-type]
+                await harness.add_account("bench", limit=8)
+                key = await harness.create_key("bench")
+                async with new_session() as direct_s, new_session() as through_s:
+                    direct = (direct_s, upstream_url + "/v1/messages",
+                              {**BASE_HEADERS, "Authorization": f"Bearer {DIRECT_TOKEN}"})
+                    through = (through_s, harness.url + "/v1/messages",
+                               {**BASE_HEADERS, "Authorization": f"Bearer {key}"})
+                    upstream.answer(Reply())
+                    report["small"] = [await bench_small(direct, through, c) for c in (1, 8)]
+                    upstream.answer(Reply(events=SSE_EVENTS, text=SSE_TEXT))
+                    report["stream"] = await bench_stream(direct, through)
+            finally:
+                await service.stop(drain_timeout=2)
+            upstream.answer(Reply())
+            report["serve"] = await bench_serve_rss(upstream_url, tmp)
+    finally:
+        await upstream.stop()
+    report["elapsed_s"] = time.perf_counter() - started
+    report["environment"]["loadavg_end"] = list(os.getloadavg())
+    report["targets"] = {
+        "overhead_p50_ms_c8": TARGET_P50_OVERHEAD_MS, "overhead_p99_ms_c8": TARGET_P99_OVERHEAD_MS,
+        "sse_ratio": TARGET_SSE_RATIO, "peak_rss_mb": TARGET_RSS_MB,
+    }
+    c8 = next(p for p in report["small"] if p["concurrency"] == 8)
+    report["verdicts"] = {
+        "overhead_p50_c8": c8["overhead_p50_ms"] <= TARGET_P50_OVERHEAD_MS,
+        "overhead_p99_c8": c8["overhead_p99_ms"] <= TARGET_P99_OVERHEAD_MS,
+        "sse_ratio": report["stream"]["ratio"] <= TARGET_SSE_RATIO,
+        "peak_rss": report["serve"]["after"]["VmHWM"] <= TARGET_RSS_MB,
+    }
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.bench_proxy",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--upstream", choices=("thread", "loop"), default="thread",
+                        help="fake upstream on its own thread+loop (default) or on the main loop")
+    args = parser.parse_args(argv)
+    report = asyncio.run(run(args))
+    print(render(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        print(f"figures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,264 @@
+"""Quota gauges, lanes, levers and token refresh end to end (SPEC §5, R-ST-3): the anthropic SDK
+-> SubLane -> fake upstream, which scripts headers and usage per account and reports which
+account token served each request. Time is a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import aiohttp
+import anthropic
+import pytest
+
+from sublane_desktop.secrets import account_secret
+from sublane_desktop.service import Service
+from tests.conftest import Harness
+
+P = "anthropic-ratelimit-unified-"
+H = 3600.0
+MAIN = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}
+FABLE = {**MAIN, "model": "claude-fable-5"}
+
+
+async def until(predicate, what: str, seconds: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+async def clocked(tmp_path, upstream, secret_store, clock):
+    service = Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
+                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    await service.start()
+    h = Harness(service, upstream)
+    h.clock = clock
+    yield h
+    await service.stop(drain_timeout=2)
+
+
+def sdk(h, key):
+    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+
+
+async def admin(h, method, path, body=None):
+    async with aiohttp.ClientSession() as s:
+        async with s.request(method, h.url + path, json=body, headers={
+                "Authorization": f"Bearer {h.service.admin_token}"}) as r:
+            return r.status, await r.json(content_type=None)
+
+
+def fable_headers(clock, util, resets_in, five=0.1, week=0.1):
+    now = clock.now()
+    return {P + "5h-utilization": str(five), P + "5h-reset": str(int(now + 4 * H)),
+            P + "7d-utilization": str(week), P + "7d-reset": str(int(now + 100 * H)),
+            P + "7d_oi-utilization": str(util), P + "7d_oi-reset": str(int(now + resets_in))}
+
+
+async def test_headers_feed_gauges_and_fable_traffic_goes_to_the_perishable_bucket(clocked):
+    h = clocked
+    a = await h.add_account("a", "tok-a")
+    b = await h.add_account("b", "tok-b")
+    key = await h.create_key()
+    h.upstream.headers_for["tok-a"] = fable_headers(h.clock, 0.07, 38 * H)
+    h.upstream.headers_for["tok-b"] = fable_headers(h.clock, 0.0, 3 * H)
+    h.upstream.usage_for["*"] = 429  # keep the poll out of this test
+    client = sdk(h, key)
+    # Warm both gauges: one request through each account (a manual switch puts one on b).
+    await client.messages.create(**MAIN)
+    await h.service.switch("b")
+    await client.messages.create(**MAIN)
+    h.service.pool.accounts[b].pinned_until = None
+    h.service.pool.scheduler.current[(1, "anthropic")] = a
+    h.service.pool.scheduler.fable_current.clear()
+    await until(lambda: not h.service.pool.accounts[b].gauges.fable.cold and
+                not h.service.pool.accounts[a].gauges.fable.cold, "both fable gauges")
+    view = h.service.account_view(a)["gauges"]
+    assert view["fable"]["utilization"] == pytest.approx(0.07) and not view["fable"]["stale"]
+
+    await client.messages.create(**FABLE)
+    await client.messages.create(**MAIN)
+    served = h.upstream.tokens_served()[-2:]
+    assert served == ["tok-b", "tok-a"]  # Fable burns b's 3-hour bucket; main stays on a
+    runtime = h.service.accounts_runtime()["accounts"]
+    assert [x["fable_current"] for x in runtime] == [False, True]
+    assert [x["current"] for x in runtime] == [True, False]
+
+
+async def test_fable_429_without_retry_after_parks_only_the_fable_scope(clocked):
+    from tests.fake_upstream import Reply
+
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error", headers={
+        P + "7d_oi-status": "rejected", P + "5h-status": "allowed", P + "7d-status": "allowed"}))
+    with pytest.raises(anthropic.RateLimitError):
+        await sdk(h, key).messages.create(**FABLE)
+    assert h.service.account_view(acc)["state"] == "ok"
+    await sdk(h, key).messages.create(**MAIN)  # non-Fable traffic keeps flowing
+    with pytest.raises(anthropic.RateLimitError) as err:
+        await sdk(h, key).messages.create(**FABLE)
+    assert err.value.body["error"]["code"] == "account_cooling"
+
+
+async def test_fable_429_corroborated_by_5h_parks_account_wide(clocked):
+    from tests.fake_upstream import Reply
+
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error", headers={
+        P + "5h-status": "rejected", P + "5h-utilization": "1.0"}))
+    with pytest.raises(anthropic.RateLimitError):
+        await sdk(h, key).messages.create(**FABLE)
+    assert h.service.account_view(acc)["state"] in ("cooling", "quota_exhausted")
+
+
+async def test_traffic_polls_stale_accounts_two_at_a_time_coalesced_with_a_floor(clocked):
+    h = clocked
+    ids = [await h.add_account(f"acc{i}", f"tok-{i}") for i in range(4)]
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = {
+        "five_hour": {"utilization": 37.0, "resets_at": "2027-01-15T10:00:00Z"},
+        "limits": [{"kind": "weekly_scoped", "percent": 64, "resets_at": "2027-01-18T00:00:00Z",
+                    "scope": {"model": {"display_name": "Fable"}}}]}
+    h.upstream.usage_gate = asyncio.Event()
+    await sdk(h, key).messages.create(**MAIN)  # traffic: stale accounts get refreshed
+    await until(lambda: h.upstream.usage_in_flight == 2, "two concurrent reads")
+    h.service.refresh_quotas()  # a person presses Refresh meanwhile: duplicates coalesce
+    h.upstream.usage_gate.set()
+    await until(lambda: len(h.upstream.usage_reads) == 4, "every account read")
+    await until(lambda: all(not h.service.pool.accounts[i].gauges.fable.cold for i in ids),
+                "gauges published")
+    assert h.upstream.usage_max_in_flight == 2
+    assert sorted(h.upstream.usage_reads) == ["tok-0", "tok-1", "tok-2", "tok-3"]
+    g = h.service.account_view(ids[0])["gauges"]
+    assert g["five_hour"]["utilization"] == pytest.approx(0.37)
+    assert g["fable"]["utilization"] == pytest.approx(0.64)
+    # Within the 5-minute floor more traffic polls nothing, even once data goes stale.
+    h.clock.advance(200)
+    await sdk(h, key).messages.create(**MAIN)
+    await asyncio.sleep(0)
+    assert len(h.upstream.usage_reads) == 4
+    h.clock.advance(101)
+    await sdk(h, key).messages.create(**MAIN)
+    await until(lambda: len(h.upstream.usage_reads) == 8, "polls after the floor")
+
+
+async def test_poll_429_retry_after_is_honoured_and_last_good_observation_kept(clocked):
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    h.upstream.usage_for["tok-a"] = {"five_hour": {"utilization": 50, "resets_at": None}}
+    await asyncio.gather(*h.service.refresher.want([h.service.pool.accounts[acc]], force=True))
+    assert h.service.pool.accounts[acc].gauges.five_hour.utilization == 0.5
+    h.upstream.usage_for["tok-a"] = 429
+    await asyncio.gather(*h.service.refresher.want([h.service.pool.accounts[acc]], force=True))
+    assert h.service.pool.accounts[acc].gauges.five_hour.utilization == 0.5  # kept
+    reads = len(h.upstream.usage_reads)
+    assert h.service.refresh_quotas() == 0  # inside the endpoint's retry-after: no read
+    assert len(h.upstream.usage_reads) == reads
+    h.clock.advance(121)
+    assert h.service.account_view(acc)["gauges"]["five_hour"]["stale"] is True
+
+
+async def test_observations_survive_restart_and_a_reauth_voids_them(tmp_path, upstream,
+                                                                    secret_store, clock):
+    def fresh():
+        return Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
+                       env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                            "SUBLANE_OAUTH_BASE_URL": upstream.url})
+
+    service = fresh()
+    await service.start()
+    h = Harness(service, upstream)
+    acc = await h.add_account("a", "tok-a")
+    upstream.usage_for["*"] = 429
+    upstream.headers_for["tok-a"] = {P + "5h-utilization": "0.66"}
+    await sdk(h, await h.create_key()).messages.create(**MAIN)
+    await until(lambda: not service.pool.accounts[acc].gauges.five_hour.cold, "header gauge")
+    # A refresh that began before a re-auth must not land afterwards.
+    from sublane_desktop.core.gauges import Observation
+    from sublane_desktop.store.models import Account
+
+    old_revision = service.pool.accounts[acc].revision
+    await service.store.write(lambda: Account.update(revision=Account.revision + 1).where(
+        Account.id == acc).execute())
+    late = Observation("seven_day", 0.9, None, clock.now(), "poll")
+    assert await service._publish_quota(service.pool.accounts[acc], old_revision, [late]) is False
+    await service.store.write(lambda: Account.update(revision=old_revision).where(
+        Account.id == acc).execute())
+    await service.stop()
+
+    again = fresh()
+    await again.start()
+    try:
+        assert again.pool.accounts[acc].gauges.five_hour.utilization == 0.66
+        assert again.pool.accounts[acc].gauges.seven_day.cold
+    finally:
+        await again.stop()
+
+
+async def test_switch_pins_both_lanes_for_5_minutes_and_reset_usage_goes_cold(clocked):
+    h = clocked
+    a = await h.add_account("a", "tok-a")
+    b = await h.add_account("b", "tok-b")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = 429
+    status, body = await admin(h, "POST", "/llmux/switch", {"account": "b"})
+    assert status == 200 and body["pinned_until"] == pytest.approx(h.clock.now() + 300)
+    await sdk(h, key).messages.create(**MAIN)
+    await sdk(h, key).messages.create(**FABLE)
+    assert h.upstream.tokens_served()[-2:] == ["tok-b", "tok-b"]
+    h.clock.advance(301)
+    h.service.pool.evaluate()
+    assert h.service.account_view(b)["pinned_until"] is None
+    status, _ = await admin(h, "POST", "/llmux/switch", {"account": "nope"})
+    assert status == 404
+    status, _ = await admin(h, "POST", "/llmux/switch", {})
+    assert status == 400
+
+    h.upstream.headers_for["tok-a"] = {P + "5h-utilization": "0.5"}
+    h.service.pool.scheduler.current[(1, "anthropic")] = a
+    await sdk(h, key).messages.create(**MAIN)
+    await until(lambda: not h.service.pool.accounts[a].gauges.five_hour.cold, "gauge")
+    status, body = await admin(h, "POST", "/llmux/reset-usage", {})
+    assert status == 200
+    assert all(g["cold"] for acc in body["accounts"] for g in acc["gauges"].values())
+
+
+async def test_expired_token_refreshes_once_and_retries(clocked):
+    h = clocked
+    acc = await h.add_account("a", "tok-old")
+    key = await h.create_key()
+    h.upstream.expired.add("tok-old")
+    h.upstream.refresh_grants["rt-a"] = ("tok-new", "rt-new")
+    msg = await sdk(h, key).messages.create(**MAIN)
+    assert msg.content[0].text
+    assert h.upstream.tokens_served()[-1] == "tok-new"
+    assert len(h.upstream.refresh_calls) == 1
+    stored = json.loads(await h.service.secrets.aget(account_secret(acc)))
+    assert stored["access_token"] == "tok-new" and stored["refresh_token"] == "rt-new"
+    assert h.service.account_view(acc)["state"] == "ok"
+
+
+async def test_refresh_before_expiry_single_flight_and_rejection_marks_auth_failed(clocked):
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    account = h.service.pool.accounts[acc]
+    cred = json.loads(await h.service.secrets.aget(account_secret(acc)))
+    cred["expires_at"] = h.clock.now() + 60  # inside the refresh margin
+    await h.service.secrets.aset(account_secret(acc), json.dumps(cred))
+    h.service._credentials.clear()
+    h.upstream.refresh_grants["rt-a"] = ("tok-fresh", "rt-2")
+    results = await asyncio.gather(*(h.service.credential(account) for _ in range(5)))
+    assert {r["access_token"] for r in results} == {"tok-fresh"}
+    assert len(h.upstream.refresh_calls) == 1  # one refresh in flight per account
+
+    h.upstream.refresh_grants["rt-2"] = 400
+    h.clock.advance(9 * H)  # past the new expiry
+    await h.service.credential(account)
+    assert h.service.account_view(acc)["state"] == "auth_failed"
