@@ -1,0 +1,159 @@
+"""A scripted day through the real scheduler, printed as a trace: who served what, and why.
+
+    python -m sublane_desktop.simulate [--hours 24] [--step-minutes 30]
+
+Three Claude accounts with different weekly positions; every step sends one main-lane and one
+Fable request; each served request moves that account's gauges the way response headers would.
+Operator levers and upstream 429s happen at scripted times. Only core is used (fake clock, no
+network, no database), so the trace is the scheduler's own decisions, reproducible to the line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.gauges import Observation
+from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
+from sublane_desktop.core.routing import route_model
+
+H = 3600.0
+MAIN = route_model("claude-sonnet-4-5")
+FABLE = route_model("claude-fable-5")
+
+
+@dataclass
+class Plan:
+    """Where an account starts: utilizations and hours to each reset."""
+
+    name: str
+    five: float
+    week: float
+    week_reset_h: float
+    fable: float | None  # None: the Fable bucket has never been seen (cold)
+    fable_reset_h: float
+    burn: float  # utilization one request adds to the 5h window
+
+
+PLANS = [
+    Plan("work", five=0.20, week=0.55, week_reset_h=100, fable=0.07, fable_reset_h=38, burn=0.06),
+    Plan("personal", five=0.05, week=0.30, week_reset_h=20, fable=0.00, fable_reset_h=3,
+         burn=0.08),
+    Plan("team", five=0.10, week=0.20, week_reset_h=150, fable=None, fable_reset_h=0, burn=0.05),
+]
+
+EVENTS = {  # step hour -> what happens
+    6.0: "pause team",
+    9.0: "unpause team",
+    11.0: "switch team",
+    15.0: "fable 429 on current fable account",
+    20.0: "reset-usage",
+}
+
+
+def build() -> tuple[Pool, FakeClock]:
+    clock = FakeClock(start=1_800_000_000.0)
+    pool = Pool(clock)
+    pool.sync_accounts(AccountState(id=i + 1, name=p.name, provider="anthropic",
+                                    max_concurrency=4) for i, p in enumerate(PLANS))
+    for account, plan in zip(pool.accounts.values(), PLANS, strict=True):
+        now = clock.now()
+        account.extra_resets = {  # type: ignore[attr-defined]
+            "five_hour": now + 5 * H, "seven_day": now + plan.week_reset_h * H,
+            "fable": now + plan.fable_reset_h * H}
+        observe(account, clock, "five_hour", plan.five)
+        observe(account, clock, "seven_day", plan.week)
+        if plan.fable is not None:
+            observe(account, clock, "fable", plan.fable)
+    pool.scheduler.current[(1, "anthropic")] = 1
+    return pool, clock
+
+
+def observe(account: AccountState, clock: FakeClock, window: str, util: float) -> None:
+    resets = account.extra_resets  # type: ignore[attr-defined]
+    while resets[window] <= clock.now():  # windows roll over
+        resets[window] += 5 * H if window == "five_hour" else 7 * 24 * H
+    account.gauges.apply(Observation(window, min(util, 1.5), resets[window], clock.now(),
+                                     "headers"))
+
+
+def serve(pool: Pool, clock: FakeClock, route, burn: dict[str, float]) -> str:
+    try:
+        lease = pool.acquire(Demand(group_id=1, route=route))
+    except GatewayError as err:
+        return f"{'-':<9} refused: {err.code} ({err.message})"
+    decision = pool.scheduler.last
+    account = lease.account
+    lease.release(Outcome.SUCCESS)
+    now = clock.now()
+    g = account.gauges
+    observe(account, clock, "five_hour", (g.five_hour.reading(now) or 0) + burn[account.name])
+    observe(account, clock, "seven_day", (g.seven_day.reading(now) or 0) + burn[account.name] / 8)
+    if route.fable:
+        observe(account, clock, "fable", (g.fable.reading(now) or 0) + burn[account.name] / 3)
+    score = f"{decision.score:6.2f}" if decision and decision.score is not None else "     -"
+    return f"{account.name:<9} score {score}  {decision.reason if decision else ''}"
+
+
+def gauges_line(pool: Pool, now: float) -> str:
+    parts = []
+    for a in pool.accounts.values():
+        def pct(window: str) -> str:
+            value = a.gauges.get(window).reading(now)
+            return " cold" if value is None else f"{value * 100:4.0f}%"
+
+        parts.append(f"{a.name}[{pct('five_hour')}{pct('seven_day')}{pct('fable')}]")
+    return " ".join(parts)
+
+
+def run(hours: float, step_minutes: float) -> None:
+    pool, clock = build()
+    burn = {p.name: p.burn for p in PLANS}
+    print("time   | event / lane  | account   | decision")
+    print("gauges: name[5h 7d fable]")
+    steps = int(hours * 60 / step_minutes)
+    for step in range(steps + 1):
+        hour = step * step_minutes / 60
+        event = EVENTS.get(hour)
+        stamp = f"{int(hour):02d}:{int(hour * 60) % 60:02d}"
+        if event:
+            apply_event(pool, event)
+            print(f"{stamp}  | ** {event}")
+        pool.evaluate()  # the 30 s tick, folded into each step
+        print(f"{stamp}  | main          | {serve(pool, clock, MAIN, burn)}")
+        print(f"{stamp}  | fable         | {serve(pool, clock, FABLE, burn)}")
+        if step % 4 == 0:
+            print(f"       | gauges        | {gauges_line(pool, clock.now())}")
+        clock.advance(step_minutes * 60)
+
+
+def apply_event(pool: Pool, event: str) -> None:
+    verb, _, rest = event.partition(" ")
+    if verb == "pause":
+        pool.set_paused(rest, True)
+    elif verb == "unpause":
+        pool.set_paused(rest, False)
+    elif verb == "switch":
+        pool.switch(rest)
+    elif verb == "reset-usage":
+        pool.reset_usage()
+    elif verb == "fable":
+        lane = pool.scheduler.fable_current.get((1, "anthropic"))
+        if lane is not None:
+            lease = pool.acquire(Demand(group_id=1, route=FABLE))
+            lease.release(Outcome.FABLE_FAILURE, status=429)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hours", type=float, default=24)
+    parser.add_argument("--step-minutes", type=float, default=60)
+    args = parser.parse_args(argv)
+    run(args.hours, args.step_minutes)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
