@@ -8,7 +8,6 @@ they change the database directly.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import sys
@@ -17,7 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from sublane_desktop.secrets import account_secret
+from sublane_desktop import credentials
 
 # sublane_desktop.service (and with it aiohttp) is imported where it is needed: it doubles the
 # start-up time of quick commands such as `key create` or `admin-token`.
@@ -220,125 +219,35 @@ def read_secret_json(provider: str) -> dict[str, Any]:
 
 
 def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
-    if not isinstance(secret, dict):
-        raise CliError("secret JSON must be an object")
-    if "api_key" in secret:
-        if not isinstance(secret["api_key"], str) or not secret["api_key"].strip():
-            raise CliError('"api_key" must be a non-empty string')
-        return {"api_key": secret["api_key"].strip()}
-    required = ["access_token", "refresh_token", "expires_at"]
-    if provider == "codex":
-        required.append("account_id")
-    missing = [name for name in required if name not in secret]
-    if missing:
-        raise CliError(
-            "secret JSON needs either \"api_key\" or " + ", ".join(f'"{n}"' for n in required)
-            + "; missing " + ", ".join(f'"{n}"' for n in missing)
-        )
-    for name in required:
-        if name != "expires_at" and (not isinstance(secret[name], str) or not secret[name]):
-            raise CliError(f'"{name}" must be a non-empty string')
-    expires = secret["expires_at"]
-    if isinstance(expires, bool) or not isinstance(expires, (int, float)) or expires <= 0:
-        raise CliError('"expires_at" must be unix seconds')
-    clean = {name: secret[name] for name in required}
-    clean["expires_at"] = float(expires)
-    return clean
-
-
-def _jwt_exp(token: str) -> float | None:
     try:
-        payload = token.split(".")[1]
-        payload += "=" * (-len(payload) % 4)
-        return float(json.loads(base64.urlsafe_b64decode(payload))["exp"])
-    except (IndexError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _codex_account_id(tokens: dict[str, Any]) -> str | None:
-    """ChatGPT account id from the id_token's auth claim (older auth.json files lack the field)."""
-    try:
-        payload = str(tokens.get("id_token")).split(".")[1]
-        payload += "=" * (-len(payload) % 4)
-        claims = json.loads(base64.urlsafe_b64decode(payload))
-        return claims["https://api.openai.com/auth"]["chatgpt_account_id"] or None
-    except (IndexError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+        return credentials.validate_secret(provider, secret)
+    except credentials.CredentialError as exc:
+        raise CliError(str(exc)) from None
 
 
 def claude_code_secret(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
-        oauth = data["claudeAiOauth"]
-        return validate_secret("anthropic", {
-            "access_token": oauth["accessToken"],
-            "refresh_token": oauth["refreshToken"],
-            "expires_at": float(oauth["expiresAt"]) / 1000.0,  # the file keeps milliseconds
-        })
-    except FileNotFoundError:
-        raise CliError(f"no Claude Code login at {path} (run `claude` and log in first)") from None
-    except (ValueError, KeyError, TypeError):
-        raise CliError(f"{path} is not a Claude Code credentials file") from None
+        return credentials.claude_code_secret(path)
+    except credentials.CredentialError as exc:
+        raise CliError(str(exc)) from None
 
 
 def codex_secret(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CliError(f"no Codex login at {path} (run `codex login` first)") from None
-    except ValueError:
-        raise CliError(f"{path} is not valid JSON") from None
-    tokens = data.get("tokens") if isinstance(data, dict) else None
-    if isinstance(tokens, dict) and tokens.get("access_token"):
-        return validate_secret("codex", {
-            "access_token": tokens.get("access_token"),
-            "refresh_token": tokens.get("refresh_token") or "",
-            "expires_at": _jwt_exp(str(tokens.get("access_token"))) or 1.0,
-            "account_id": tokens.get("account_id") or _codex_account_id(tokens) or "",
-        })
-    if isinstance(data, dict) and data.get("OPENAI_API_KEY"):
-        return validate_secret("codex", {"api_key": data["OPENAI_API_KEY"]})
-    raise CliError(f"{path} has neither ChatGPT tokens nor an API key")
+        return credentials.codex_secret(path)
+    except credentials.CredentialError as exc:
+        raise CliError(str(exc)) from None
 
 
 def save_account(ctx: Context, provider: str, name: str, group: str, base_url: str | None,
                  limit: int, secret: dict[str, Any], replace: bool = False) -> str:
-    """Row and keyring entry land together: a keyring failure rolls the row back."""
-    from sublane_desktop.store import repositories as repo
-    from sublane_desktop.store.models import Account, AccountRuntime
-
-    if provider not in PROVIDERS:
-        raise CliError(f"unknown provider {provider!r} (choose from {', '.join(PROVIDERS)})")
-    if not 1 <= limit <= 8:
-        raise CliError("--max-concurrency must be from 1 to 8")
-    store = ctx.store
-    kind = "api_key" if "api_key" in secret else "oauth"
-    with store.db.atomic():
-        existing = Account.get_or_none((Account.name == name) & Account.deleted_at.is_null())
-        if existing is not None:
-            if not replace:
-                raise CliError(f"account {name!r} already exists")
-            if existing.provider != provider:
-                raise CliError(f"account {name!r} is a {existing.provider} account, not "
-                               f"{provider}; pass --name to import under another name")
-            existing.revision += 1  # re-auth: new lifecycle revision, auth failure repaired
-            existing.kind = kind
-            if base_url:
-                existing.base_url = base_url
-            existing.save()
-            AccountRuntime.update(auth_failed=False).where(
-                AccountRuntime.account == existing.id).execute()
-            account, verb = existing, "updated"
-        else:
-            try:
-                account = repo.add_account(provider, name, kind,
-                                           repo.get_or_create_group(group),
-                                           base_url=base_url, max_concurrency=limit)
-            except repo.Conflict as exc:  # e.g. the name of a deleted account
-                raise CliError(str(exc)) from None
-            verb = "added"
-        ctx.secrets.set(account_secret(account.id), json.dumps(secret))
-    return f"{verb} {provider} account {name} (id {account.id}, {kind})"
+    try:
+        with ctx.store.db.atomic():
+            account_id, verb, kind = credentials.store_account(
+                ctx.secrets, provider, name, group, base_url, limit, secret, replace=replace)
+    except credentials.CredentialError as exc:
+        raise CliError(str(exc)) from None
+    return f"{verb} {provider} account {name} (id {account_id}, {kind})"
 
 
 # --- commands ---------------------------------------------------------------------------------

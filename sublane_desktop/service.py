@@ -507,6 +507,58 @@ class Service:
         self.refresher.lift_floor()
         await self.store.write(quota_store.clear_observations)
 
+    # --- accounts (the Add-account dialog and the API; the CLI shares credentials.py) ---------
+
+    async def add_account(self, provider: str, name: str, secret: Any, *, group: str = "default",
+                          base_url: str | None = None, max_concurrency: int = 2,
+                          replace: bool = False) -> dict[str, Any]:
+        """Validate and store an account; the secret goes straight to the keyring.
+
+        Raises credentials.CredentialError with a clear message on bad input.
+        """
+        from sublane_desktop import credentials
+
+        clean = credentials.validate_secret(provider, secret)
+        account_id, _, _ = await self.store.write(lambda: credentials.store_account(
+            self.secrets, provider, name, group, base_url, max_concurrency, clean,
+            replace=replace))
+        self._credentials.pop(account_id, None)
+        await self._reload_catalog(force=True)
+        return self.account_view(account_id)
+
+    async def import_login(self, which: str, path: Path | None = None,
+                           name: str | None = None) -> dict[str, Any]:
+        """Import the login of an installed Claude Code ("claude-code") or Codex CLI ("codex")."""
+        from sublane_desktop import credentials
+
+        loop = asyncio.get_running_loop()
+        if which == "claude-code":
+            file = path or Path.home() / ".claude" / ".credentials.json"
+            secret = await loop.run_in_executor(None, credentials.claude_code_secret, file)
+            return await self.add_account("anthropic", name or "claude-code", secret,
+                                          replace=True)
+        file = path or Path.home() / ".codex" / "auth.json"
+        secret = await loop.run_in_executor(None, credentials.codex_secret, file)
+        return await self.add_account("codex", name or "codex", secret, replace=True)
+
+    async def remove_account(self, ref: str | int) -> None:
+        """Delete an account: its secret leaves the keyring, its history stays ("deleted")."""
+        account = self.pool.find(ref)
+        now = self.clock.now()
+
+        def write() -> None:
+            from sublane_desktop.store.models import Account
+
+            Account.update(deleted_at=now, enabled=False,
+                           name=f"deleted-{account.id}-{account.name}").where(
+                Account.id == account.id).execute()
+            repo.delete_bindings_for(account.id)
+
+        await self.store.write(write)
+        await self.secrets.adelete(account_secret(account.id))
+        self._credentials.pop(account.id, None)
+        await self._reload_catalog(force=True)
+
     # --- settings -------------------------------------------------------------------------------
 
     def _apply_settings(self) -> None:

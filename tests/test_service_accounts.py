@@ -1,0 +1,39 @@
+"""Accounts through the service (what the Add-account dialog and Remove call)."""
+
+import json
+
+import anthropic
+import pytest
+
+from sublane_desktop.credentials import CredentialError
+from sublane_desktop.secrets import account_secret
+
+BODY = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}
+
+
+async def test_add_import_and_remove(harness, tmp_path):
+    s = harness.service
+    view = await s.add_account("anthropic", "pasted", {"api_key": "sk-ant-api-1"},
+                               max_concurrency=3)
+    assert view["name"] == "pasted" and view["max_concurrency"] == 3
+    with pytest.raises(CredentialError):
+        await s.add_account("anthropic", "bad", {"access_token": "x"})
+    with pytest.raises(CredentialError):
+        await s.add_account("nope", "bad", {"api_key": "k"})
+    assert [a["name"] for a in s.accounts_runtime()["accounts"]] == ["pasted"]
+
+    login = tmp_path / "creds.json"
+    login.write_text(json.dumps({"claudeAiOauth": {
+        "accessToken": "sk-ant-oat01-cc", "refreshToken": "rt", "expiresAt": 4_000_000_000_000}}))
+    imported = await s.import_login("claude-code", login)
+    assert imported["name"] == "claude-code"
+
+    key = await harness.create_key()
+    client = anthropic.AsyncAnthropic(base_url=harness.url, api_key=key, max_retries=0)
+    await client.messages.create(**BODY)
+
+    await s.remove_account("pasted")
+    assert [a["name"] for a in s.accounts_runtime()["accounts"]] == ["claude-code"]
+    assert await s.secrets.aget(account_secret(view["id"])) is None
+    await client.messages.create(**BODY)
+    assert harness.upstream.tokens_served()[-1] == "sk-ant-oat01-cc"
