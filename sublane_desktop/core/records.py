@@ -61,5 +61,9 @@ def cache_hit_rate(input_tokens: int | None, cached_tokens: int | None) -> str:
     if cached_tokens == 0:
         return "0%"
     percent = round(cached_tokens * 100.0 / input_tokens, 1)
+    # Rounding must not claim a full or an empty cache that did not happen.
+    if cached_tokens < input_tokens:
+        percent = min(percent, 99.9)
+    percent = max(percent, 0.1)
     text = f"{percent:.1f}".rstrip("0").rstrip(".")
     return f"{text}%"

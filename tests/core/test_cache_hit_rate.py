@@ -14,6 +14,8 @@ from sublane_desktop.core.records import cache_hit_rate
     (100, 50, "50%"),  # no trailing ".0"
     (1000, 125, "12.5%"),
     (100, 100, "100%"),
+    (10_000, 9_996, "99.9%"),  # not rounded up to a full cache
+    (10_000, 4, "0.1%"),  # not rounded down to none
     (50, 30 + 0, "60%"),  # Anthropic: total input already holds cache read + creation
     (None, 10, "—"),  # missing counts
     (100, None, "—"),

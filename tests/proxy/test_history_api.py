@@ -29,9 +29,17 @@ def client(h: Harness, key: str, **kw: Any) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0, **kw)
 
 
+def cached_client(h: Harness, key: str) -> anthropic.AsyncAnthropic:
+    """One SDK client per key and test: building one costs ~30 ms (TLS context)."""
+    clients = h.__dict__.setdefault("_sdk_clients", {})
+    if key not in clients:
+        clients[key] = client(h, key)
+    return clients[key]
+
+
 async def ask(h: Harness, key: str, text: str = "hi", **kw: Any) -> str:
     """One non-streaming request; returns its SubLane request id."""
-    raw = await client(h, key).messages.with_raw_response.create(
+    raw = await cached_client(h, key).messages.with_raw_response.create(
         model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": text}],
         **kw)
     return raw.headers["x-request-id"]

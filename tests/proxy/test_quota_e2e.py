@@ -21,7 +21,7 @@ MAIN = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "us
 FABLE = {**MAIN, "model": "claude-fable-5"}
 
 
-async def until(predicate, what: str, seconds: float = 5.0) -> None:
+async def until(predicate, what: str, seconds: float = 20.0) -> None:
     deadline = asyncio.get_running_loop().time() + seconds
     while not predicate():
         assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
