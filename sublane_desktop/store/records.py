@@ -57,6 +57,9 @@ _COLUMNS = (
 # --- writes (run on the Store's writer thread, inside its transaction) -----------------------
 
 
+LINGER_SECONDS = 0.05
+
+
 def insert_records(records: Iterable[RequestRecord], now: float) -> int:
     """Insert a batch and apply retention in the same transaction (R-REC-4)."""
     rows = [record.to_row() for record in records]
@@ -254,6 +257,9 @@ class RequestLog:
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
+            # Linger a moment so a busy proxy writes one batch, not one transaction per
+            # request; still far inside the 1 s visibility promise (R-REC-4).
+            await asyncio.sleep(LINGER_SECONDS)
             self._wake.clear()
             while self._pending:
                 batch = self._pending[:MAX_RECORDS]

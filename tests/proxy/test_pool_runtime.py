@@ -199,3 +199,17 @@ async def test_persistence_failure_keeps_the_cooldown(harness, caplog):
     with pytest.raises(anthropic.APIStatusError) as err:
         await sdk(h, key).messages.create(**BODY)
     assert err.value.body["error"]["code"] == "account_cooling"
+
+
+@pytest.mark.parametrize("retry_after", ["soon", "-5", "NaN", "1e99", ""])
+async def test_unparseable_retry_after_falls_back_to_the_ladder(harness, retry_after):
+    h = harness
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error",
+                                     retry_after=retry_after))
+    with pytest.raises(anthropic.RateLimitError):
+        await sdk(h, key).messages.create(**BODY)
+    account = h.service.pool.accounts[acc]
+    assert account.failure_streak == 1
+    assert account.cooldown_until - h.service.clock.now() == pytest.approx(15, abs=1)
