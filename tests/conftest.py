@@ -13,6 +13,7 @@ from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.secrets import SecretStore, account_secret
 from sublane_desktop.service import Service
 from sublane_desktop.store import repositories as repo
+from tests.fake_codex import FakeCodex
 from tests.fake_upstream import FakeAnthropic
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -67,6 +68,26 @@ class Harness:
         await self.service._reload_catalog(force=True)
         return account_id
 
+    async def add_codex_account(self, name: str, token: str | None = None, *, limit: int = 2,
+                                group: str = "default", api_key: bool = False,
+                                base_url: str | None = None) -> int:
+        """A ChatGPT-subscription account (token + ChatGPT account id), or an OpenAI API key."""
+        token = token or f"codex-at-{name}"
+
+        def write() -> int:
+            g = repo.get_or_create_group(group)
+            account = repo.add_account("codex", name, "api_key" if api_key else "oauth", g,
+                                       base_url=base_url, max_concurrency=limit)
+            return account.id
+
+        account_id = await self.service.store.write(write)
+        secret = {"api_key": token} if api_key else {
+            "access_token": token, "refresh_token": "rt-" + name, "expires_at": 4_000_000_000,
+            "account_id": f"acct-{name}"}
+        await self.service.secrets.aset(account_secret(account_id), json.dumps(secret))
+        await self.service._reload_catalog(force=True)
+        return account_id
+
     async def create_key(self, name: str = "test", *, user: str | None = None,
                          group: str = "default") -> str:
         def write() -> str:
@@ -89,4 +110,28 @@ async def harness(tmp_path: Path, upstream: FakeAnthropic, secret_store: SecretS
                            "SUBLANE_OAUTH_BASE_URL": upstream.url})
     await service.start()
     yield Harness(service, upstream)
+    await service.stop(drain_timeout=2)
+
+
+@pytest.fixture
+async def codex_upstream():
+    fake = FakeCodex()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+@pytest.fixture
+async def codex_harness(tmp_path: Path, upstream: FakeAnthropic, codex_upstream: FakeCodex,
+                        secret_store: SecretStore):
+    """A started service whose Anthropic, Codex and OpenAI base URLs are the fakes."""
+    service = Service(tmp_path / "data", port=0, secret_store=secret_store,
+                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                           "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
+                           "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
+                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    await service.start()
+    h = Harness(service, upstream)
+    h.codex = codex_upstream
+    yield h
     await service.stop(drain_timeout=2)

@@ -32,6 +32,8 @@ class Reply:
         "input_tokens": 12, "cache_read_input_tokens": 30, "cache_creation_input_tokens": 8,
         "output_tokens": 7})
     gate: asyncio.Event | None = None  # the stream waits on this before finishing
+    # Content blocks instead of the one text block: text, thinking (with signature), tool_use.
+    blocks: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -178,6 +180,10 @@ class FakeAnthropic:
             "content": [{"type": "text", "text": reply.text}], "stop_reason": "end_turn",
             "stop_sequence": None, "usage": reply.usage,
         }
+        if reply.blocks is not None:
+            message["content"] = reply.blocks
+            if any(b.get("type") == "tool_use" for b in reply.blocks):
+                message["stop_reason"] = "tool_use"
         if kind == "json":
             if reply.delay_first:
                 await asyncio.sleep(reply.delay_first)
@@ -189,7 +195,10 @@ class FakeAnthropic:
                 **message, "content": [], "usage": {**reply.usage, "output_tokens": 1}}}))
             request.transport.close()  # type: ignore[union-attr]
             return response
-        await self._stream(response, message, reply, kind)
+        if reply.blocks is not None:
+            await _stream_blocks(response, message, reply)
+        else:
+            await self._stream(response, message, reply, kind)
         return response
 
     async def _stream(self, response: web.StreamResponse, message: dict[str, Any],
@@ -223,6 +232,41 @@ class FakeAnthropic:
             "type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
             "usage": {"output_tokens": reply.usage.get("output_tokens", 0)}}))
         await response.write(_event("message_stop", {"type": "message_stop"}))
+
+
+async def _stream_blocks(response: web.StreamResponse, message: dict[str, Any],
+                         reply: Reply) -> None:
+    """A scripted answer of several content blocks, streamed the way the API streams them."""
+    await response.write(_event("message_start", {"type": "message_start", "message": {
+        **message, "content": [], "stop_reason": None,
+        "usage": {**reply.usage, "output_tokens": 1}}}))
+    for index, block in enumerate(message["content"]):
+        kind = block["type"]
+        start = {"text": {"type": "text", "text": ""},
+                 "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+                 "tool_use": {"type": "tool_use", "id": block.get("id"),
+                              "name": block.get("name"), "input": {}}}[kind]
+        await response.write(_event("content_block_start", {
+            "type": "content_block_start", "index": index, "content_block": start}))
+        if kind == "text":
+            deltas = [{"type": "text_delta", "text": p} for p in _split(block["text"], 2)]
+        elif kind == "thinking":
+            deltas = [{"type": "thinking_delta", "thinking": p}
+                      for p in _split(block["thinking"], 2)]
+            deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
+        else:
+            deltas = [{"type": "input_json_delta", "partial_json": p}
+                      for p in _split(json.dumps(block.get("input", {})), 3)]
+        for delta in deltas:
+            await response.write(_event("content_block_delta", {
+                "type": "content_block_delta", "index": index, "delta": delta}))
+        await response.write(_event("content_block_stop", {"type": "content_block_stop",
+                                                            "index": index}))
+    await response.write(_event("message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": {"output_tokens": reply.usage.get("output_tokens", 0)}}))
+    await response.write(_event("message_stop", {"type": "message_stop"}))
 
 
 def _event(name: str, payload: dict[str, Any]) -> bytes:

@@ -93,6 +93,8 @@ def usage_observations(body: Any, now: float) -> list[Observation]:
         if not isinstance(row, dict):
             continue
         kind = row.get("kind")
+        if not isinstance(kind, str):
+            continue
         window = {"session": "five_hour", "weekly_all": "seven_day"}.get(kind)
         if kind == "weekly_scoped":
             scope = row.get("scope") if isinstance(row.get("scope"), dict) else {}

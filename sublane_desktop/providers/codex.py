@@ -79,14 +79,41 @@ def upstream_headers(client_headers: Mapping[str, str], credential: Mapping[str,
 
 def shape_body(body: dict[str, Any], credential: Mapping[str, Any], model: str) -> dict[str, Any]:
     """The body as the upstream takes it: always streamed (the relay folds a non-streaming
-    answer from the terminal event), and for subscriptions unstored and without the
-    parameters the ChatGPT backend refuses."""
+    answer from the terminal event); for subscriptions also what the ChatGPT backend insists
+    on where the public API is lenient: unstored, `input` a list, `instructions` present
+    (400 "Instructions are required"), none of the parameters it refuses."""
     shaped = dict(body, model=model, stream=True)
     if is_subscription(credential):
         shaped["store"] = False
         for name in SUBSCRIPTION_REFUSES:
             shaped.pop(name, None)
+        if isinstance(shaped.get("input"), str):
+            shaped["input"] = [{"type": "message", "role": "user",
+                                "content": [{"type": "input_text", "text": shaped["input"]}]}]
+        if not shaped.get("instructions"):
+            _hoist_instructions(shaped)
     return shaped
+
+
+DEFAULT_INSTRUCTIONS = "You are a helpful assistant."
+
+
+def _hoist_instructions(body: dict[str, Any]) -> None:
+    """Leading system/developer messages become `instructions` (a default when there are
+    none): the subscription backend wants the system prompt there, not in `input`."""
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    texts: list[str] = []
+    while items and isinstance(items[0], dict) and items[0].get("role") in (
+            "system", "developer") and items[0].get("type", "message") == "message":
+        content = items[0].get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(c["text"] for c in content
+                         if isinstance(c, dict) and isinstance(c.get("text"), str))
+        items = items[1:]
+    body["input"] = items
+    body["instructions"] = "\n\n".join(t for t in texts if t) or DEFAULT_INSTRUCTIONS
 
 
 def compact_body(body: dict[str, Any], model: str) -> dict[str, Any]:
@@ -95,7 +122,7 @@ def compact_body(body: dict[str, Any], model: str) -> dict[str, Any]:
     return shaped
 
 
-# --- signals from responses ------------------------------------------------------------------------
+# --- signals from responses -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

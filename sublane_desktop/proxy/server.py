@@ -10,6 +10,7 @@ from aiohttp import web
 from sublane_desktop.proxy import SERVICE, history, management
 from sublane_desktop.proxy.guards import make_host_guard
 from sublane_desktop.proxy.messages import MessagesRoute
+from sublane_desktop.proxy import chat, models, responses
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -23,6 +24,11 @@ def build_app(service: Any, *, max_body: int) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_post("/v1/messages", MessagesRoute("messages").handle)
     app.router.add_post("/v1/messages/count_tokens", MessagesRoute("count_tokens").handle)
+    app.router.add_post("/v1/responses", responses.ResponsesRoute().handle)
+    app.router.add_get("/v1/responses", responses.ResponsesSocket().handle)
+    app.router.add_post("/v1/responses/compact", responses.CompactRoute().handle)
+    app.router.add_post("/v1/chat/completions", chat.ChatRoute().handle)
+    app.router.add_get("/v1/models", models.list_models)
     management.add_routes(app)
     history.add_routes(app)
     return app

@@ -220,7 +220,7 @@ def test_responses_string_input_and_bad_input():
         rs.prompt_from_responses({"input": 42}, "c")
 
 
-# --- readers -----------------------------------------------------------------------------------------
+# --- readers --------------------------------------------------------------------------------------
 
 def sse(payloads):
     return [(p["type"], json.dumps(p)) for p in payloads]
@@ -350,7 +350,7 @@ def test_responses_reader_items_without_deltas():
                                         ToolEnd()]
 
 
-# --- renderers ---------------------------------------------------------------------------------------
+# --- renderers ------------------------------------------------------------------------------------
 
 
 def render_all(renderer, events):
@@ -430,7 +430,7 @@ def test_renderers_say_so_when_the_stream_breaks():
     assert "error" in chat.ChatRenderer("m", "c", 0).fail("gone")[-1]
 
 
-# --- round trips: what a renderer writes, the matching reader reads back -----------------------------
+# --- round trips: what a renderer writes, the matching reader reads back --------------------------
 
 
 def _content_only(events):
@@ -473,7 +473,7 @@ def test_transcript_and_whole_answers():
     assert [i["type"] for i in response["output"]] == ["reasoning", "message", "function_call"]
 
 
-# --- the record watch --------------------------------------------------------------------------------
+# --- the record watch -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("events, verdict", [
@@ -511,3 +511,55 @@ def test_tally_first_output_ignores_empty_deltas_and_lifecycle():
 ])
 def test_read_error(body, expected):
     assert read_error(body) == expected
+
+
+# --- what cannot cross is dropped, not sent -----------------------------------------------------
+
+
+def test_foreign_reasoning_is_stripped_from_native_requests():
+    body = {"model": "claude-x", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "gpt", "signature": OPENAI_TAG + "rs.E"},
+            {"type": "thinking", "thinking": "claude", "signature": "real"}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "gpt", "signature": OPENAI_TAG + "rs.E"}]}]}
+    stripped = an.strip_foreign_thinking(body)
+    assert stripped["messages"][1]["content"] == [
+        {"type": "thinking", "thinking": "claude", "signature": "real"}]
+    assert stripped["messages"][2]["content"] == [{"type": "text", "text": "…"}]
+    assert an.strip_foreign_thinking({"messages": [{"role": "user", "content": "x"}]}) is None
+    items = {"input": [{"type": "reasoning", "encrypted_content": ANTHROPIC_TAG + "S"},
+                       {"type": "reasoning", "encrypted_content": "native"}, "junk"]}
+    assert rs.strip_foreign_reasoning(items)["input"] == [
+        {"type": "reasoning", "encrypted_content": "native"}, "junk"]
+    assert rs.strip_foreign_reasoning({"input": "text"}) is None
+
+
+def test_translation_is_pure_stdlib():
+    import subprocess
+    import sys
+
+    code = ("import sys; import sublane_desktop.core.translate.chat, "
+            "sublane_desktop.core.translate.anthropic, sublane_desktop.core.translate.responses, "
+            "sublane_desktop.core.translate.errors; print('\\n'.join(sys.modules))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                check=True).stdout.split())
+    for framework in ("aiohttp", "PySide6", "peewee", "qasync", "multidict", "yarl"):
+        assert framework not in loaded, framework
+
+
+def test_json_modes():
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    prompt = chat.prompt_from_chat({"messages": [{"role": "user", "content": "count"}],
+                                    "response_format": {"type": "json_schema", "json_schema": {
+                                        "name": "count", "schema": schema, "strict": True}}},
+                                   "m")
+    assert rs.responses_request(prompt)["text"] == {"format": {
+        "type": "json_schema", "name": "count", "schema": schema, "strict": True}}
+    system = an.messages_request(prompt)["system"]
+    assert system.startswith("Reply with only a JSON object") and '"integer"' in system
+    plain = rs.prompt_from_responses({"input": "x", "text": {"format": {"type": "json_object"}}},
+                                     "c")
+    assert an.messages_request(plain)["system"] == (
+        "Reply with only a JSON object, no prose and no code fence.")

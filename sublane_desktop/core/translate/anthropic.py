@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 from sublane_desktop.core.translate.events import (
-    ANTHROPIC_TAG, NOTHING, Event, Finished, ReasoningDelta, ReasoningEnd, Started, TextDelta,
-    ToolArgs, ToolEnd, ToolStart, Transcript, Usage, tag_signature, untag_signature,
+    ANTHROPIC_TAG, NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started,
+    TextDelta, ToolArgs, ToolEnd, ToolStart, Transcript, Usage, tag_signature, untag_signature,
 )
 from sublane_desktop.core.translate.prompt import (
     EFFORT_BUDGETS, Image, Prompt, Reasoning, Text, Tool, ToolCall, ToolResult,
-    TranslationError, as_dicts, as_float, as_int, as_str, effort_for_budget, json_object,
-    json_text, split_data_url, text_of,
+    TranslationError, as_dicts, as_float, as_int, as_str, effort_for_budget, json_mode_instruction,
+    json_object, json_text, split_data_url, text_of,
 )
 
 DEFAULT_MAX_TOKENS = 8192
@@ -25,7 +25,7 @@ STOP_REASON_FOR = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "to
                    "content_filter": "refusal", "error": "end_turn"}
 
 
-# --- client request -> Prompt ----------------------------------------------------------------------
+# --- client request -> Prompt ---------------------------------------------------------------------
 
 
 def _image(block: dict[str, Any]) -> Image | None:
@@ -175,8 +175,11 @@ def messages_request(prompt: Prompt) -> dict[str, Any]:
         "messages": messages,
         "stream": True,
     }
-    if prompt.system:
-        body["system"] = "\n\n".join(prompt.system)
+    system = list(prompt.system)
+    if prompt.output_format:  # Messages has no JSON mode: say it in the system prompt
+        system.append(json_mode_instruction(prompt.output_format))
+    if system:
+        body["system"] = "\n\n".join(system)
     if prompt.stop:
         body["stop_sequences"] = prompt.stop[:4]
     if prompt.reasoning_effort and prompt.reasoning_effort != "none":
@@ -214,6 +217,9 @@ def messages_request(prompt: Prompt) -> dict[str, Any]:
 class AnthropicReader:
     """Reads Anthropic SSE events into neutral events (also the pass-through record watch)."""
 
+    # Events a pass-through may leave unread once the first output has been seen.
+    BULK = frozenset({"content_block_delta", "ping"})
+
     def __init__(self) -> None:
         self.block_kind: str | None = None
         self.signature = ""
@@ -222,6 +228,7 @@ class AnthropicReader:
         self.cache_creation: int | None = None
         self.output_tokens: int | None = None
         self.stop_reason: str | None = None
+        self.payload: dict[str, Any] | None = None  # the last event, parsed
 
     def _usage(self, usage: Any) -> Usage | None:
         if not isinstance(usage, dict):
@@ -239,6 +246,7 @@ class AnthropicReader:
         return Usage(total, self.output_tokens, self.cache_read or 0)
 
     def feed(self, event: str | None, data: str) -> tuple[Event, ...]:
+        self.payload = None
         if not data or data[0] != "{":
             return NOTHING
         try:
@@ -247,6 +255,7 @@ class AnthropicReader:
             return NOTHING
         if not isinstance(payload, dict):
             return NOTHING
+        self.payload = payload
         kind = payload.get("type") or event
         if kind == "content_block_delta":
             delta = payload.get("delta")
@@ -307,7 +316,7 @@ class AnthropicReader:
         return NOTHING
 
 
-# --- neutral events -> client stream / message -----------------------------------------------------
+# --- neutral events -> client stream / message ----------------------------------------------------
 
 
 def _anthropic_usage(usage: Usage) -> dict[str, Any]:
@@ -435,3 +444,23 @@ def anthropic_message(transcript: Transcript, model: str, message_id: str) -> di
     return {"id": message_id, "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_reason": STOP_REASON_FOR.get(reason, "end_turn"),
             "stop_sequence": None, "usage": _anthropic_usage(transcript.usage)}
+
+
+def strip_foreign_thinking(body: dict[str, Any]) -> dict[str, Any] | None:
+    """A native Messages body without the thinking blocks a Codex model wrote (their
+    signatures mean nothing to Anthropic and would be refused); None when there are none.
+
+    A conversation that switches from a GPT to a Claude model carries them."""
+    changed = False
+    messages = []
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            kept = [b for b in content if not (
+                isinstance(b, dict) and b.get("type") == "thinking"
+                and str(b.get("signature") or "").startswith(OPENAI_TAG))]
+            if len(kept) != len(content):
+                changed = True
+                message = dict(message, content=kept or [{"type": "text", "text": "…"}])
+        messages.append(message)
+    return dict(body, messages=messages) if changed else None

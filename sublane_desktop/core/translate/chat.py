@@ -85,6 +85,17 @@ def prompt_from_chat(body: dict[str, Any], model: str) -> Prompt:
     if isinstance(body.get("parallel_tool_calls"), bool):
         prompt.parallel_tool_calls = body["parallel_tool_calls"]
     prompt.cache_key = as_str(body.get("prompt_cache_key")) or None
+    response_format = body.get("response_format")
+    if isinstance(response_format, dict):
+        kind = response_format.get("type")
+        if kind == "json_object":
+            prompt.output_format = {"type": "json_object"}
+        elif kind == "json_schema" and isinstance(response_format.get("json_schema"), dict):
+            spec = response_format["json_schema"]
+            prompt.output_format = {"type": "json_schema", "name": str(spec.get("name") or
+                                                                       "output"),
+                                    "schema": spec.get("schema") or {},
+                                    "strict": bool(spec.get("strict"))}
     options = body.get("stream_options")
     prompt.include_usage = isinstance(options, dict) and options.get("include_usage") is True
     return prompt

@@ -11,51 +11,51 @@ from dataclasses import dataclass, field
 from typing import Union
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Started:
     message_id: str
     model: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ReasoningDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ReasoningEnd:
     signature: str | None  # tagged with its origin, or None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolStart:
     call_id: str
     name: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolArgs:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolEnd:
     pass
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Usage:
     input_tokens: int | None  # total input, cached included
     output_tokens: int | None
     cached_tokens: int | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Finished:
     status: str  # completed | incomplete | failed (the upstream's own terminal verdict)
     reason: str  # stop | length | tool_calls | content_filter | error
@@ -145,7 +145,7 @@ class Transcript:
     message_id: str = ""
     model: str = ""
     blocks: list[Block] = field(default_factory=list)
-    usage: Usage = Usage(None, None, None)
+    usage: Usage = field(default_factory=lambda: Usage(None, None, None))
     finished: Finished | None = None
 
     def feed(self, events: tuple[Event, ...] | list[Event]) -> None:
@@ -201,16 +201,3 @@ class Transcript:
     def tools(self) -> list[Block]:
         return [b for b in self.blocks if b.kind == "tool"]
 
-
-class BlockCursor:
-    """Which block a streaming renderer has open; shared bookkeeping of the three renderers."""
-
-    def __init__(self) -> None:
-        self.kind: str | None = None  # text | reasoning | tool | None
-        self.index = -1  # position of the open (or last) block in the output
-
-    def needs(self, kind: str) -> tuple[bool, bool]:
-        """(close the open block first, open a new one) for a delta of `kind`."""
-        if self.kind == kind and kind != "tool":
-            return False, False
-        return self.kind is not None, True

@@ -70,6 +70,7 @@ class Prompt:
     parallel_tool_calls: bool | None = None
     cache_key: str | None = None  # Responses prompt_cache_key
     include_usage: bool = False  # Chat Completions stream_options.include_usage
+    output_format: dict[str, Any] | None = None  # Responses `text.format` (JSON modes)
 
     def add(self, role: str, part: Part) -> None:
         """Append a part, merging into the last turn when the role repeats."""
@@ -146,3 +147,12 @@ def effort_for_budget(budget: int | None) -> str:
     if budget is None or budget <= 2048:
         return "low"
     return "medium" if budget <= 8192 else "high"
+
+
+def json_mode_instruction(output_format: dict[str, Any]) -> str:
+    """What an upstream without a JSON mode is told instead."""
+    schema = output_format.get("schema")
+    if isinstance(schema, dict):
+        return ("Reply with only a JSON object, no prose and no code fence, matching this JSON"
+                " schema: " + json.dumps(schema, separators=(",", ":")))
+    return "Reply with only a JSON object, no prose and no code fence."

@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from sublane_desktop.core.translate.events import (
-    NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started, TextDelta,
-    ToolArgs, ToolEnd, ToolStart, Transcript, Usage, tag_signature, untag_signature,
+    ANTHROPIC_TAG, NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started,
+    TextDelta, ToolArgs, ToolEnd, ToolStart, Transcript, Usage, tag_signature, untag_signature,
 )
 from sublane_desktop.core.translate.prompt import (
     Image, Prompt, Reasoning, Text, Tool, ToolCall, ToolResult, TranslationError, as_dicts,
@@ -20,7 +20,7 @@ INCOMPLETE_REASONS = {"max_output_tokens": "length", "max_tokens": "length",
                       "content_filter": "content_filter"}
 
 
-# --- client request -> Prompt ----------------------------------------------------------------------
+# --- client request -> Prompt ---------------------------------------------------------------------
 
 
 def _parts(content: Any) -> list[Text | Image]:
@@ -100,6 +100,10 @@ def prompt_from_responses(body: dict[str, Any], model: str) -> Prompt:
     if isinstance(body.get("parallel_tool_calls"), bool):
         prompt.parallel_tool_calls = body["parallel_tool_calls"]
     prompt.cache_key = as_str(body.get("prompt_cache_key")) or None
+    text = body.get("text")
+    fmt = text.get("format") if isinstance(text, dict) else None
+    if isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"):
+        prompt.output_format = fmt
     return prompt
 
 
@@ -130,23 +134,23 @@ def _reasoning_item(part: Reasoning) -> dict[str, Any] | None:
     return item
 
 
+def _flush(items: list[dict[str, Any]], pending: list, role: str) -> None:
+    content = _input_content(pending, role)
+    if content:
+        items.append({"type": "message", "role": role, "content": content})
+    pending.clear()
+
+
 def responses_request(prompt: Prompt) -> dict[str, Any]:
     """The Responses body for a Prompt: streamed and stateless (the whole history goes up)."""
     items: list[dict[str, Any]] = []
     for turn in prompt.turns:
         pending: list = []  # consecutive text/image parts become one message item
-
-        def flush() -> None:
-            content = _input_content(pending, turn.role)
-            if content:
-                items.append({"type": "message", "role": turn.role, "content": content})
-            pending.clear()
-
         for part in turn.parts:
             if isinstance(part, (Text, Image)):
                 pending.append(part)
                 continue
-            flush()
+            _flush(items, pending, turn.role)
             if isinstance(part, ToolCall):
                 items.append({"type": "function_call", "call_id": part.call_id,
                               "name": part.name, "arguments": part.arguments or "{}"})
@@ -161,7 +165,7 @@ def responses_request(prompt: Prompt) -> dict[str, Any]:
                 item = _reasoning_item(part)
                 if item is not None:
                     items.append(item)
-        flush()
+        _flush(items, pending, turn.role)
     body: dict[str, Any] = {"model": prompt.model, "input": items, "stream": True,
                             "store": False}
     if prompt.system:
@@ -186,6 +190,8 @@ def responses_request(prompt: Prompt) -> dict[str, Any]:
         body["include"] = ["reasoning.encrypted_content"]
     if prompt.cache_key:
         body["prompt_cache_key"] = prompt.cache_key
+    if prompt.output_format:
+        body["text"] = {"format": prompt.output_format}
     return body
 
 
@@ -207,6 +213,11 @@ class ResponsesReader:
     `response` keeps the terminal event's full response object, which is the whole answer for
     a client that did not ask to stream.
     """
+
+    # Events a pass-through may leave unread once the first output has been seen.
+    BULK = frozenset({"response.output_text.delta", "response.function_call_arguments.delta",
+                      "response.reasoning_summary_text.delta", "response.reasoning_text.delta",
+                      "response.refusal.delta", "response.custom_tool_call_input.delta"})
 
     def __init__(self) -> None:
         self.response: dict[str, Any] | None = None
@@ -308,14 +319,15 @@ class ResponsesReader:
         return (usage, end) if usage is not None else (end,)
 
 
-# --- neutral events -> client stream / response object ---------------------------------------------
+# --- neutral events -> client stream / response object --------------------------------------------
 
 
 def _usage_json(usage: Usage) -> dict[str, Any] | None:
     if usage.input_tokens is None and usage.output_tokens is None:
         return None
     inp, out = usage.input_tokens or 0, usage.output_tokens or 0
-    return {"input_tokens": inp, "input_tokens_details": {"cached_tokens": usage.cached_tokens or 0},
+    cached = usage.cached_tokens or 0
+    return {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached},
             "output_tokens": out, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": inp + out}
 
@@ -508,3 +520,16 @@ def responses_object(transcript: Transcript, model: str, response_id: str,
     renderer.render(transcript.usage)
     renderer._finish(transcript.finished)
     return renderer.shell
+
+
+def strip_foreign_reasoning(body: dict[str, Any]) -> dict[str, Any] | None:
+    """A native Responses body without the reasoning items a Claude model wrote (their
+    content is an Anthropic signature the Responses API cannot decrypt); None when there are
+    none. A conversation that switches from a Claude to a GPT model carries them."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return None
+    kept = [i for i in items if not (
+        isinstance(i, dict) and i.get("type") == "reasoning"
+        and str(i.get("encrypted_content") or "").startswith(ANTHROPIC_TAG))]
+    return dict(body, input=kept) if len(kept) != len(items) else None

@@ -1,0 +1,526 @@
+"""One model attempt from admission to body close, shared by every client-facing model route.
+
+An `Attempt` owns the lease and the request record. Whatever way the exchange ends (an answer,
+an upstream error, the client going away or stalling, cancellation) `close()` releases the lease
+exactly once and records exactly once (R-POOL-2, R-REC-1). The single places for what every
+upstream response goes through are here too: the token refresh on a 401 (`open`), the quota
+header feeds (`_observe`) and failure classification.
+
+Bodies are relayed by `pump()` into a sink: raw bytes for same-protocol pass-through, rendered
+events for a translated stream, a fold for a client that did not ask to stream, WebSocket
+messages for a Responses socket turn. The upstream events are read into neutral events either
+way, so the record is kept the same way on every route (core/translate/events.Tally).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+from aiohttp import web
+
+from sublane_desktop.core.affinity import conversation_digest
+from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.ids import new_request_id
+from sublane_desktop.core.pool import Demand, Lease, Outcome
+from sublane_desktop.core.records import RequestRecord
+from sublane_desktop.core.routing import BETA_1M, ModelRoute
+from sublane_desktop.core.translate.errors import read_error
+from sublane_desktop.core.translate.events import NOTHING, Event, Tally
+from sublane_desktop.providers import anthropic, anthropic_quota, codex
+from sublane_desktop.proxy.sse import SSESplitter
+
+log = logging.getLogger(__name__)
+
+FAILURE_STATUSES = {429, 500, 502, 503, 504, 529}
+# A client that accepts nothing for this long has its stream dropped and its slot freed.
+WRITE_STALL_SECONDS = 60.0
+
+ANTHROPIC_PASS_BACK = ("content-type", "retry-after", "request-id", "anthropic-organization-id")
+ANTHROPIC_PASS_BACK_PREFIX = "anthropic-ratelimit-"
+
+
+def outcome_for_status(status: int) -> str:
+    if status == 401:
+        return Outcome.AUTH_FAILURE
+    if status in FAILURE_STATUSES:
+        return Outcome.FAILURE
+    return Outcome.NEUTRAL if status >= 400 else Outcome.SUCCESS
+
+
+def retry_after_of(headers: Any) -> float | None:
+    value = headers.get("retry-after")
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 < seconds < 86400 * 7 else None
+
+
+def passback_headers(upstream: aiohttp.ClientResponse, request_id: str,
+                     provider: str) -> dict[str, str]:
+    """The upstream response headers a client may see, per provider, plus our request id."""
+    if provider == "anthropic":
+        names, prefix = ANTHROPIC_PASS_BACK, ANTHROPIC_PASS_BACK_PREFIX
+    else:
+        names, prefix = codex.PASS_BACK, codex.PASS_BACK_PREFIX
+    headers = {k: v for k, v in upstream.headers.items()
+               if k.lower() in names or k.lower().startswith(prefix)}
+    for name in list(headers):
+        if name.lower() in ("request-id", "x-request-id"):  # ours is X-Request-ID
+            headers["upstream-request-id"] = headers.pop(name)
+    headers["X-Request-ID"] = request_id
+    return headers
+
+
+class StallGuard:
+    """Lets go of a client that accepts nothing for WRITE_STALL_SECONDS (R-POOL-2: its slot
+    must not be held forever). One timer per stream, checked a few times per bound, instead of
+    a timeout around every write: a write only notes when it started. Aborting the transport
+    makes aiohttp cancel the handler, which closes the attempt."""
+
+    def __init__(self, transport: Any, on_stall: Callable[[], None]) -> None:
+        self.transport = transport
+        self.on_stall = on_stall
+        self.since: float | None = None
+        self.time = asyncio.get_running_loop().time
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        if self._handle is None and self.transport is not None:
+            self._handle = asyncio.get_running_loop().call_later(
+                max(0.01, WRITE_STALL_SECONDS / 4), self._check)
+
+    def _check(self) -> None:
+        self._handle = None
+        if self.since is not None and self.time() - self.since >= WRITE_STALL_SECONDS:
+            self.on_stall()
+            self.transport.abort()
+            return
+        self.start()
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    async def write(self, sending: Any) -> None:
+        self.since = self.time()
+        try:
+            await sending
+        finally:
+            self.since = None
+
+
+class ClientGone(Exception):
+    """The client stopped taking the answer: disconnected, or stalled past the bound."""
+
+    def __init__(self, code: str = "client_disconnected") -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@dataclass
+class UpstreamCall:
+    url: str
+    headers: dict[str, str]
+    body: bytes
+
+
+Builder = Callable[[Mapping[str, Any]], UpstreamCall]
+# One upstream SSE event: its data text, the neutral events read from it, its parsed payload.
+Frame = tuple[str, tuple[Event, ...], "dict[str, Any] | None"]
+
+
+class Sink(Protocol):
+    """Where a relayed stream goes. `take` may raise ClientGone."""
+
+    reads_all: bool  # False: it forwards bytes, so bulk deltas need not be read
+
+    async def take(self, chunk: bytes, batch: list[Frame]) -> None: ...
+    async def fail(self, message: str) -> None: ...
+    async def end(self, tally: Tally) -> None: ...
+
+
+class Attempt:
+    """One model attempt: admission, the upstream exchange, and its record."""
+
+    def __init__(self, service: Any, identity: Any, route: ModelRoute, *, protocol: str,
+                 operation: str, transport: Any = None) -> None:
+        self.service = service
+        self.route = route
+        self.transport = transport  # the client's, to tell "client gone" from "upstream gone"
+        self.request_id = new_request_id()
+        self.t0 = service.clock.monotonic()
+        self.record = RequestRecord(
+            request_id=self.request_id, user_id=identity.user_id, key_id=identity.key_id,
+            group_id=identity.group_id, provider=route.provider, model=route.upstream_model,
+            protocol=protocol, operation=operation, started_at=service.clock.now(),
+        )
+        self.group_id = identity.group_id
+        self.lease: Lease | None = None
+        self.outcome = Outcome.NEUTRAL
+        self.retry_after: float | None = None
+        self.upstream: aiohttp.ClientResponse | None = None
+        self.client_gone: str | None = None
+        self.closed = False
+        self.guard = StallGuard(transport, self._stalled)
+
+    def _stalled(self) -> None:
+        self.client_gone = "client_stalled"
+
+    @property
+    def account(self) -> Any:
+        assert self.lease is not None
+        return self.lease.account
+
+    def ms(self) -> int:
+        return int((self.service.clock.monotonic() - self.t0) * 1000)
+
+    # --- admission --------------------------------------------------------------------------------
+
+    def admit(self, conversation_key: str | None) -> None:
+        """Reserve a slot (R-POOL-2). A pool refusal is recorded here and raised."""
+        demand = Demand(
+            group_id=self.group_id, route=self.route,
+            conversation=(conversation_digest(conversation_key, self.route.provider)
+                          if conversation_key else None),
+        )
+        try:
+            self.lease = self.service.pool.acquire(demand)
+        except GatewayError as err:
+            if err.code != "capacity_exhausted":  # global admission: no record (R-REC-1)
+                record = self.record
+                record.outcome, record.error_code = "rejected", err.code
+                if demand.conversation is not None:  # the bound account that said no
+                    record.account_id = self.service.pool.bindings.get(
+                        (demand.group_id, demand.conversation))
+                record.duration_ms = self.ms()
+                self.service.record(record)
+            self.closed = True
+            raise
+        self.record.account_id = self.lease.account.id
+
+    # --- the upstream exchange --------------------------------------------------------------------
+
+    async def open(self, build: Builder) -> aiohttp.ClientResponse:
+        """Send the request; on a 401 with an OAuth token, refresh once and retry once (R-ST-3).
+
+        Raises GatewayError (already recorded) when no answer could be had at all.
+        """
+        account = self.account
+        record = self.record
+        try:
+            credential = await self.service.credential(account)
+        except Exception as exc:  # keyring trouble: never echo the secret store's text
+            log.error("credential for account %s unavailable: %s", account.id, type(exc).__name__)
+            record.outcome, record.error_code = "error", "credential_unavailable"
+            raise GatewayError("auth_failed",
+                               f"credential for account {account.name} is unavailable") from None
+        call = build(credential)
+        http = self.service.http
+        try:
+            self.upstream = await http.post(call.url, data=call.body, headers=call.headers)
+            if self.upstream.status == 401 and "api_key" not in credential:
+                # An expired OAuth token: refresh (shared with any concurrent refresh) and
+                # retry once; a second 401 is a real auth failure.
+                self.upstream.close()
+                fresh = await self.service.refresh_credential(account)
+                if fresh.get("access_token") != credential.get("access_token"):
+                    call = build(fresh)
+                self.upstream = await http.post(call.url, data=call.body, headers=call.headers)
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            self.outcome = Outcome.FAILURE
+            record.outcome, record.error_code = "error", "upstream_unreachable"
+            log.warning("upstream %s unreachable: %s", account.name, type(exc).__name__)
+            raise GatewayError("upstream_error",
+                               f"could not reach the upstream for account {account.name}") from None
+        self._observe(self.upstream)
+        return self.upstream
+
+    def _observe(self, upstream: aiohttp.ClientResponse) -> None:
+        """Every upstream response passes here once: status, quota feeds, blame."""
+        account = self.account
+        self.record.upstream_status = upstream.status
+        self.service.observe_headers(account, upstream.headers)
+        if account.provider == "codex":
+            quota = codex.quota_from_headers(upstream.headers, self.service.clock.now())
+            observe = getattr(self.service, "observe_codex_quota", None)
+            if quota is not None and observe is not None:
+                observe(account, quota)
+        self.outcome = outcome_for_status(upstream.status)
+        if self.outcome == Outcome.FAILURE:
+            self.retry_after = retry_after_of(upstream.headers)
+            if account.provider == "anthropic" and upstream.status == 429 and self.route.fable \
+                    and self.retry_after is None \
+                    and not anthropic_quota.account_wide_rejection(upstream.headers):
+                # A model-scoped 429: rest only the Fable bucket (R-LANE-7).
+                self.outcome = Outcome.FABLE_FAILURE
+
+    async def read_whole(self) -> bytes | None:
+        """The whole upstream body, or None when the upstream dropped it (recorded)."""
+        assert self.upstream is not None
+        try:
+            return await self.upstream.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            self.outcome = Outcome.FAILURE
+            self.record.outcome, self.record.error_code = "error", "upstream_dropped"
+            log.warning("upstream body lost: %s", type(exc).__name__)
+            return None
+
+    def note_error(self, data: bytes) -> tuple[str | None, str]:
+        """Record an upstream error answer; (error type, message) for the client's shape."""
+        assert self.upstream is not None
+        status = self.upstream.status
+        kind, message = read_error(data)
+        self.record.outcome = "error"
+        self.record.error_code = kind or f"http_{status}"
+        if status == 429 and self.account.provider == "codex":
+            resets = codex.usage_limit_retry_after(data, self.service.clock.now())
+            if resets is not None:  # a spent subscription window: rest until it resets
+                self.retry_after = resets
+        return kind, message
+
+    def take_counts(self, input_tokens: int | None, output_tokens: int | None,
+                    cached_tokens: int | None) -> None:
+        self.record.input_tokens = input_tokens
+        self.record.output_tokens = output_tokens
+        self.record.cached_tokens = cached_tokens
+
+    # --- streams ----------------------------------------------------------------------------------
+
+    async def pump(self, reader: Any, sink: Sink) -> None:
+        """Relay the upstream SSE body into `sink` as it arrives, watching it for the record."""
+        assert self.upstream is not None
+        record = self.record
+        record.outcome = "incomplete"
+        splitter = SSESplitter()
+        tally = Tally()
+        # After the first output a sink that forwards bytes needs none of the bulk deltas
+        # read: the record only wants how the stream ends.
+        skippable = frozenset() if sink.reads_all else reader.BULK
+        self.guard.start()
+        try:
+            async for chunk in self.upstream.content.iter_any():
+                batch: list[Frame] = []
+                for name, data in splitter.feed(chunk):
+                    if name in skippable and tally.first_output:
+                        batch.append((data, NOTHING, None))
+                        continue
+                    events = reader.feed(name, data)
+                    if events:
+                        if tally.feed(events) and record.first_token_ms is None:
+                            record.first_token_ms = self.ms()
+                    batch.append((data, events, reader.payload))
+                await sink.take(chunk, batch)
+        except ClientGone as gone:
+            self.client_gone = gone.code
+            return
+        except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError,
+                asyncio.TimeoutError) as exc:
+            if isinstance(exc, aiohttp.ClientConnectionResetError) or self._transport_closing():
+                self.client_gone = "client_disconnected"
+                return
+            # The upstream dropped mid-stream: tell the client in-band, cool the account.
+            self.outcome = Outcome.FAILURE
+            record.outcome, record.error_code = "error", "upstream_dropped"
+            await self._quietly(sink.fail("upstream connection lost"))
+            return
+        self.take_counts(tally.input_tokens, tally.output_tokens, tally.cached_tokens)
+        outcome, code, blame = tally.verdict()
+        record.outcome, record.error_code = outcome, code
+        if blame:
+            self.outcome = Outcome.FAILURE
+        await self._quietly(sink.end(tally))
+
+    def _transport_closing(self) -> bool:
+        return self.transport is not None and self.transport.is_closing()
+
+    async def _quietly(self, step: Any) -> None:
+        try:
+            await step
+        except ClientGone as gone:
+            self.client_gone = self.client_gone or gone.code
+
+    async def write(self, response: web.StreamResponse, data: bytes = b"",
+                    eof: bool = False) -> None:
+        """Write to the client under the stall guard; a client that is gone is ClientGone."""
+        try:
+            await self.guard.write(response.write_eof() if eof else response.write(data))
+        except (ConnectionError, aiohttp.ClientConnectionResetError):
+            raise ClientGone(self.client_gone or "client_disconnected") from None
+
+    # --- the end ----------------------------------------------------------------------------------
+
+    def close(self, exc: BaseException | None) -> None:
+        """Runs on every exit path, cancellation included: release once, record once."""
+        if self.closed:
+            return
+        self.closed = True
+        self.guard.stop()
+        if self.upstream is not None:
+            self.upstream.close()  # a cancelled client cancels the upstream request too
+        record = self.record
+        if self.client_gone or isinstance(exc, (asyncio.CancelledError, ConnectionResetError)):
+            self.outcome = Outcome.NEUTRAL
+            record.outcome = "canceled"
+            record.error_code = self.client_gone or "client_disconnected"
+        elif exc is not None:
+            self.outcome = Outcome.FAILURE
+            record.outcome, record.error_code = "error", "gateway_error"
+            log.error("relay failed: %s", type(exc).__name__)
+        if self.lease is not None:
+            self.lease.release(self.outcome, self.retry_after, record.upstream_status)
+        record.duration_ms = self.ms()
+        self.service.record(record)
+
+
+async def serve(attempt: Attempt, conversation_key: str | None, body: Callable[[Attempt], Any],
+                render_error: Callable[..., web.Response]) -> web.StreamResponse:
+    """Admit, run the route's exchange, close: the frame every HTTP model route shares."""
+    try:
+        attempt.admit(conversation_key)
+    except GatewayError as err:
+        return render_error(err, attempt.request_id)
+    try:
+        response = await body(attempt)
+    except GatewayError as err:  # already recorded by the step that raised it
+        response = render_error(err, attempt.request_id)
+    except BaseException as exc:  # cancellation too: the lease must still be released
+        attempt.close(exc)
+        raise
+    attempt.close(None)
+    return response
+
+
+# --- sinks ----------------------------------------------------------------------------------------
+
+
+class PassThrough:
+    """Same protocol both sides: the upstream bytes go to the client untouched."""
+
+    reads_all = False
+
+    def __init__(self, attempt: Attempt, response: web.StreamResponse,
+                 fail_frame: Callable[[str], bytes]) -> None:
+        self.attempt = attempt
+        self.response = response
+        self.fail_frame = fail_frame
+
+    async def take(self, chunk: bytes, batch: list[Frame]) -> None:
+        await self.attempt.write(self.response, chunk)
+
+    async def fail(self, message: str) -> None:
+        await self.attempt.write(self.response, self.fail_frame(message))
+
+    async def end(self, tally: Tally) -> None:
+        await self.attempt.write(self.response, eof=True)
+
+
+class Rendered:
+    """A translated stream: neutral events rendered into the client's protocol as they come."""
+
+    reads_all = True
+
+    def __init__(self, attempt: Attempt, response: web.StreamResponse, renderer: Any,
+                 frame: Callable[[Any], bytes]) -> None:
+        self.attempt = attempt
+        self.response = response
+        self.renderer = renderer
+        self.frame = frame
+
+    async def _send(self, payloads: list[Any]) -> None:
+        if payloads:
+            frame = self.frame
+            await self.attempt.write(self.response, b"".join(frame(p) for p in payloads))
+
+    async def take(self, chunk: bytes, batch: list[Frame]) -> None:
+        render = self.renderer.render
+        await self._send([p for _, events, _ in batch for event in events for p in render(event)])
+
+    async def fail(self, message: str) -> None:
+        await self._send(self.renderer.fail(message))
+
+    async def end(self, tally: Tally) -> None:
+        if not self.renderer.done:
+            await self._send(self.renderer.fail("the upstream stream ended before its last event"))
+        await self.attempt.write(self.response, eof=True)
+
+
+class Fold:
+    """A client that did not ask to stream: the stream is folded into one answer (or, for
+    a same-protocol answer, only its terminal event is wanted: `reads_all=False`)."""
+
+    def __init__(self, transcript: Any, reads_all: bool = True) -> None:
+        self.transcript = transcript
+        self.reads_all = reads_all
+        self.failure: str | None = None
+
+    async def take(self, chunk: bytes, batch: list[Frame]) -> None:
+        for _, events, _ in batch:
+            self.transcript.feed(events)
+
+    async def fail(self, message: str) -> None:
+        self.failure = message
+
+    async def end(self, tally: Tally) -> None:
+        if tally.finished is None:
+            self.failure = "the upstream stream ended before its last event"
+
+
+def named_frame(payload: dict[str, Any]) -> bytes:
+    """An SSE frame named after its payload's type (Anthropic and Responses streams)."""
+    return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def data_frame(payload: Any) -> bytes:
+    """An unnamed SSE frame (Chat Completions); a string payload goes verbatim ([DONE])."""
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return f"data: {text}\n\n".encode()
+
+
+async def start_stream(request: web.Request, headers: dict[str, str]) -> web.StreamResponse:
+    response = web.StreamResponse(status=200, headers=headers)
+    response.headers["Content-Type"] = "text/event-stream"
+    response.headers["Cache-Control"] = "no-cache"
+    await response.prepare(request)
+    return response
+
+
+# --- upstream requests ----------------------------------------------------------------------------
+
+
+def anthropic_builder(service: Any, account: Any, client_headers: Mapping[str, str],
+                      route: ModelRoute, body: bytes, path: str = "/v1/messages",
+                      query: str = "") -> Builder:
+    base = (account.base_url or service.base_url("anthropic")).rstrip("/")
+    url = base + path + (f"?{query}" if query else "")
+    betas = [BETA_1M] if route.long_context else []
+
+    def build(credential: Mapping[str, Any]) -> UpstreamCall:
+        headers = anthropic.upstream_headers(client_headers, credential, extra_betas=betas)
+        return UpstreamCall(url, headers, body)
+
+    return build
+
+
+def codex_builder(service: Any, account: Any, client_headers: Mapping[str, str],
+                  route: ModelRoute, body: dict[str, Any], operation: str = "responses") -> Builder:
+    def build(credential: Mapping[str, Any]) -> UpstreamCall:
+        base = codex.base_for(account.base_url, credential, service.base_url("codex"),
+                              service.base_url("openai"))
+        if operation == "compact":
+            shaped = codex.compact_body(body, route.upstream_model)
+        else:
+            shaped = codex.shape_body(body, credential, route.upstream_model)
+        headers = codex.upstream_headers(client_headers, credential,
+                                         stream=operation != "compact")
+        return UpstreamCall(codex.endpoint(base, credential, operation), headers,
+                            json.dumps(shaped).encode())
+
+    return build

@@ -1,0 +1,92 @@
+"""A client protocol served by an upstream that speaks another one (R-PX-6).
+
+Chat Completions to either upstream, Anthropic Messages to a Codex model, Responses to a Claude
+model: the request is rendered for the upstream before admission (a request that cannot be
+translated is a 400 without a record), the upstream is always streamed, and its events are
+rendered back as the client's stream or folded into the client's whole answer.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from aiohttp import web
+
+from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.translate import anthropic as an
+from sublane_desktop.core.translate import chat
+from sublane_desktop.core.translate import responses as rs
+from sublane_desktop.core.translate.events import Transcript
+from sublane_desktop.core.translate.prompt import Prompt
+from sublane_desktop.proxy.errors import upstream_error
+from sublane_desktop.proxy.relay import (
+    Attempt, Fold, Rendered, anthropic_builder, codex_builder, data_frame, named_frame,
+    start_stream,
+)
+
+
+def upstream_body(prompt: Prompt, provider: str) -> dict[str, Any]:
+    """The upstream request for a Prompt (raises TranslationError for what cannot cross)."""
+    if provider == "anthropic":
+        return an.messages_request(prompt)
+    return rs.responses_request(prompt)
+
+
+def new_id(prefix: str) -> str:
+    return prefix + secrets.token_hex(12)
+
+
+def renderer_for(client: str, model: str, created: int, prompt: Prompt) -> tuple[Any, Any]:
+    """(renderer, SSE framing) for a client protocol."""
+    if client == "chat":
+        return chat.ChatRenderer(model, new_id("chatcmpl-"), created,
+                                 prompt.include_usage), data_frame
+    if client == "anthropic":
+        return an.AnthropicRenderer(model, new_id("msg_")), named_frame
+    return rs.ResponsesRenderer(model, new_id("resp_"), created), named_frame
+
+
+def whole_answer(client: str, transcript: Transcript, model: str, created: int) -> dict[str, Any]:
+    if client == "chat":
+        return chat.chat_completion(transcript, model, new_id("chatcmpl-"), created)
+    if client == "anthropic":
+        return an.anthropic_message(transcript, model, new_id("msg_"))
+    return rs.responses_object(transcript, model, new_id("resp_"), created)
+
+
+async def relay_translated(request: web.Request, attempt: Attempt, prompt: Prompt,
+                           body: dict[str, Any], client: str, model: str) -> web.StreamResponse:
+    """`client` is chat | anthropic | responses; `model` the name the client asked for."""
+    service, route = attempt.service, attempt.route
+    if route.provider == "anthropic":
+        build = anthropic_builder(service, attempt.account, request.headers, route,
+                                  json.dumps(dict(body, model=route.upstream_model)).encode())
+        reader: Any = an.AnthropicReader()
+    else:
+        build = codex_builder(service, attempt.account, request.headers, route, body)
+        reader = rs.ResponsesReader()
+    upstream = await attempt.open(build)
+    if upstream.status != 200:
+        data = await attempt.read_whole()
+        if data is None:
+            raise GatewayError("upstream_error", "upstream connection lost")
+        kind, message = attempt.note_error(data)
+        return upstream_error(client, upstream.status, kind, message, attempt.request_id,
+                              attempt.retry_after if upstream.status == 429 else None)
+    created = int(service.clock.now())
+    if prompt.stream:
+        renderer, frame = renderer_for(client, model, created, prompt)
+        response = await start_stream(request, {"X-Request-ID": attempt.request_id})
+        await attempt.pump(reader, Rendered(attempt, response, renderer, frame))
+        return response
+    fold = Fold(Transcript())
+    await attempt.pump(reader, fold)
+    end = fold.transcript.finished
+    if fold.failure is not None or end is None or end.status == "failed":
+        message = fold.failure or (end.message if end else None) or "upstream error"
+        kind = end.error_type if end is not None and end.error_type else "upstream_error"
+        return upstream_error(client, 502, kind, message, attempt.request_id)
+    return web.json_response(whole_answer(client, fold.transcript, model, created),
+                             headers={"X-Request-ID": attempt.request_id})
