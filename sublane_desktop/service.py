@@ -26,7 +26,7 @@ from sublane_desktop.core.scheduler import MODES, Ceilings
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore, account_secret
-from sublane_desktop.providers import anthropic_quota, oauth
+from sublane_desktop.providers import anthropic_quota, codex, codex_quota, oauth
 from sublane_desktop.store import quota as quota_store
 from sublane_desktop.store import repositories as repo
 from sublane_desktop.store.connection import Store
@@ -374,6 +374,12 @@ class Service:
                 self._queue_observations(account, found)
         self.refresh_stale(account.provider)
 
+    def observe_codex_quota(self, account: AccountState, quota: codex.QuotaObservation) -> None:
+        """The `x-codex-*` headers (or a `codex.rate_limits` event) of one Codex response."""
+        found = codex_quota.header_observations(quota)
+        if found:
+            self._queue_observations(account, found)
+
     def _queue_observations(self, account: AccountState, found: list[Observation]) -> None:
         """Header readings are saved (coalesced, latest per window) before they are shown."""
         revision, pending = self._pending_obs.get(account.id, (account.revision, {}))
@@ -412,7 +418,8 @@ class Service:
     def quota_candidates(self, provider: str | None = None) -> list[AccountState]:
         """Accounts whose quota can be read: OAuth, enabled, signed in, not paused."""
         return [a for a in self.pool.accounts.values()
-                if (provider is None or a.provider == provider) and a.provider == "anthropic"
+                if (provider is None or a.provider == provider)
+                and a.provider in ("anthropic", "codex")
                 and a.kind == "oauth" and a.enabled and not a.auth_failed and not a.paused]
 
     def refresh_stale(self, provider: str) -> None:
@@ -427,6 +434,13 @@ class Service:
 
     async def _read_quota(self, account: AccountState) -> list[Observation]:
         credential = await self.credential(account)
+        if account.provider == "codex":
+            base = (account.base_url or self.base_url("codex")).rstrip("/")
+            headers = codex.upstream_headers({}, credential)
+            headers = {k: v for k, v in headers.items()
+                       if k.lower() in ("authorization", "chatgpt-account-id", "originator")}
+            return await codex_quota.read_usage(self.http, codex_quota.usage_url(base),
+                                                headers, self.clock.now())
         base = (account.base_url or self.base_url("anthropic")).rstrip("/")
         return await anthropic_quota.read_usage(self.http, base, credential["access_token"],
                                                 self.clock.now())

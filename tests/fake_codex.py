@@ -65,6 +65,12 @@ class FakeCodex:
         self.scripts: dict[str, deque[CodexReply]] = defaultdict(deque)
         self.default = CodexReply()
         self.seen: list[Seen] = []
+        # wham/usage: token -> body (or an HTTP status to refuse with), reads seen, concurrency
+        self.usage_for: dict[str, Any] = {}
+        self.usage_reads: list[tuple[str, str | None]] = []
+        self.usage_in_flight = 0
+        self.usage_max_in_flight = 0
+        self.usage_gate: asyncio.Event | None = None
         self.in_flight: dict[str, int] = defaultdict(int)
         self.max_in_flight: dict[str, int] = defaultdict(int)
         self.cancelled = 0
@@ -87,6 +93,8 @@ class FakeCodex:
         for path in ("/responses", "/v1/responses"):
             app.router.add_post(path, self.responses)
             app.router.add_post(path + "/compact", self.compact)
+        for path in ("/backend-api/wham/usage", "/api/codex/usage"):
+            app.router.add_get(path, self.usage)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -131,6 +139,22 @@ class FakeCodex:
         if body.get("store") is not False:
             return web.json_response({"detail": "Store must be set to false"}, status=400)
         return None
+
+    async def usage(self, request: web.Request) -> web.Response:
+        token = token_of(request)
+        self.usage_reads.append((token, request.headers.get("ChatGPT-Account-Id")))
+        self.usage_in_flight += 1
+        self.usage_max_in_flight = max(self.usage_max_in_flight, self.usage_in_flight)
+        try:
+            if self.usage_gate is not None:
+                await self.usage_gate.wait()
+            answer = self.usage_for.get(token, self.usage_for.get("*"))
+            if isinstance(answer, int):
+                return web.json_response({"error": "nope"}, status=answer,
+                                         headers={"retry-after": "600"})
+            return web.json_response(answer or {"plan_type": "plus", "rate_limit": None})
+        finally:
+            self.usage_in_flight -= 1
 
     def _headers(self, request: web.Request, reply: CodexReply) -> dict[str, str]:
         headers = {"x-request-id": "req_upstream_codex", **reply.headers}
