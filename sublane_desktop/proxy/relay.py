@@ -25,7 +25,7 @@ import aiohttp
 from aiohttp import web
 
 from sublane_desktop.core.affinity import conversation_digest
-from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.errors import GatewayError, bounded_retry_after
 from sublane_desktop.core.ids import new_request_id
 from sublane_desktop.core.pool import Demand, Lease, Outcome
 from sublane_desktop.core.records import RequestRecord
@@ -75,6 +75,12 @@ def passback_headers(upstream: aiohttp.ClientResponse, request_id: str,
         if name.lower() in ("request-id", "x-request-id"):  # ours is X-Request-ID
             headers["upstream-request-id"] = headers.pop(name)
     headers["X-Request-ID"] = request_id
+    if upstream.status == 429:
+        # Every 429 a client sees carries a bounded Retry-After (R-PX-8), relayed ones too:
+        # an hour-long upstream wait would stall a client that another account could serve.
+        for name in [n for n in headers if n.lower() == "retry-after"]:
+            del headers[name]
+        headers["Retry-After"] = str(bounded_retry_after(retry_after_of(upstream.headers)))
     return headers
 
 

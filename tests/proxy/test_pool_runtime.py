@@ -213,3 +213,16 @@ async def test_unparseable_retry_after_falls_back_to_the_ladder(harness, retry_a
     account = h.service.pool.accounts[acc]
     assert account.failure_streak == 1
     assert account.cooldown_until - h.service.clock.now() == pytest.approx(15, abs=1)
+
+
+@pytest.mark.parametrize("upstream_value, expected", [("3600", "300"), ("0.2", "1"), (None, "1"),
+                                                      ("12", "12")])
+async def test_relayed_429_retry_after_is_bounded(harness, upstream_value, expected):
+    h = harness
+    await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error",
+                                     retry_after=upstream_value))
+    with pytest.raises(anthropic.RateLimitError) as err:
+        await sdk(h, key).messages.create(**BODY)
+    assert err.value.response.headers["retry-after"] == expected
