@@ -143,7 +143,8 @@ async def _whole_answer(attempt: Attempt, headers: dict[str, str]) -> web.Respon
     else:
         attempt.note_error(data)
         if upstream.status == 429 and attempt.retry_after is not None:
-            headers.setdefault("Retry-After", str(bounded_retry_after(attempt.retry_after)))
+            # the body's reset time is better than the header's (or the default) wait
+            headers["Retry-After"] = str(bounded_retry_after(attempt.retry_after))
     headers.pop("Content-Length", None)
     return web.Response(status=upstream.status, body=data, headers=headers)
 
