@@ -110,28 +110,9 @@ def usage_observations(body: Any, now: float) -> list[Observation]:
 
 
 async def read_usage(http: Any, base: str, access_token: str, now: float) -> list[Observation]:
-    """One `GET /api/oauth/usage`. Raises QuotaReadError (with the endpoint's retry-after on a
-    429: it rate-limits hard, ~10 quick calls buy an hour's wait)."""
-    import asyncio
-
-    import aiohttp
-
-    from sublane_desktop.core.quota import QuotaReadError
+    """One `GET /api/oauth/usage` (~10 quick calls buy an hour's 429: poll sparingly)."""
+    from sublane_desktop.providers.usage_fetch import fetch_usage
 
     headers = {"authorization": f"Bearer {access_token}", "anthropic-beta": "oauth-2025-04-20",
                "anthropic-version": "2023-06-01"}
-    try:
-        async with http.get(usage_url(base), headers=headers,
-                            timeout=aiohttp.ClientTimeout(total=20)) as resp:
-            if resp.status == 429:
-                raise QuotaReadError("usage endpoint rate-limited",
-                                     retry_after=_number(resp.headers.get("retry-after")) or 600)
-            if resp.status != 200:
-                raise QuotaReadError(f"usage endpoint answered HTTP {resp.status}")
-            try:
-                body = await resp.json(content_type=None)
-            except ValueError:
-                raise QuotaReadError("usage endpoint sent invalid JSON") from None
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-        raise QuotaReadError(f"usage endpoint unreachable ({type(exc).__name__})") from None
-    return usage_observations(body, now)
+    return usage_observations(await fetch_usage(http, usage_url(base), headers), now)

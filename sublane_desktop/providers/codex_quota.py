@@ -4,7 +4,6 @@ what cannot be parsed is ignored."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import Any
 from urllib.parse import urlsplit
@@ -73,22 +72,6 @@ def usage_observations(body: Any, now: float) -> list[Observation]:
 
 async def read_usage(http: Any, url: str, headers: dict[str, str], now: float
                      ) -> list[Observation]:
-    import aiohttp
+    from sublane_desktop.providers.usage_fetch import fetch_usage
 
-    from sublane_desktop.core.quota import QuotaReadError
-
-    try:
-        async with http.get(url, headers=headers,
-                            timeout=aiohttp.ClientTimeout(total=20)) as resp:
-            if resp.status == 429:
-                raise QuotaReadError("usage endpoint rate-limited",
-                                     retry_after=_num(resp.headers.get("retry-after")) or 600)
-            if resp.status != 200:
-                raise QuotaReadError(f"usage endpoint answered HTTP {resp.status}")
-            try:
-                body = await resp.json(content_type=None)
-            except ValueError:
-                raise QuotaReadError("usage endpoint sent invalid JSON") from None
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-        raise QuotaReadError(f"usage endpoint unreachable ({type(exc).__name__})") from None
-    return usage_observations(body, now)
+    return usage_observations(await fetch_usage(http, url, headers), now)

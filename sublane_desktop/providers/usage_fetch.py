@@ -1,0 +1,42 @@
+"""The one HTTP read both quota endpoints share (Anthropic `oauth/usage`, Codex `wham/usage`)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import aiohttp
+
+from sublane_desktop.core.quota import QuotaReadError
+
+DEFAULT_BACKOFF_SECONDS = 600.0
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
+async def fetch_usage(http: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> Any:
+    """The endpoint's JSON body. Raises QuotaReadError, carrying the endpoint's own retry-after
+    on a 429 (these endpoints rate-limit hard and must be left alone meanwhile)."""
+    try:
+        async with http.get(url, headers=headers,
+                            timeout=aiohttp.ClientTimeout(total=20)) as resp:
+            if resp.status == 429:
+                raise QuotaReadError(
+                    "usage endpoint rate-limited",
+                    retry_after=_seconds(resp.headers.get("retry-after"))
+                    or DEFAULT_BACKOFF_SECONDS)
+            if resp.status != 200:
+                raise QuotaReadError(f"usage endpoint answered HTTP {resp.status}")
+            try:
+                return await resp.json(content_type=None)
+            except ValueError:
+                raise QuotaReadError("usage endpoint sent invalid JSON") from None
+    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        raise QuotaReadError(f"usage endpoint unreachable ({type(exc).__name__})") from None
