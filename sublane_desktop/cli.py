@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
     requests.add_argument("--from", dest="since", metavar="UNIX_SECONDS", help="inclusive")
     requests.add_argument("--until", metavar="UNIX_SECONDS", help="exclusive")
     requests.add_argument("--json", action="store_true")
+    env = command(sub, "env", "print the variables that point Claude Code, Codex and the SDKs"
+                  " at this server, with a new client key")
+    env.add_argument("--shell", choices=("sh", "fish", "powershell"),
+                     help="output syntax (default: sh; powershell on Windows)")
+    run = command(sub, "run", "start the server if none runs, then run CMD pointed at it"
+                  " (sublane run -- claude)")
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
     return parser
 
 
@@ -556,6 +564,106 @@ def print_requests(page: dict[str, Any]) -> None:
         print(f"older: sublane requests --cursor {page['next_cursor']} (same filters)")
 
 
+def endpoint_url(ctx: Context) -> str:
+    """The running server's URL, else the configured host and port."""
+    from sublane_desktop.client_env import base_url
+
+    server = ctx.running_server()
+    if server is not None:
+        return base_url(server["host"], server["port"])
+    port = ctx.port
+    if port is None:
+        from sublane_desktop.store import repositories as repo
+
+        ctx.store  # noqa: B018 - opens and migrates
+        port = int(repo.get_setting("server.port", DEFAULT_PORT))
+    if port == 0:
+        raise CliError("no server is running and its port is picked at start (0): start it "
+                       "first (`sublane serve`) or give --port")
+    return base_url(ctx.host, port)
+
+
+def new_client_key(ctx: Context, name: str) -> tuple[Any, Any, str]:
+    from sublane_desktop.store import repositories as repo
+
+    try:
+        with ctx.store.db.atomic():
+            user = repo.ensure_admin()
+            row, key = repo.create_key(name, user, repo.find_group("default"))
+    except repo.NotFound as exc:
+        raise CliError(str(exc)) from None
+    return row, user, key
+
+
+def cmd_env(ctx: Context, args: argparse.Namespace) -> int:
+    import datetime
+
+    from sublane_desktop.client_env import client_variables, default_shell, load_hint, render
+
+    shell = args.shell or default_shell()
+    url = endpoint_url(ctx)
+    # A key is shown only once, so there is none to reuse: every call makes a fresh one.
+    name = f"env-{datetime.date.today().isoformat()}"
+    row, user, key = new_client_key(ctx, name)
+    sys.stdout.write(render(client_variables(url, key), shell))
+    print(f"created client key {row.id} ({name}) for {user.name}; a key is shown only once, so "
+          f"each `sublane env` makes a new one (`sublane key revoke {row.id}` to retire it). "
+          f"Load with: {load_hint(shell)}", file=sys.stderr)
+    return 0
+
+
+RUN_KEY = "run-client-key"  # keyring entry: the client key `sublane run` hands to commands
+
+
+def run_key(ctx: Context) -> str:
+    """The key `sublane run` uses, kept in the keyring and reused while it is valid."""
+    from sublane_desktop.store import repositories as repo
+
+    ctx.store  # noqa: B018
+    key = ctx.secrets.get(RUN_KEY)
+    if key and repo.identify_key(key) is not None:
+        return key
+    row, user, key = new_client_key(ctx, "run")
+    ctx.secrets.set(RUN_KEY, key)
+    print(f"created client key {row.id} (run) for {user.name}; `sublane run` keeps it in the "
+          "keyring and reuses it", file=sys.stderr)
+    return key
+
+
+def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
+    from sublane_desktop.client_env import base_url, client_variables
+    from sublane_desktop.launcher import BackgroundServer, LaunchError, run_command
+
+    command = list(args.cmd)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise CliError("nothing to run: sublane run -- CMD [ARGS …]")
+    key = run_key(ctx)
+    started = None
+    try:
+        server = ctx.running_server()
+        if server is not None:
+            url = base_url(server["host"], server["port"])
+        else:
+            try:
+                started = BackgroundServer.start(ctx.data_dir, ctx.host, ctx.port)
+            except LaunchError as exc:
+                raise CliError(str(exc)) from None
+            listening = urllib.parse.urlsplit(started.url)
+            url = base_url(listening.hostname or ctx.host, listening.port or DEFAULT_PORT)
+            print(f"sublane: started a server on {url} for this command; it stops when the "
+                  "command ends", file=sys.stderr)
+        try:
+            return run_command(command, {**os.environ, **client_variables(url, key)})
+        except LaunchError as exc:  # the command itself could not start: shell-style 127
+            print(f"sublane: error: {exc}", file=sys.stderr)
+            return 127
+    finally:
+        if started is not None:
+            started.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -592,6 +700,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_status(ctx, args)
         if args.command == "requests":
             return cmd_requests(ctx, args)
+        if args.command == "env":
+            return cmd_env(ctx, args)
+        if args.command == "run":
+            return cmd_run(ctx, args)
         parser.error(f"unknown command {args.command}")
     except CliError as exc:
         print(f"sublane: error: {exc}", file=sys.stderr)

@@ -215,6 +215,11 @@ class Service:
                 log.warning("quit with %s requests still in flight", self.pool.in_flight)
             await self._server.stop()
             self._server = None
+        # Quota reads still running would go on into a closed session; nobody waits for them.
+        reads = list(self.refresher._running.values())
+        for task in reads:
+            task.cancel()
+        await asyncio.gather(*reads, return_exceptions=True)
         if self.http is not None:
             await self.http.close()
             self.http = None

@@ -5,6 +5,12 @@ Core events become Qt signals here, and widgets call the service only through th
 
 Events are published on the asyncio loop thread, which under qasync is the Qt GUI thread, so the
 signals are emitted directly; nothing here hops threads.
+
+Account events come in bursts (every lease taken and released publishes one), so they only arm a
+short timer; when it fires the bridge re-reads the in-memory runtime once and emits
+`accountsChanged` if the snapshot differs. A 1 s tick does the same read (memory, never the
+database) because some states change with time alone (a cooldown ends, a pin lapses, a gauge
+goes stale), and then emits `ticked` so countdowns redraw.
 """
 
 from __future__ import annotations
@@ -14,35 +20,94 @@ import inspect
 import logging
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from sublane_desktop.core.tasks import spawn
 
 log = logging.getLogger(__name__)
 
 
+COALESCE_MS = 100  # how long a burst of account events may last before one re-read
+TICK_MS = 1000
+
+
+class Reply(QObject):
+    """One service call in flight: `done(result)` or `failed(message)`, then nothing.
+
+    Connect bound methods of a widget so Qt drops the connection if the widget dies first.
+    Awaitable (tests): `await reply` gives the result, or None when the call failed.
+    """
+
+    done = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, method: str) -> None:
+        super().__init__()
+        self.method = method
+        self.task: asyncio.Task[Any] | None = None
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        assert self.task is not None
+        return self.task.__await__()
+
+
 class Bridge(QObject):
-    accountsChanged = Signal()
+    accountsChanged = Signal()  # the account snapshot changed; read it with snapshot()
+    settingsChanged = Signal()
+    ticked = Signal()  # once a second, after the snapshot was re-read: redraw countdowns
     recordAdded = Signal(object)  # the event payload (a record dict); object avoids QVariantMap
     leverFailed = Signal(str, str)  # service method name, error message
     quitRequested = Signal()
 
-    def __init__(self, service: Any, parent: QObject | None = None) -> None:
+    def __init__(self, service: Any, parent: QObject | None = None, *,
+                 tick_ms: int = TICK_MS) -> None:
         super().__init__(parent)
         self._service = service
+        self._snapshot = self.accounts()
+        self._pending: set[asyncio.Task[Any]] = set()
+        self._coalesce = QTimer(self)
+        self._coalesce.setSingleShot(True)
+        self._coalesce.setInterval(COALESCE_MS)
+        self._coalesce.timeout.connect(self.refresh_snapshot)
+        self._tick = QTimer(self)
+        self._tick.setInterval(tick_ms)
+        self._tick.timeout.connect(self._on_tick)
+        self._tick.start()
         self._unsubscribe = service.bus.subscribe("*", self._on_event)
 
     def close(self) -> None:
         """Stop listening to the bus (the bus would otherwise keep calling a dead QObject)."""
+        self._tick.stop()
+        self._coalesce.stop()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
 
     def _on_event(self, topic: str, payload: dict[str, Any]) -> None:
+        if topic == "accounts.settings":
+            self.settingsChanged.emit()
         if topic.startswith("accounts"):
-            self.accountsChanged.emit()
+            if not self._coalesce.isActive():
+                self._coalesce.start()
         elif topic == "records.added":
             self.recordAdded.emit(payload)
+
+    def refresh_snapshot(self) -> bool:
+        """Re-read the in-memory runtime; emit accountsChanged when it differs."""
+        fresh = self.accounts()
+        if fresh == self._snapshot:
+            return False
+        self._snapshot = fresh
+        self.accountsChanged.emit()
+        return True
+
+    def _on_tick(self) -> None:
+        self.refresh_snapshot()
+        self.ticked.emit()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The accounts as last read (shared: do not mutate)."""
+        return self._snapshot
 
     # Reads -------------------------------------------------------------------------------
 
@@ -52,45 +117,116 @@ class Bridge(QObject):
     def endpoint_url(self) -> str:
         return str(self._service.endpoint_url)
 
+    # Request history (R-UI-3): the records API behind /api/requests and /api/me/requests ---
+
+    def now(self) -> float:
+        """The service's clock, so relative time filters agree with the records' times."""
+        return float(self._service.clock.now())
+
+    def request_page(self, query: Any, *, mine: bool) -> asyncio.Task[dict[str, Any]]:
+        """One page, `{"items", "next_cursor"}`; `mine`: the administrator's personal view."""
+        return spawn(self._history(query, mine), name="history.page")
+
+    def request_filters(self, *, mine: bool) -> asyncio.Task[dict[str, Any]]:
+        return spawn(self._history(None, mine), name="history.filters")
+
+    async def _history(self, query: Any, mine: bool) -> dict[str, Any]:
+        from sublane_desktop.store.records import admin_user_id
+
+        owner = None
+        if mine:  # the desktop user is the administrator; 0 (no such user) never widens it
+            owner = await self._service.store.read(admin_user_id) or 0
+        log_ = self._service.request_log
+        if query is None:
+            return await log_.filters(owner=owner)
+        return await log_.page(query, owner=owner)
+
+    def settings(self) -> dict[str, Any]:
+        return dict(self._service.settings)
+
+    def keyring_problem(self) -> str | None:
+        return getattr(self._service, "keyring_problem", None)
+
     # Levers (same service methods as the CLI and the management API) ---------------------
+    # Each returns a Reply (awaitable) or None when the service lacks the method. Failures of
+    # levers are also reported on leverFailed; dialogs show their own errors from Reply.failed.
 
-    def switch(self, name: str) -> asyncio.Task[Any] | None:
-        return self._launch("switch", name)
+    def switch(self, ref: str | int) -> Reply | None:
+        return self._launch("switch", ref)
 
-    def pause(self, name: str, paused: bool) -> asyncio.Task[Any] | None:
-        return self._launch("pause", name, paused)
+    def pause(self, ref: str | int, paused: bool) -> Reply | None:
+        return self._launch("pause", ref, paused)
 
-    def clear_cooldown(self, name: str) -> asyncio.Task[Any] | None:
-        return self._launch("clear_cooldown", name)
+    def clear_cooldown(self, ref: str | int) -> Reply | None:
+        return self._launch("clear_cooldown", ref)
 
-    def set_limit(self, account_id: int, n: int) -> asyncio.Task[Any] | None:
+    def set_limit(self, account_id: int, n: int) -> Reply | None:
         return self._launch("set_limit", account_id, n)
+
+    def reset_usage(self) -> Reply | None:
+        return self._launch("reset_usage")
+
+    def refresh_quotas(self) -> Reply | None:
+        """A person asked (the Refresh button, opening the Accounts window): poll quotas."""
+        return self._launch("refresh_quotas")
+
+    def remove_account(self, ref: str | int) -> Reply | None:
+        return self._launch("remove_account", ref)
+
+    # Calls whose errors belong to the dialog that made them ------------------------------
+
+    def add_account(self, provider: str, name: str, secret: Any, **options: Any) -> Reply | None:
+        return self._launch("add_account", provider, name, secret, report=False, **options)
+
+    def import_login(self, which: str, path: Any = None, name: str | None = None
+                     ) -> Reply | None:
+        return self._launch("import_login", which, path, name, report=False)
+
+    def update_settings(self, changes: dict[str, Any]) -> Reply | None:
+        return self._launch("update_settings", changes, report=False)
+
+    def create_key(self, name: str) -> Reply | None:
+        return self._launch("create_key", name, report=False)
+
+    def revoke_key(self, ref: str | int) -> Reply | None:
+        return self._launch("revoke_key", ref, report=False)
+
+    def list_keys(self) -> Reply | None:
+        return self._launch("list_keys", report=False)
 
     def request_quit(self) -> None:
         """Ask the app to stop the service and exit; main.run owns the shutdown order."""
         self.quitRequested.emit()
 
-    def _launch(self, method: str, *args: Any) -> asyncio.Task[Any] | None:
+    async def wait_idle(self) -> None:
+        """Wait for the calls in flight (tests; and quit, so a lever is not cut in half)."""
+        while self._pending:
+            await asyncio.wait(list(self._pending))
+
+    def _launch(self, method: str, *args: Any, report: bool = True, **kwargs: Any
+                ) -> Reply | None:
         fn = getattr(self._service, method, None)
         if fn is None:
-            log.warning("service has no %s(); lever ignored", method)
+            log.warning("service has no %s(); call ignored", method)
             return None
-        # Fail before creating the coroutine: an unscheduled coroutine is a never-awaited warning.
-        asyncio.get_running_loop()
-        result = fn(*args)
-        if not inspect.isawaitable(result):
-            return None
-        task = spawn(_as_coroutine(result), name=f"lever.{method}")
-        task.add_done_callback(lambda t: self._report(method, t))
-        return task
+        asyncio.get_running_loop()  # outside a running loop nothing could ever finish the call
+        reply = Reply(method)
 
-    def _report(self, method: str, task: asyncio.Task[Any]) -> None:
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if exc is not None:
-            self.leverFailed.emit(method, str(exc) or type(exc).__name__)
+        async def run() -> Any:
+            try:
+                result = fn(*args, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+            except Exception as exc:  # noqa: BLE001 (any failure goes to a person, as words)
+                message = str(exc) or type(exc).__name__
+                reply.failed.emit(message)
+                if report:
+                    self.leverFailed.emit(method, message)
+                return None
+            reply.done.emit(result)
+            return result
 
-
-async def _as_coroutine(awaitable: Any) -> Any:
-    return await awaitable
+        reply.task = spawn(run(), name=f"gui.{method}")
+        self._pending.add(reply.task)
+        reply.task.add_done_callback(self._pending.discard)
+        return reply

@@ -25,16 +25,22 @@ from typing import Any
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
+from sublane_desktop.gui import autostart
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.icons import app_icon
+from sublane_desktop.gui.notifications import Notifier
 from sublane_desktop.gui.single_instance import SingleInstance, instance_name
-from sublane_desktop.gui.status_window import StatusWindow
 from sublane_desktop.gui.tray import Tray
+from sublane_desktop.gui.windows import Windows
 
 log = logging.getLogger(__name__)
 
-# service.stop() bounds its own drain; this only keeps a wedged stop from hanging Quit forever.
+# Quit lets in-flight streams finish for this long (R-UI-5); service.stop() bounds the drain.
+DRAIN_SECONDS = 10.0
+# This only keeps a wedged stop from hanging Quit forever.
 STOP_TIMEOUT_S = 30.0
+# A lever already sent (a limit being saved) finishes before the service closes its store.
+LEVER_GRACE_S = 2.0
 
 
 def run(service_factory: Callable[[], Any], data_dir: Path) -> int:
@@ -53,7 +59,7 @@ def run(service_factory: Callable[[], Any], data_dir: Path) -> int:
         print("SubLane is already running; asked it to show itself")
         return 0
 
-    desktop = _Desktop(service_factory)
+    desktop = _Desktop(service_factory, data_dir)
     # Listen before the (possibly slow) service start so a quick second launch finds us.
     instance.listen(desktop.show_window)
     loop = qasync.QEventLoop(app)
@@ -84,7 +90,7 @@ class _QuitInterceptor(QObject):
         super().__init__()
         self._request_quit = request_quit
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.Quit:
             self._request_quit()
             return True
@@ -94,17 +100,21 @@ class _QuitInterceptor(QObject):
 class _Desktop:
     """What GUI mode owns while it runs: the service, the bridge and the visible pieces."""
 
-    def __init__(self, service_factory: Callable[[], Any]) -> None:
+    def __init__(self, service_factory: Callable[[], Any], data_dir: Path | None = None
+                 ) -> None:
         self._service_factory = service_factory
+        self._data_dir = data_dir
         self.quit_requested = asyncio.Event()
-        self._window: Any = None
+        self._windows: Windows | None = None
         self._show_pending = False
+        self._autostart: bool | None = None
 
     def show_window(self) -> None:
-        if self._window is None:
+        """A second launch (or startup without a tray): bring up the Accounts window."""
+        if self._windows is None:
             self._show_pending = True  # a second launch during startup; show once built
         else:
-            self._window.show_and_raise()
+            self._windows.show_accounts()
 
     async def serve(self) -> int:
         service = self._service_factory()
@@ -117,36 +127,60 @@ class _Desktop:
 
         bridge = Bridge(service)
         bridge.quitRequested.connect(self.quit_requested.set)
+        bridge.settingsChanged.connect(lambda: self._sync_autostart(bridge))
+        self._sync_autostart(bridge)
         tray = None
+        notifier = None
         has_tray = QSystemTrayIcon.isSystemTrayAvailable()
-        window = StatusWindow(bridge, quit_on_close=not has_tray)
-        self._window = window
+        windows = Windows(bridge, main_window=not has_tray)
+        self._windows = windows
         try:
             if has_tray:
-                tray = Tray(bridge)
-                tray.openRequested.connect(window.show_and_raise)
+                tray = Tray(bridge, requests_available=windows.requests_available)
+                tray.openRequested.connect(windows.show_accounts)
+                tray.requestsRequested.connect(windows.show_requests)
+                tray.settingsRequested.connect(windows.show_settings)
+                tray.setupToolRequested.connect(windows.show_setup_tool)
+                notifier = Notifier(bridge, tray.show_message)
                 tray.show()
             else:
-                # GNOME without AppIndicator has no tray: the window is the app.
-                window.show()
+                # GNOME without AppIndicator has no tray: the Accounts window is the app.
+                windows.show_accounts()
             if self._show_pending:
-                window.show_and_raise()
+                windows.show_accounts()
             await self.quit_requested.wait()
         finally:
-            self._window = None
+            self._windows = None
             if tray is not None:
                 tray.hide()
                 tray.deleteLater()
-            window.quit_on_close = False
-            window.hide()
-            window.deleteLater()
+            if notifier is not None:
+                notifier.deleteLater()
+            windows.close_all()
+            try:
+                await asyncio.wait_for(bridge.wait_idle(), LEVER_GRACE_S)
+            except TimeoutError:
+                log.warning("a lever was still running at quit")
             bridge.close()
             await self._stop(service)
             bridge.deleteLater()
         return 0
 
+    def _sync_autostart(self, bridge: Bridge) -> None:
+        """Make the login entry match the setting (at start, and whenever it changes)."""
+        enabled = bridge.settings().get("app.start_at_login")
+        if not isinstance(enabled, bool) or enabled == self._autostart:
+            return
+        try:
+            where = autostart.apply(enabled, autostart.launch_command(self._data_dir))
+            log.info("start at login %s (%s)", "on" if enabled else "off", where)
+            self._autostart = enabled
+        except Exception as exc:  # noqa: BLE001 (a read-only config dir must not stop the app)
+            log.warning("could not change start at login: %s", exc)
+            bridge.leverFailed.emit("start_at_login", str(exc))
+
     async def _stop(self, service: Any) -> None:
         try:
-            await asyncio.wait_for(service.stop(), STOP_TIMEOUT_S)
+            await asyncio.wait_for(service.stop(drain_timeout=DRAIN_SECONDS), STOP_TIMEOUT_S)
         except TimeoutError:
             log.error("service did not stop within %.0f s; quitting anyway", STOP_TIMEOUT_S)

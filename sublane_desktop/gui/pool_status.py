@@ -1,11 +1,12 @@
-"""How the pool looks to a person: health of the whole pool and one line per account.
+"""How the pool looks to a person: health, badges, gauge captions, countdowns and the tooltip.
 
-Pure functions over the `accounts_runtime()["accounts"]` dicts, so the tray, the status window
-and later windows agree, and tests need no Qt.
+Pure functions over the `accounts_runtime()["accounts"]` dicts and the settings dict, so the
+tray, the Accounts window and the notifications agree, and tests need no Qt.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any
@@ -21,6 +22,16 @@ class PoolHealth(StrEnum):
     @property
     def icon_name(self) -> str:
         return f"sublane-{self.value}.svg"
+
+
+class Tone(StrEnum):
+    """How loud a badge is; the widgets map tones to palette-aware colours."""
+
+    OK = "ok"
+    INFO = "info"
+    WARN = "warn"
+    BAD = "bad"
+    MUTED = "muted"
 
 
 READY_STATES = frozenset({"ok", "busy"})
@@ -39,6 +50,25 @@ STATE_LABELS = {
     "auth_failed": "auth failed",
     "disabled": "disabled",
 }
+STATE_TONES = {
+    "ok": Tone.OK,
+    "busy": Tone.INFO,
+    "cooling": Tone.WARN,
+    "probing": Tone.WARN,
+    "paused": Tone.WARN,
+    "quota_exhausted": Tone.BAD,
+    "auth_failed": Tone.BAD,
+    "disabled": Tone.MUTED,
+}
+
+WINDOW_LABELS = {"five_hour": "5h", "seven_day": "7d", "fable": "Fable"}
+# Setting names of the preemptive ceilings (SPEC §5), per gauge window.
+CEILING_SETTINGS = {
+    "five_hour": "five_hour_max",
+    "seven_day": "seven_day_max",
+    "fable": "fable_weekly_max",
+}
+DEFAULT_CEILINGS = {"five_hour": 0.90, "seven_day": 0.99, "fable": 0.98}
 
 
 def pool_health(accounts: Iterable[Account]) -> PoolHealth:
@@ -62,11 +92,121 @@ def current_account(accounts: Iterable[Account], key: str = "current") -> Accoun
     return next((a for a in accounts if a.get(key)), None)
 
 
-def tooltip_text(endpoint_url: str, accounts: list[Account]) -> str:
+# --- time ------------------------------------------------------------------------------------
+
+
+def countdown(seconds: float) -> str:
+    """A compact remaining time: 45s, 4m 12s, 2h 14m, 1d 4h."""
+    s = int(max(0.0, seconds) + 0.999)  # round up: "0s" only once it is really over
+    if s <= 0:
+        return "now"
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h {s % 3600 // 60:02d}m"
+    return f"{s // 86400}d {s % 86400 // 3600}h"
+
+
+def clock_time(ts: float) -> str:
+    """A local wall-clock time of day, HH:MM:SS."""
+    return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+# --- badges ----------------------------------------------------------------------------------
+
+
+def badges(account: Account, now: float) -> list[tuple[str, Tone]]:
+    """The state badge, plus a pinned badge while a manual switch holds (R-UI-2)."""
+    state = account.get("state") or "unknown"
+    label = state_label(state)
+    cooldown_until = account.get("cooldown_until")
+    if state == "cooling" and cooldown_until:
+        label = f"cooling until {clock_time(cooldown_until)} ({countdown(cooldown_until - now)})"
+    out = [(label, STATE_TONES.get(state, Tone.MUTED))]
+    pinned_until = account.get("pinned_until")
+    if pinned_until and pinned_until > now:
+        out.append((f"pinned · {countdown(pinned_until - now)}", Tone.INFO))
+    return out
+
+
+def pin_remaining(account: Account, now: float) -> float | None:
+    pinned_until = account.get("pinned_until")
+    if pinned_until and pinned_until > now:
+        return pinned_until - now
+    return None
+
+
+def has_cooldown(account: Account) -> bool:
+    """Whether "Clear cooldown" has anything to clear: a cooldown or a failure streak."""
+    return bool(account.get("cooldown_until")) or bool(account.get("failure_streak"))
+
+
+# --- gauges ----------------------------------------------------------------------------------
+
+
+def gauge_windows(provider: str | None) -> tuple[str, ...]:
+    """The Fable bucket exists only on Claude subscriptions; other providers show 5h and 7d."""
+    if provider == "anthropic":
+        return ("five_hour", "seven_day", "fable")
+    return ("five_hour", "seven_day")
+
+
+def ceilings_for(settings: Mapping[str, Any], account_name: str | None) -> dict[str, float]:
+    """Each window's preemptive ceiling for this account: global settings, then its override."""
+    overrides = (settings.get("scheduler.account_limits") or {}).get(account_name or "") or {}
+    out = {}
+    for window, name in CEILING_SETTINGS.items():
+        value = overrides.get(name, settings.get(f"scheduler.{name}", DEFAULT_CEILINGS[window]))
+        out[window] = float(value)
+    return out
+
+
+def gauge_caption(gauge: Mapping[str, Any] | None, now: float) -> str:
+    """37% · resets in 2h 14m; cold gauges say so instead of pretending to be 0%."""
+    if not gauge or gauge.get("cold") or gauge.get("utilization") is None:
+        return "no data yet"
+    text = f"{round(float(gauge['utilization']) * 100)}%"
+    resets_at = gauge.get("resets_at")
+    if resets_at is not None and resets_at > now:
+        text += f" · resets in {countdown(resets_at - now)}"
+    if gauge.get("stale"):
+        text += " · stale"
+    return text
+
+
+def tightest_gauge(accounts: Iterable[Account], settings: Mapping[str, Any]
+                   ) -> tuple[Account, str, Mapping[str, Any]] | None:
+    """The observed gauge with the least headroom below its ceiling, among accounts in use."""
+    best: tuple[float, Account, str, Mapping[str, Any]] | None = None
+    for account in accounts:
+        if account.get("state") in OFF_STATES:
+            continue
+        ceilings = ceilings_for(settings, account.get("name"))
+        for window in gauge_windows(account.get("provider")):
+            gauge = (account.get("gauges") or {}).get(window)
+            if not gauge or gauge.get("cold") or gauge.get("utilization") is None:
+                continue
+            headroom = ceilings[window] - float(gauge["utilization"])
+            if best is None or headroom < best[0]:
+                best = (headroom, account, window, gauge)
+    return None if best is None else best[1:]
+
+
+def tooltip_text(endpoint_url: str, accounts: list[Account],
+                 settings: Mapping[str, Any] | None = None, now: float | None = None) -> str:
     lines = [f"SubLane — {endpoint_url}"]
-    current = current_account(accounts)
-    lines.append(f"Current: {current['name']}" if current else "No current account")
-    fable = current_account(accounts, "fable_current")
-    if fable is not None and fable is not current:
-        lines.append(f"Fable lane: {fable['name']}")
+    current = [a for a in accounts if a.get("current")]
+    lines.append("Current: " + ", ".join(a["name"] for a in current) if current
+                 else "No current account")
+    fable = [a for a in accounts if a.get("fable_current") and not a.get("current")]
+    if fable:
+        lines.append("Fable lane: " + ", ".join(a["name"] for a in fable))
+    if settings is not None and now is not None:
+        tight = tightest_gauge(accounts, settings)
+        if tight is not None:
+            account, window, gauge = tight
+            lines.append(f"Tightest: {account['name']} {WINDOW_LABELS[window]} "
+                         f"{gauge_caption(gauge, now)}")
     return "\n".join(lines)

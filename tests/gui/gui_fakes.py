@@ -6,7 +6,9 @@ import asyncio
 import copy
 from typing import Any
 
+from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.events import EventBus
+from sublane_desktop.service import SCHEDULER_SETTINGS
 
 
 def account(name: str, state: str = "ok", *, id: int = 1, current: bool = False) -> dict[str, Any]:
@@ -32,6 +34,10 @@ class FakeService:
 
     def __init__(self, accounts: list[dict[str, Any]] | None = None, port: int = 8765) -> None:
         self.bus = EventBus()
+        self.clock = FakeClock()
+        self.settings: dict[str, Any] = dict(SCHEDULER_SETTINGS)
+        self.keyring_problem: str | None = None
+        self.drain_timeout: float | None = None
         self._port = port
         self._accounts = accounts if accounts is not None else [account("work", current=True)]
         self.started = False
@@ -45,8 +51,9 @@ class FakeService:
         await asyncio.sleep(0)
         self.started = True
 
-    async def stop(self) -> None:
+    async def stop(self, drain_timeout: float = 10.0) -> None:
         await asyncio.sleep(0)  # a real suspension: only true if stop() was actually awaited
+        self.drain_timeout = drain_timeout
         self.stopped = True
 
     def accounts_runtime(self) -> dict[str, Any]:

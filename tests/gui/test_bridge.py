@@ -5,30 +5,64 @@ from gui_fakes import FakeService, account
 from sublane_desktop.gui.bridge import Bridge
 
 
-def test_bus_events_become_signals(qtbot, service):
+def test_account_events_become_one_signal_per_burst(qtbot, service):
     bridge = Bridge(service)
+    emitted = []
+    bridge.accountsChanged.connect(lambda: emitted.append(True))
     with qtbot.waitSignal(bridge.accountsChanged, timeout=1000):
-        service.bus.publish("accounts.changed")
-    with qtbot.waitSignal(bridge.accountsChanged, timeout=1000):
-        service.bus.publish("accounts.state", id=1)
+        service._accounts = [account("work", "busy", current=True), account("home", "ok", id=2)]
+        for _ in range(50):  # every lease taken and released publishes one
+            service.bus.publish("accounts.changed")
+    assert emitted == [True]
+    assert [a["state"] for a in bridge.snapshot()] == ["busy", "ok"]
+    bridge.close()
+
+
+def test_an_event_without_a_change_is_not_a_signal(qtbot, service):
+    bridge = Bridge(service)
+    with qtbot.assertNotEmitted(bridge.accountsChanged, wait=300):
+        service.bus.publish("accounts.gauges", account_id=1)
+    bridge.close()
+
+
+def test_records_and_settings_have_their_own_signals(qtbot, service):
+    bridge = Bridge(service)
     with qtbot.waitSignal(bridge.recordAdded, timeout=1000) as blocker:
-        service.bus.publish("records.added", id="req_1", model="m")
-    assert blocker.args == [{"id": "req_1", "model": "m"}]
-    with qtbot.assertNotEmitted(bridge.accountsChanged):
-        service.bus.publish("records.added", id="req_2")
+        service.bus.publish("records.added", count=3)
+    assert blocker.args == [{"count": 3}]
+    with qtbot.waitSignal(bridge.settingsChanged, timeout=1000):
+        service.bus.publish("accounts.settings")
+    bridge.close()
+
+
+def test_tick_rereads_memory_for_changes_that_come_with_time(qtbot, service):
+    """A cooldown ending publishes nothing; the tick still notices within a second."""
+    bridge = Bridge(service, tick_ms=50)
+    service._accounts = [account("work", "ok", current=True), account("home", "probing", id=2)]
+    with qtbot.waitSignal(bridge.accountsChanged, timeout=1000):
+        pass  # no bus event at all
+    with qtbot.waitSignal(bridge.ticked, timeout=1000):
+        pass
+    assert bridge.snapshot()[1]["state"] == "probing"
+    bridge.close()
+
+
+def test_close_unsubscribes_and_stops_the_tick(qtbot, service):
+    bridge = Bridge(service, tick_ms=20)
+    bridge.close()
+    service._accounts = []
+    with qtbot.assertNotEmitted(bridge.accountsChanged, wait=200):
+        service.bus.publish("accounts.changed")
+    with qtbot.assertNotEmitted(bridge.ticked, wait=100):
+        pass
 
 
 def test_reads_forward_to_service(qtbot, service):
     bridge = Bridge(service)
     assert [a["name"] for a in bridge.accounts()] == ["work", "home"]
     assert bridge.endpoint_url() == "http://127.0.0.1:8765"
-
-
-def test_close_unsubscribes(qtbot, service):
-    bridge = Bridge(service)
+    assert bridge.settings()["pool.cap"] == 8
     bridge.close()
-    with qtbot.assertNotEmitted(bridge.accountsChanged):
-        service.bus.publish("accounts.changed")
 
 
 class LeverService(FakeService):
@@ -36,31 +70,67 @@ class LeverService(FakeService):
         super().__init__([account("work")])
         self.calls = []
 
-    async def switch(self, name):
-        self.calls.append(("switch", name))
+    async def switch(self, ref):
+        self.calls.append(("switch", ref))
+        return {"name": "work"}
 
-    async def pause(self, name, paused):
-        self.calls.append(("pause", name, paused))
+    async def pause(self, ref, paused):
+        self.calls.append(("pause", ref, paused))
+
+    def refresh_quotas(self):  # synchronous on the real service too
+        self.calls.append(("refresh_quotas",))
+        return 1
 
     async def set_limit(self, account_id, n):
-        raise ValueError("limit must be 1..8")
+        raise ValueError("max_concurrency must be an integer from 1 to 8")
+
+    async def add_account(self, provider, name, secret, **options):
+        raise ValueError('"api_key" must be a non-empty string')
 
 
 async def test_levers_run_as_tasks_on_the_loop(qtbot):
     service = LeverService()
     bridge = Bridge(service)
-    await bridge.switch("work")
+    assert await bridge.switch("work") == {"name": "work"}
     await bridge.pause("work", True)
-    assert service.calls == [("switch", "work"), ("pause", "work", True)]
-    # clear_cooldown does not exist on this service yet: ignored, nothing scheduled
+    assert await bridge.refresh_quotas() == 1
+    assert service.calls == [("switch", "work"), ("pause", "work", True), ("refresh_quotas",)]
+    # clear_cooldown does not exist on this service: ignored, nothing scheduled
     assert bridge.clear_cooldown("work") is None
+    bridge.close()
 
 
-async def test_failed_lever_is_reported(qtbot):
+async def test_failed_lever_is_reported_and_dialog_calls_are_not(qtbot):
     bridge = Bridge(LeverService())
-    failures = []
+    failures, replies = [], []
     bridge.leverFailed.connect(lambda method, message: failures.append((method, message)))
-    task = bridge.set_limit(1, 99)
-    await asyncio.wait([task])
-    await asyncio.sleep(0)  # let the done-callbacks run (they are scheduled, not immediate)
-    assert failures == [("set_limit", "limit must be 1..8")]
+    reply = bridge.set_limit(1, 99)
+    reply.failed.connect(replies.append)
+    assert await reply is None
+    assert failures == [("set_limit", "max_concurrency must be an integer from 1 to 8")]
+    assert replies == ["max_concurrency must be an integer from 1 to 8"]
+
+    failures.clear()
+    reply = bridge.add_account("anthropic", "x", {"api_key": ""})
+    reply.failed.connect(replies.append)
+    await bridge.wait_idle()
+    assert failures == []  # the dialog shows its own error inline
+    assert replies[-1] == '"api_key" must be a non-empty string'
+    bridge.close()
+
+
+async def test_wait_idle_waits_for_every_call(qtbot):
+    release = asyncio.Event()
+
+    class Slow(LeverService):
+        async def switch(self, ref):
+            await release.wait()
+            self.calls.append(("switch", ref))
+
+    service = Slow()
+    bridge = Bridge(service)
+    bridge.switch("work")
+    asyncio.get_running_loop().call_soon(release.set)
+    await bridge.wait_idle()
+    assert service.calls == [("switch", "work")]
+    bridge.close()

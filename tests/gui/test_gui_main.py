@@ -8,8 +8,8 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from sublane_desktop.gui import main as gui_main
+from sublane_desktop.gui.accounts_window import AccountsWindow
 from sublane_desktop.gui.single_instance import SingleInstance, instance_name
-from sublane_desktop.gui.status_window import StatusWindow
 from sublane_desktop.gui.tray import Tray
 
 
@@ -25,13 +25,13 @@ class AfterStart(FakeService):
         QTimer.singleShot(0, lambda: self._then(self))
 
 
-def status_windows():
-    return [w for w in QApplication.topLevelWidgets() if isinstance(w, StatusWindow)]
+def accounts_windows():
+    return [w for w in QApplication.topLevelWidgets() if isinstance(w, AccountsWindow)]
 
 
 def click_quit(service):
-    (window,) = [w for w in status_windows() if w.isVisible()]
-    assert window.account_lines() == ["work — ok"]
+    (window,) = [w for w in accounts_windows() if w.isVisible()]
+    assert window.card_named("work").badge_texts() == ["ok"]
     window.quit_button.click()
 
 
@@ -45,6 +45,7 @@ def test_quit_button_stops_service_and_returns(qapp, tmp_path):
     assert gui_main.run(factory, tmp_path) == 0
     (service,) = services
     assert service.started and service.stopped
+    assert service.drain_timeout == 10  # Quit drains in-flight streams, bounded (R-UI-5)
     assert qapp.applicationName() == "SubLane"
     assert qapp.desktopFileName() == "sublane"
     assert qapp.quitOnLastWindowClosed() is False
@@ -66,7 +67,7 @@ def test_app_exit_bypassing_quit_still_stops_service(qapp, tmp_path):
 
 def test_closing_the_only_window_quits(qapp, tmp_path):
     def close_window(service):
-        (window,) = [w for w in status_windows() if w.isVisible()]
+        (window,) = [w for w in accounts_windows() if w.isVisible()]
         window.close()
 
     service = AfterStart(close_window)
@@ -86,7 +87,7 @@ def test_with_tray_quit_action_stops_service(qapp, tmp_path, monkeypatch):
     monkeypatch.setattr(Tray, "__init__", remember)
 
     def quit_from_menu(service):
-        assert not [w for w in status_windows() if w.isVisible()]  # tray mode: no window
+        assert not [w for w in accounts_windows() if w.isVisible()]  # tray mode: no window
         (tray,) = trays
         tray.menu.aboutToShow.emit()
         next(a for a in tray.menu.actions() if a.text() == "Quit").trigger()
@@ -133,7 +134,7 @@ def test_second_launch_while_running_in_tray_mode_shows_window(qapp, tmp_path, m
     outcome = []
 
     def launch_again(service):
-        assert not [w for w in status_windows() if w.isVisible()]
+        assert not [w for w in accounts_windows() if w.isVisible()]
         assert SingleInstance(instance_name(tmp_path)).already_running()
 
         def done(shown):
@@ -141,9 +142,120 @@ def test_second_launch_while_running_in_tray_mode_shows_window(qapp, tmp_path, m
             # Quitting with a visible window that only hides on close must not block the quit.
             QApplication.quit()
 
-        poll_until(lambda: any(w.isVisible() for w in status_windows()), done)
+        poll_until(lambda: any(w.isVisible() for w in accounts_windows()), done)
 
     service = AfterStart(launch_again)
     assert gui_main.run(lambda: service, tmp_path) == 0
     assert outcome == [True]
     assert service.stopped
+
+
+# --- Quit drains in-flight streams (R-UI-5), on the real service under qasync ---------------------
+
+import aiohttp
+
+from sublane_desktop.core.tasks import spawn
+from sublane_desktop.secrets import SecretStore
+from sublane_desktop.service import Service
+from tests.conftest import file_keyring
+from tests.fake_upstream import FakeAnthropic, Reply
+
+STREAM_BODY = {"model": "claude-sonnet-4-5", "max_tokens": 8, "stream": True,
+               "messages": [{"role": "user", "content": "hi"}]}
+
+
+class StreamingService(Service):
+    """The real service plus a fake upstream and one client stream that is mid-flight when the
+    person presses Quit. `finish_after`: seconds after stop() begins that the stream may end
+    (None: never)."""
+
+    def __init__(self, tmp_path, finish_after):
+        super().__init__(tmp_path / "data", port=0, env={}, secret_store=SecretStore(
+            tmp_path, backend=file_keyring(tmp_path / "keyring.cfg")))
+        self.finish_after = finish_after
+        self.events = []
+        self.result = None
+
+    async def start(self):
+        self.fake = FakeAnthropic()
+        await self.fake.start()
+        self.env["SUBLANE_ANTHROPIC_BASE_URL"] = self.fake.url
+        await super().start()
+        await self.add_account("anthropic", "a", {"api_key": "tok-a"})
+        _, key = await self.create_key("test")
+        self.gate = asyncio.Event()
+        self.fake.script(None, Reply(kind="sse", gate=self.gate))
+        self.client = spawn(self._stream(key), name="test-client")
+        QTimer.singleShot(0, self._quit_once_streaming)
+
+    async def _stream(self, key):
+        try:
+            async with aiohttp.ClientSession() as session, session.post(
+                    self.endpoint_url + "/v1/messages", json=STREAM_BODY,
+                    headers={"x-api-key": key}) as response:
+                return response.status, await response.text()
+        except aiohttp.ClientError as exc:
+            return None, repr(exc)
+
+    def _quit_once_streaming(self):
+        def press_quit(streaming):
+            assert streaming
+            self.events.append("quit pressed")
+            (window,) = [w for w in accounts_windows() if w.isVisible()]
+            window.quit_button.click()
+
+        poll_until(lambda: self.pool.in_flight == 1, press_quit)
+
+    async def stop(self, drain_timeout=10.0):
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        self.events.append(("stop", drain_timeout, self.pool.in_flight))
+        if self.finish_after is not None:
+            loop.call_later(self.finish_after, self.gate.set)
+        await super().stop(drain_timeout)
+        self.events.append(("stopped", self.pool.in_flight))
+        self.stop_took = loop.time() - began
+        self.result = await self.client
+        self.gate.set()
+        await self.fake.stop()
+
+
+def test_quit_with_a_stream_in_flight_waits_for_it_then_exits(qapp, tmp_path):
+    service = StreamingService(tmp_path, finish_after=0.3)
+    assert gui_main.run(lambda: service, tmp_path) == 0
+    assert service.events == ["quit pressed", ("stop", 10.0, 1), ("stopped", 0)]
+    assert service.stop_took >= 0.3  # it waited for the stream rather than cutting it
+    status, body = service.result
+    assert status == 200 and "message_stop" in body  # the client got the whole answer
+    assert not (tmp_path / "data" / "server.json").exists()
+
+
+def test_quit_gives_up_on_a_stream_after_the_drain_bound(qapp, tmp_path, monkeypatch):
+    monkeypatch.setattr(gui_main, "DRAIN_SECONDS", 0.3)
+    service = StreamingService(tmp_path, finish_after=None)  # a stream that never ends
+    assert gui_main.run(lambda: service, tmp_path) == 0
+    assert service.events[:2] == ["quit pressed", ("stop", 0.3, 1)]
+    assert 0.3 <= service.stop_took < 5
+    _, body = service.result
+    assert "message_stop" not in body
+
+
+# --- start at login follows the setting --------------------------------------------------------------
+
+
+def test_start_at_login_follows_the_setting(qtbot, tmp_path, monkeypatch):
+    from sublane_desktop.gui.bridge import Bridge
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    entry = tmp_path / "cfg" / "autostart" / "sublane.desktop"
+    service = FakeService()
+    bridge = Bridge(service)
+    desktop = gui_main._Desktop(lambda: service, tmp_path / "data")
+    service.settings["app.start_at_login"] = True
+    desktop._sync_autostart(bridge)
+    assert entry.is_file()
+    assert f"--data-dir {(tmp_path / 'data').resolve()}" in entry.read_text()
+    service.settings["app.start_at_login"] = False
+    desktop._sync_autostart(bridge)
+    assert not entry.exists()
+    bridge.close()

@@ -1,0 +1,404 @@
+"""The Accounts window (R-UI-2): one card per account with its gauges, state and levers.
+
+Live without polling the database: the bridge re-reads the in-memory runtime after account
+events (and once a second for countdowns). Every button calls a service method through the
+bridge — the same method the management API and the CLI call (R-ARCH-2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QCloseEvent,
+    QGuiApplication,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QShowEvent,
+)
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QMessageBox,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
+from sublane_desktop.gui.gauge import GaugeBar
+from sublane_desktop.gui.icons import app_icon
+from sublane_desktop.gui.pool_status import (
+    WINDOW_LABELS,
+    Tone,
+    badges,
+    ceilings_for,
+    gauge_windows,
+    has_cooldown,
+)
+
+MIN_LIMIT, MAX_LIMIT = 1, 8
+
+
+class Badge(QWidget):
+    """A small rounded label whose tint says how much attention the state needs."""
+
+    def __init__(self, text: str = "", tone: Tone = Tone.MUTED, *, outline: bool = False,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.outline = outline
+        self.text = ""
+        self.tone = tone
+        self.set(text, tone)
+        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+
+    def set(self, text: str, tone: Tone) -> None:
+        if (text, tone) != (self.text, self.tone):
+            self.text, self.tone = text, tone
+            self.updateGeometry()
+            self.update()
+
+    def sizeHint(self) -> QSize:
+        fm = self.fontMetrics()
+        return QSize(fm.horizontalAdvance(self.text) + 12, fm.height() + 4)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        palette = self.palette()
+        colour = tone_colour(self.tone, palette)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+        painter.setPen(with_alpha(colour, 150))
+        painter.setBrush(Qt.BrushStyle.NoBrush if self.outline else with_alpha(colour, 45))
+        painter.drawRoundedRect(rect, 4, 4)
+        painter.setPen(palette.color(QPalette.ColorRole.WindowText))
+        painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.text)
+        painter.end()
+
+
+class AccountCard(QFrame):
+    """One account: name, markers, badges, in-flight / limit, levers, and its gauges."""
+
+    removeRequested = Signal(int, str)
+
+    def __init__(self, bridge: Bridge, account: Mapping[str, Any],
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self.account_id = int(account["id"])
+        self.account: Mapping[str, Any] = account
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+
+        self.name_label = QLabel()
+        font = self.name_label.font()
+        font.setBold(True)
+        self.name_label.setFont(font)
+        self.provider_label = QLabel()
+        provider_palette = self.provider_label.palette()
+        provider_palette.setColor(QPalette.ColorRole.WindowText, dim_text(provider_palette))
+        self.provider_label.setPalette(provider_palette)
+        self.current_marker = Badge("current", Tone.INFO, outline=True)
+        self.fable_marker = Badge("Fable current", Tone.INFO, outline=True)
+        self.badge_row = QHBoxLayout()
+        self.badge_row.setSpacing(4)
+        self.badges: list[Badge] = []
+
+        self.in_flight_label = QLabel()
+        self.limit = QSpinBox()
+        self.limit.setRange(MIN_LIMIT, MAX_LIMIT)
+        self.limit.setKeyboardTracking(False)  # typed digits commit on Enter / focus-out
+        self.limit.setToolTip("Simultaneous requests this account may serve (1–8)")
+        self.limit.valueChanged.connect(self._limit_edited)
+
+        self.switch_button = self._tool("Switch to", self._switch)
+        self.pause_button = self._tool("Pause", self._toggle_pause)
+        self.clear_button = self._tool("Clear cooldown", self._clear)
+        self.more_button = QToolButton()
+        self.more_button.setText("⋯")
+        self.more_button.setAutoRaise(True)
+        self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        more = QMenu(self.more_button)
+        self.remove_action = more.addAction("Remove…")
+        self.remove_action.triggered.connect(
+            lambda: self.removeRequested.emit(self.account_id, str(self.account.get("name"))))
+        self.more_button.setMenu(more)
+
+        header = QHBoxLayout()
+        header.setSpacing(6)
+        header.addWidget(self.name_label)
+        header.addWidget(self.provider_label)
+        header.addWidget(self.current_marker)
+        header.addWidget(self.fable_marker)
+        header.addLayout(self.badge_row)
+        header.addStretch(1)
+        header.addWidget(self.in_flight_label)
+        header.addWidget(self.limit)
+        header.addSpacing(6)
+        for button in (self.switch_button, self.pause_button, self.clear_button,
+                       self.more_button):
+            header.addWidget(button)
+
+        self.gauges: dict[str, GaugeBar] = {}
+        gauge_grid = QGridLayout()
+        gauge_grid.setContentsMargins(0, 0, 0, 0)
+        gauge_grid.setVerticalSpacing(2)
+        for row, window in enumerate(gauge_windows(account.get("provider"))):
+            bar = GaugeBar(WINDOW_LABELS[window])
+            self.gauges[window] = bar
+            gauge_grid.addWidget(bar, row, 0)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.setSpacing(4)
+        layout.addLayout(header)
+        layout.addLayout(gauge_grid)
+
+    @staticmethod
+    def _tool(text: str, slot: Callable[[], None]) -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setAutoRaise(True)
+        button.clicked.connect(slot)
+        return button
+
+    def update_from(self, account: Mapping[str, Any], settings: Mapping[str, Any],
+                    now: float) -> None:
+        self.account = account
+        self.name_label.setText(str(account.get("name", "?")))
+        self.provider_label.setText(str(account.get("provider", "")))
+        self.current_marker.setVisible(bool(account.get("current")))
+        self.fable_marker.setVisible(bool(account.get("fable_current")))
+        self._set_badges(badges(account, now))
+        self.in_flight_label.setText(f"in flight {account.get('in_flight', 0)} /")
+        limit = int(account.get("max_concurrency") or MIN_LIMIT)
+        if self.limit.value() != limit and not self.limit.hasFocus():
+            self.limit.blockSignals(True)
+            self.limit.setValue(limit)
+            self.limit.blockSignals(False)
+        paused = bool(account.get("paused"))
+        self.pause_button.setText("Resume" if paused else "Pause")
+        self.clear_button.setEnabled(has_cooldown(account))
+        ceilings = ceilings_for(settings, account.get("name"))
+        gauges = account.get("gauges") or {}
+        for window, bar in self.gauges.items():
+            bar.set_reading(gauges.get(window), ceilings[window], now)
+
+    def _set_badges(self, wanted: list[tuple[str, Tone]]) -> None:
+        while len(self.badges) < len(wanted):
+            badge = Badge()
+            self.badges.append(badge)
+            self.badge_row.addWidget(badge)
+        for badge, (text, tone) in zip(self.badges, wanted):
+            badge.set(text, tone)
+            badge.show()
+        for badge in self.badges[len(wanted):]:
+            badge.hide()
+
+    def badge_texts(self) -> list[str]:
+        return [b.text for b in self.badges if not b.isHidden()]
+
+    # levers ---------------------------------------------------------------------------------
+
+    def _switch(self) -> None:
+        self._bridge.switch(self.account_id)
+
+    def _toggle_pause(self) -> None:
+        self._bridge.pause(self.account_id, not self.account.get("paused"))
+
+    def _clear(self) -> None:
+        self._bridge.clear_cooldown(self.account_id)
+
+    def _limit_edited(self, value: int) -> None:
+        self._bridge.set_limit(self.account_id, value)
+
+
+class AccountsWindow(QWidget):
+    addAccountRequested = Signal()
+    settingsRequested = Signal()
+    keysRequested = Signal()
+    setupToolRequested = Signal()
+    requestsRequested = Signal()
+
+    def __init__(self, bridge: Bridge, *, quit_on_close: bool = False,
+                 requests_available: bool = False, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        # Without a tray this window is the only way back in, so closing it must quit;
+        # with a tray, closing only hides it (R-UI-5: a window never stops the proxy).
+        self.quit_on_close = quit_on_close
+        self.cards: dict[int, AccountCard] = {}
+        self.confirm_box: QMessageBox | None = None
+        self.setWindowTitle("SubLane — Accounts")
+        self.setWindowIcon(app_icon())
+
+        self.endpoint = QLineEdit(bridge.endpoint_url())
+        self.endpoint.setReadOnly(True)
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.clicked.connect(self.copy_endpoint_url)
+        endpoint_row = QHBoxLayout()
+        endpoint_row.addWidget(QLabel("Endpoint:"))
+        endpoint_row.addWidget(self.endpoint, 1)
+        endpoint_row.addWidget(self.copy_button)
+
+        self.add_button = QPushButton("Add account…")
+        self.add_button.clicked.connect(self.addAccountRequested)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setToolTip("Read every account's quota now")
+        self.refresh_button.clicked.connect(self.refresh_quotas)
+        self.requests_button = QPushButton("Requests")
+        self.requests_button.setEnabled(requests_available)
+        self.requests_button.clicked.connect(self.requestsRequested)
+        self.keys_button = QPushButton("Client keys…")
+        self.keys_button.clicked.connect(self.keysRequested)
+        self.setup_button = QPushButton("Set up a tool…")
+        self.setup_button.clicked.connect(self.setupToolRequested)
+        self.settings_button = QPushButton("Settings…")
+        self.settings_button.clicked.connect(self.settingsRequested)
+        buttons = QHBoxLayout()
+        for button in (self.add_button, self.refresh_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        for button in (self.requests_button, self.keys_button, self.setup_button,
+                       self.settings_button):
+            buttons.addWidget(button)
+
+        self.keyring_banner = QLabel()
+        self.keyring_banner.setWordWrap(True)
+        problem = bridge.keyring_problem()
+        self.keyring_banner.setText(f"Accounts unavailable: {problem}" if problem else "")
+        self.keyring_banner.setVisible(bool(problem))
+
+        self.list_widget = QWidget()
+        self.list_layout = QVBoxLayout(self.list_widget)
+        self.list_layout.setContentsMargins(0, 0, 0, 0)
+        self.list_layout.setSpacing(6)
+        self.placeholder = QLabel("No accounts yet. Add one, or import the login of Claude Code "
+                                  "or Codex.")
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.list_layout.addWidget(self.placeholder)
+        self.list_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(self.list_widget)
+
+        self.pool_label = QLabel()
+        self.error_label = QLabel()
+        error_palette = self.error_label.palette()
+        error_palette.setColor(QPalette.ColorRole.WindowText, tone_colour(Tone.BAD, error_palette))
+        self.error_label.setPalette(error_palette)
+        self.quit_button = QPushButton("Quit")
+        self.quit_button.setToolTip("Stop the proxy (in-flight requests finish first)")
+        self.quit_button.clicked.connect(bridge.request_quit)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.pool_label)
+        bottom.addWidget(self.error_label, 1)
+        bottom.addWidget(self.quit_button)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(endpoint_row)
+        layout.addLayout(buttons)
+        layout.addWidget(self.keyring_banner)
+        layout.addWidget(scroll, 1)
+        layout.addLayout(bottom)
+        self.resize(760, 520)
+
+        bridge.accountsChanged.connect(self.refresh)
+        bridge.settingsChanged.connect(self.refresh)
+        bridge.ticked.connect(self.refresh)
+        bridge.leverFailed.connect(self._lever_failed)
+        bridge.refresh_snapshot()
+        self.refresh()
+
+    # state ------------------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Bring the cards in line with the bridge's snapshot (memory only)."""
+        accounts = self._bridge.snapshot()
+        settings = self._bridge.settings()
+        now = self._bridge.now()
+        ids = [int(a["id"]) for a in accounts]
+        if ids != list(self.cards):
+            self._rebuild(accounts)
+        for account in accounts:
+            self.cards[int(account["id"])].update_from(account, settings, now)
+        in_flight = sum(int(a.get("in_flight") or 0) for a in accounts)
+        self.pool_label.setText(f"{in_flight} in flight · cap {settings.get('pool.cap', '?')}")
+        self.endpoint.setText(self._bridge.endpoint_url())
+
+    def _rebuild(self, accounts: list[Mapping[str, Any]]) -> None:
+        for card in self.cards.values():
+            self.list_layout.removeWidget(card)
+            card.deleteLater()
+        self.cards = {}
+        for index, account in enumerate(accounts):
+            card = AccountCard(self._bridge, account)
+            card.removeRequested.connect(self.confirm_remove)
+            self.cards[int(account["id"])] = card
+            self.list_layout.insertWidget(index, card)
+        self.placeholder.setVisible(not accounts)
+
+    def card_named(self, name: str) -> AccountCard:
+        return next(c for c in self.cards.values() if c.account.get("name") == name)
+
+    def _lever_failed(self, method: str, message: str) -> None:
+        self.error_label.setText(f"{method.replace('_', ' ')} failed: {message}")
+
+    # actions ----------------------------------------------------------------------------------
+
+    def refresh_quotas(self) -> None:
+        self.error_label.clear()
+        self._bridge.refresh_quotas()
+
+    def confirm_remove(self, account_id: int, name: str) -> None:
+        box = QMessageBox(QMessageBox.Icon.Question, "Remove account",
+                          f"Remove {name}? Its credential leaves the keyring; its request "
+                          "history stays.",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+                          self)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.finished.connect(lambda result: self._removal_answered(box, account_id, result))
+        self.confirm_box = box
+        box.open()  # not exec(): a nested event loop would stall the proxy's asyncio loop
+
+    def _removal_answered(self, box: QMessageBox, account_id: int, result: int) -> None:
+        self.confirm_box = None
+        box.deleteLater()
+        if result == QMessageBox.StandardButton.Yes:
+            self._bridge.remove_account(account_id)
+
+    def copy_endpoint_url(self) -> None:
+        QGuiApplication.clipboard().setText(self._bridge.endpoint_url())
+
+    def show_and_raise(self) -> None:
+        self.showNormal()
+        self.raise_()
+        self.activateWindow()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not event.spontaneous():  # opened by us, not un-minimized by the window manager
+            self._bridge.refresh_snapshot()
+            self.refresh()
+            self._bridge.refresh_quotas()  # R-GAUGE-3: opening the window polls quotas
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.quit_on_close:
+            event.accept()
+            self._bridge.request_quit()
+        else:
+            event.ignore()
+            self.hide()

@@ -1,0 +1,146 @@
+"""Settings (R-UI-4): port, scheduler mode, the three ceilings, the global cap, the quota poll
+floor and start at login — saved through service.update_settings, which validates them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sublane_desktop.core.scheduler import MODES
+from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.dialogs.common import error_label, show_error
+
+CEILINGS = (
+    ("scheduler.five_hour_max", "5-hour ceiling"),
+    ("scheduler.seven_day_max", "7-day ceiling"),
+    ("scheduler.fable_weekly_max", "Fable weekly ceiling"),
+)
+MODE_LABELS = {"score": "score (spend what resets soonest)", "round_robin": "round robin"}
+
+
+class SettingsDialog(QDialog):
+    saved = Signal(object)  # the settings after saving
+
+    def __init__(self, bridge: Bridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self._loaded: dict[str, Any] = {}
+        self.setWindowTitle("Settings")
+
+        self.port = QSpinBox()
+        self.port.setRange(0, 65535)
+        self.port.setToolTip("0 picks a free port at each start")
+        self.port_note = QLabel()
+        self.port.valueChanged.connect(self._port_changed)
+        self.mode = QComboBox()
+        for mode in MODES:
+            self.mode.addItem(MODE_LABELS.get(mode, mode), mode)
+        self.ceilings: dict[str, QDoubleSpinBox] = {}
+        for key, _ in CEILINGS:
+            box = QDoubleSpinBox()
+            box.setRange(1.0, 100.0)
+            box.setDecimals(1)
+            box.setSuffix(" %")
+            self.ceilings[key] = box
+        self.cap = QSpinBox()
+        self.cap.setRange(1, 64)
+        self.cap.setToolTip("Upstream operations at once, across all accounts")
+        self.poll_floor = QSpinBox()
+        self.poll_floor.setRange(0, 86400)
+        self.poll_floor.setSuffix(" s")
+        self.poll_floor.setToolTip("At most one quota read per account this often "
+                                   "(Refresh ignores it)")
+        self.start_at_login = QCheckBox("Start SubLane when I log in")
+
+        form = QFormLayout()
+        form.addRow("Port", self.port)
+        form.addRow("", self.port_note)
+        form.addRow("Scheduler", self.mode)
+        for key, label in CEILINGS:
+            form.addRow(label, self.ceilings[key])
+        form.addRow("Global cap", self.cap)
+        form.addRow("Quota poll floor", self.poll_floor)
+        form.addRow("", self.start_at_login)
+
+        self.error = error_label()
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
+                                        | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.save)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(self.buttons)
+        self.load()
+
+    def load(self, settings: Mapping[str, Any] | None = None) -> None:
+        s = dict(settings if settings is not None else self._bridge.settings())
+        self._loaded = s
+        self.port.setValue(int(s.get("server.port", 8765)))
+        self.mode.setCurrentIndex(max(0, self.mode.findData(s.get("scheduler.mode", "score"))))
+        for key, box in self.ceilings.items():
+            box.setValue(round(float(s.get(key, 1.0)) * 100, 1))
+        self.cap.setValue(int(s.get("pool.cap", 8)))
+        self.poll_floor.setValue(int(s.get("quota.poll_floor_seconds", 300)))
+        self.start_at_login.setChecked(bool(s.get("app.start_at_login", False)))
+        show_error(self.error, "")
+        self._port_changed(self.port.value())
+
+    def values(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "server.port": self.port.value(),
+            "scheduler.mode": self.mode.currentData(),
+            "pool.cap": self.cap.value(),
+            "quota.poll_floor_seconds": self.poll_floor.value(),
+            "app.start_at_login": self.start_at_login.isChecked(),
+        }
+        for key, box in self.ceilings.items():
+            out[key] = round(box.value() / 100, 4)
+        return out
+
+    def changes(self) -> dict[str, Any]:
+        """Only what the person changed, so a save never rewrites untouched settings."""
+        return {k: v for k, v in self.values().items() if self._loaded.get(k) != v}
+
+    def _port_changed(self, value: int) -> None:
+        endpoint = self._bridge.endpoint_url()
+        if value != int(self._loaded.get("server.port", value)):
+            self.port_note.setText(f"Applies after restart (serving on {endpoint} now).")
+        else:
+            self.port_note.setText(f"Serving on {endpoint}.")
+
+    def save(self) -> None:
+        changes = self.changes()
+        if not changes:
+            self.accept()
+            return
+        reply = self._bridge.update_settings(changes)
+        if reply is None:
+            show_error(self.error, "this build cannot change settings")
+            return
+        self.buttons.setEnabled(False)
+        reply.done.connect(self._saved)
+        reply.failed.connect(self._failed)
+
+    def _saved(self, settings: Any) -> None:
+        self.buttons.setEnabled(True)
+        self.saved.emit(settings)
+        self.accept()
+
+    def _failed(self, message: str) -> None:
+        self.buttons.setEnabled(True)
+        show_error(self.error, message)

@@ -1,0 +1,128 @@
+"""Set up a tool…: the exact lines for Claude Code, Codex CLI and the SDKs, with copy buttons.
+
+A client key is created for the tool on demand (service.create_key(name=<tool>)) and appears in
+the lines; like every key it is shown only while this dialog is open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.dialogs.common import (
+    code_view,
+    copy_text,
+    error_label,
+    show_error,
+)
+from sublane_desktop.gui.tool_setup import TOOLS, Tool, snippets
+
+
+class ToolPage(QWidget):
+    def __init__(self, bridge: Bridge, tool: Tool, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self.tool = tool
+        self.key: str | None = None
+        self.create_button = QPushButton(f"Create a key for {tool.title}")
+        self.create_button.clicked.connect(self.create_key)
+        self.key_note = QLabel("The lines below show a placeholder until you create a key.")
+        self.key_note.setWordWrap(True)
+        top = QHBoxLayout()
+        top.addWidget(self.create_button)
+        top.addWidget(self.key_note, 1)
+        self.error = error_label()
+
+        self.views: list[QPlainTextEdit] = []
+        self.copy_buttons: list[QPushButton] = []
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.error)
+        for snippet in snippets(tool.id, bridge.endpoint_url(), None):
+            view = code_view(snippet.text)
+            copy = QPushButton("Copy")
+            copy.clicked.connect(lambda _=False, v=view: copy_text(v.toPlainText()))
+            header = QHBoxLayout()
+            header.addWidget(QLabel(snippet.title), 1)
+            header.addWidget(copy)
+            layout.addLayout(header)
+            layout.addWidget(view)
+            self.views.append(view)
+            self.copy_buttons.append(copy)
+        layout.addStretch(1)
+
+    def texts(self) -> list[str]:
+        return [v.toPlainText() for v in self.views]
+
+    def render(self) -> None:
+        for view, snippet in zip(self.views, snippets(self.tool.id, self._bridge.endpoint_url(),
+                                                      self.key)):
+            view.setPlainText(snippet.text)
+
+    def create_key(self) -> None:
+        show_error(self.error, "")
+        reply = self._bridge.create_key(self.tool.id)
+        if reply is None:
+            return
+        self.create_button.setEnabled(False)
+        reply.done.connect(self._created)
+        reply.failed.connect(self._failed)
+
+    def _created(self, result: Any) -> None:
+        info, key = result
+        self.key = key
+        self.create_button.setEnabled(True)
+        self.create_button.setText("Create another key")
+        self.key_note.setText(f"Key {info.get('prefix', '')}… named {info.get('name')!r} "
+                              "is in the lines below. Copy them now: it is shown only once.")
+        self.render()
+
+    def _failed(self, message: str) -> None:
+        self.create_button.setEnabled(True)
+        show_error(self.error, message)
+
+    def forget_key(self) -> None:
+        self.key = None
+        self.create_button.setText(f"Create a key for {self.tool.title}")
+        self.key_note.setText("The lines below show a placeholder until you create a key.")
+        self.render()
+
+
+class SetupToolDialog(QDialog):
+    def __init__(self, bridge: Bridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Set up a tool")
+        self.tabs = QTabWidget()
+        self.pages: dict[str, ToolPage] = {}
+        for tool in TOOLS:
+            page = ToolPage(bridge, tool)
+            self.pages[tool.id] = page
+            self.tabs.addTab(page, tool.title)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+        layout.addWidget(buttons)
+        self.resize(640, 520)
+
+    def showEvent(self, event: Any) -> None:
+        for page in self.pages.values():
+            page.render()  # the endpoint may have changed since the dialog was built
+        super().showEvent(event)
+
+    def hideEvent(self, event: Any) -> None:
+        for page in self.pages.values():
+            page.forget_key()
+        super().hideEvent(event)

@@ -1,0 +1,130 @@
+"""Details of one request record (R-UI-3): the full request id and every stored field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sublane_desktop.gui.requests_model import (
+    NONE,
+    Record,
+    full_time,
+    milliseconds,
+    status,
+    tokens,
+)
+
+
+def detail_rows(record: Record, names: Mapping[str, Mapping[int, str]] | None = None
+                ) -> list[tuple[str, str]]:
+    """Label/value pairs for every field of a record (R-REC-2), in reading order.
+
+    `names` optionally maps ids to names ({"keys": {id: name}, "users": {...}}) from the
+    filters API, so a person sees "laptop (key 3)" rather than a bare number.
+    """
+    names = names or {}
+
+    def named(kind: str, value: int | None) -> str:
+        if value is None:
+            return NONE
+        name = names.get(kind, {}).get(value)
+        return f"{name} ({value})" if name else str(value)
+
+    account = record.get("account_name") or ""
+    if record.get("account_id") is not None:
+        account = f"{account or NONE} ({record['account_id']})"
+    started = record.get("started_at")
+    return [
+        ("Started", full_time(started) + (f"  ·  {started:.3f}" if started is not None else "")),
+        ("Outcome", record.get("outcome") or NONE),
+        ("Error code", record.get("error_code") or NONE),
+        ("Upstream status", status(record.get("upstream_status"))),
+        ("Duration", milliseconds(record.get("duration_ms"))),
+        ("First output", milliseconds(record.get("first_token_ms"))),
+        ("Model", record.get("model") or NONE),
+        ("Provider", record.get("provider") or NONE),
+        ("Protocol", record.get("protocol") or NONE),
+        ("Operation", record.get("operation") or NONE),
+        ("Account", account or NONE),
+        ("Member", named("users", record.get("user_id"))),
+        ("Client key", named("keys", record.get("key_id"))),
+        ("Group", str(record["group_id"]) if record.get("group_id") is not None else NONE),
+        ("Input tokens", tokens(record.get("input_tokens"))),
+        ("Output tokens", tokens(record.get("output_tokens"))),
+        ("Cached tokens", tokens(record.get("cached_tokens"))),
+        ("Cache-hit rate", record.get("cache_hit_rate") or NONE),
+        ("Record", str(record.get("id", NONE))),
+    ]
+
+
+class RequestDetailsDialog(QDialog):
+    """Non-modal, reused by the Requests window: `show_record` swaps what it shows."""
+
+    def __init__(self, record: Record, parent: QWidget | None = None, *,
+                 names: Mapping[str, Mapping[int, str]] | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Request details")
+        self.setMinimumWidth(520)
+
+        self.request_id = QLineEdit()
+        self.request_id.setReadOnly(True)
+        font = self.request_id.font()
+        font.setFamily("monospace")
+        font.setStyleHint(font.StyleHint.Monospace)
+        self.request_id.setFont(font)
+        self.copy_button = QPushButton("Copy")
+        self.copy_button.setToolTip("Copy the full request id")
+        self.copy_button.clicked.connect(self.copy_request_id)
+        id_row = QHBoxLayout()
+        id_row.addWidget(self.request_id, 1)
+        id_row.addWidget(self.copy_button)
+
+        self._form = QFormLayout()
+        self._form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        self._form.addRow("Request ID", id_row)
+        self._values: list[tuple[QLabel, QLabel]] = []
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(self._form)
+        layout.addWidget(buttons)
+        self.show_record(record, names=names)
+
+    def show_record(self, record: Record,
+                    names: Mapping[str, Mapping[int, str]] | None = None) -> None:
+        self.record = dict(record)
+        self.request_id.setText(record.get("request_id") or "")
+        self.request_id.setCursorPosition(0)
+        rows = detail_rows(record, names)
+        while len(self._values) < len(rows):
+            label, value = QLabel(), QLabel()
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self._form.addRow(label, value)
+            self._values.append((label, value))
+        for (label, value), (name, text) in zip(self._values, rows, strict=False):
+            label.setText(name)
+            value.setText(text)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """What the dialog shows, label and value, for tests and screenshots."""
+        shown = [("Request ID", self.request_id.text())]
+        return shown + [(label.text(), value.text()) for label, value in self._values]
+
+    def copy_request_id(self) -> None:
+        QGuiApplication.clipboard().setText(self.request_id.text())
+

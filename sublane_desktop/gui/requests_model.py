@@ -1,0 +1,232 @@
+"""The Requests table (R-UI-3): one page of request records as a Qt table model.
+
+Rows are the history API's record dicts exactly as `/api/requests` returns them (R-REC-2 fields
+plus `account_name` and the `cache_hit_rate` display string), so the window shows what the API
+and `sublane requests` show. The formatting helpers are plain functions, shared with the details
+dialog.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor
+
+Record = dict[str, Any]
+Index = QModelIndex | QPersistentModelIndex
+
+NONE = "—"
+
+
+class Column(IntEnum):
+    STARTED = 0
+    MODEL = 1
+    ACCOUNT = 2
+    OUTCOME = 3
+    STATUS = 4
+    DURATION = 5
+    FIRST_OUTPUT = 6
+    INPUT = 7
+    OUTPUT = 8
+    CACHED = 9
+    CACHE_HIT = 10
+
+
+HEADERS = {
+    Column.STARTED: "Started",
+    Column.MODEL: "Model",
+    Column.ACCOUNT: "Account",
+    Column.OUTCOME: "Outcome",
+    Column.STATUS: "Status",
+    Column.DURATION: "Duration",
+    Column.FIRST_OUTPUT: "First output",
+    Column.INPUT: "Input",
+    Column.OUTPUT: "Output",
+    Column.CACHED: "Cached",
+    Column.CACHE_HIT: "Cache hit",
+}
+HEADER_TIPS = {
+    Column.STARTED: "Local start time and request id (click for details)",
+    Column.STATUS: "Upstream HTTP status",
+    Column.FIRST_OUTPUT: "Time from the gateway start to the first text, reasoning or tool delta",
+    Column.INPUT: "Total input tokens (cache reads and writes included)",
+    Column.CACHED: "Input tokens served from the upstream cache",
+    Column.CACHE_HIT: "Cached input ÷ total input",
+}
+NUMERIC = frozenset({Column.STATUS, Column.DURATION, Column.FIRST_OUTPUT, Column.INPUT,
+                     Column.OUTPUT, Column.CACHED, Column.CACHE_HIT})
+
+# Muted enough for both light and dark palettes; success stays the plain text colour.
+OUTCOME_COLORS = {
+    "error": QColor("#d64541"),
+    "rejected": QColor("#d9822b"),
+    "incomplete": QColor("#b8860b"),
+    "canceled": QColor("#8a8a8a"),
+}
+
+RecordRole = Qt.ItemDataRole.UserRole + 1  # the whole record dict
+RequestIdRole = Qt.ItemDataRole.UserRole + 2  # the full request id
+
+
+# --- formatting (pure) ------------------------------------------------------------------------
+
+
+def clock_time(seconds: float | None) -> str:
+    if seconds is None:
+        return NONE
+    return time.strftime("%H:%M:%S", time.localtime(seconds))
+
+
+def full_time(seconds: float | None) -> str:
+    if seconds is None:
+        return NONE
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(seconds)).strip()
+
+
+def compact_id(request_id: str | None, keep: int = 8) -> str:
+    """`req_` and the first hex digits: enough to tell rows apart; copying gives the full id."""
+    if not request_id:
+        return NONE
+    prefix, sep, rest = request_id.partition("_")
+    if not sep:
+        prefix, rest = "", request_id
+    if len(rest) <= keep + 1:
+        return request_id
+    return f"{prefix}{sep}{rest[:keep]}…"
+
+
+def milliseconds(value: int | None) -> str:
+    if value is None:
+        return NONE
+    if value < 1000:
+        return f"{value} ms"
+    if value < 60_000:
+        return f"{value / 1000:.1f} s"
+    minutes, rest = divmod(round(value / 1000), 60)
+    return f"{minutes} m {rest:02d} s"
+
+
+def tokens(value: int | None) -> str:
+    return NONE if value is None else f"{value:,}"
+
+
+def status(value: int | None) -> str:
+    return NONE if value is None else str(value)
+
+
+def account(record: Record) -> str:
+    return record.get("account_name") or NONE
+
+
+def outcome(record: Record) -> str:
+    """Outcome, with the sanitized error code on a second line when there is one."""
+    text = record.get("outcome") or NONE
+    if record.get("error_code"):
+        text += "\n" + record["error_code"]
+    return text
+
+
+def cell_text(record: Record, column: Column) -> str:
+    if column == Column.STARTED:
+        return f"{clock_time(record.get('started_at'))}\n{compact_id(record.get('request_id'))}"
+    if column == Column.MODEL:
+        return record.get("model") or NONE
+    if column == Column.ACCOUNT:
+        return account(record)
+    if column == Column.OUTCOME:
+        return outcome(record)
+    if column == Column.STATUS:
+        return status(record.get("upstream_status"))
+    if column == Column.DURATION:
+        return milliseconds(record.get("duration_ms"))
+    if column == Column.FIRST_OUTPUT:
+        return milliseconds(record.get("first_token_ms"))
+    if column == Column.INPUT:
+        return tokens(record.get("input_tokens"))
+    if column == Column.OUTPUT:
+        return tokens(record.get("output_tokens"))
+    if column == Column.CACHED:
+        return tokens(record.get("cached_tokens"))
+    return record.get("cache_hit_rate") or NONE
+
+
+# --- the model --------------------------------------------------------------------------------
+
+
+class RequestsModel(QAbstractTableModel):
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._records: list[Record] = []
+
+    # Qt overrides (camelCase is Qt's)
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self._records)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(Column)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(Column):
+            return None
+        column = Column(section)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return HEADERS[column]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS.get(column)
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return _alignment(column)
+        return None
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._records):
+            return None
+        record = self._records[index.row()]
+        column = Column(index.column())
+        if role == Qt.ItemDataRole.DisplayRole:
+            return cell_text(record, column)
+        if role == RecordRole:
+            return record
+        if role == RequestIdRole:
+            return record.get("request_id")
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return _alignment(column)
+        if role == Qt.ItemDataRole.ForegroundRole and column == Column.OUTCOME:
+            return OUTCOME_COLORS.get(record.get("outcome") or "")
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if column == Column.STARTED:
+                return f"{record.get('request_id')}\n{full_time(record.get('started_at'))}"
+            if column == Column.CACHE_HIT:
+                return (f"{tokens(record.get('cached_tokens'))} of "
+                        f"{tokens(record.get('input_tokens'))} input tokens from the cache")
+        return None
+
+    # Ours
+    def set_records(self, records: Sequence[Record]) -> None:
+        self.beginResetModel()
+        self._records = list(records)
+        self.endResetModel()
+
+    def record(self, row: int) -> Record:
+        return self._records[row]
+
+    def records(self) -> list[Record]:
+        return list(self._records)
+
+    def request_ids(self) -> list[str]:
+        return [r.get("request_id") or "" for r in self._records]
+
+    def row_of(self, record_id: int) -> int | None:
+        for row, record in enumerate(self._records):
+            if record.get("id") == record_id:
+                return row
+        return None
+
+
+def _alignment(column: Column) -> Qt.AlignmentFlag:
+    horizontal = Qt.AlignmentFlag.AlignRight if column in NUMERIC else Qt.AlignmentFlag.AlignLeft
+    return horizontal | Qt.AlignmentFlag.AlignVCenter

@@ -1,0 +1,507 @@
+"""Render every window, dialog and the tray menu with a realistic demo pool into PNG files.
+
+    python -m sublane_desktop.gui.screenshots OUTDIR
+
+Offscreen (QT_QPA_PLATFORM=offscreen), grabbed with QWidget.grab(). The pool is real: a Service
+on a temporary data dir with a FakeClock, secrets in a keyrings.alt PlaintextKeyring file there,
+gauges fed through real Observations, a cooldown from a real failed lease, records through
+service.record. Upstream base URLs point at a closed local port, so nothing leaves the machine
+(a quota refresh the Accounts window starts simply fails and keeps the demo readings).
+
+Windows that are not built yet are skipped with a line saying so, so this keeps working while
+the desktop grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import calendar
+import gc
+import importlib
+import inspect
+import json
+import logging
+import os
+import pkgutil
+import random
+import re
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# 14:32:05 UTC on a Thursday: the clock every demo time is relative to.
+DEMO_NOW = float(calendar.timegm((2026, 5, 14, 14, 32, 5, 0, 0, 0)))
+DEAD_UPSTREAM = "http://127.0.0.1:9"  # discard port: connections are refused at once
+SETTLE_S = 0.15  # a few event-loop turns so layouts, fonts and async replies land
+
+
+@dataclass
+class DemoPool:
+    service: Any
+    clock: Any
+    leases: list[Any] = field(default_factory=list)
+    featured_record: int | None = None  # the request shown in the details dialog
+
+
+@dataclass
+class Shots:
+    outdir: Path
+    written: list[Path] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def skip(self, what: str, why: str) -> None:
+        self.skipped.append(what)
+        print(f"skipped {what}: {why}")
+
+    def save(self, widget: Any, name: str) -> Path:
+        """A widget (grabbed) or a ready QPixmap, as OUTDIR/name.png."""
+        path = self.outdir / f"{name}.png"
+        focused = widget.focusWidget() if hasattr(widget, "focusWidget") else None
+        if focused is not None and focused is not widget:
+            focused.clearFocus()  # no text cursor or focus ring frozen into the picture
+        pixmap = widget.grab() if hasattr(widget, "grab") else widget
+        if pixmap.isNull() or not pixmap.save(str(path), "PNG"):
+            raise RuntimeError(f"could not render {name}")
+        self.written.append(path)
+        print(f"wrote {path}")
+        return path
+
+
+# --- the demo pool ----------------------------------------------------------------------------
+
+
+def _secret(provider: str, name: str) -> dict[str, Any]:
+    secret: dict[str, Any] = {"access_token": f"demo-access-{name}",
+                              "refresh_token": f"demo-refresh-{name}",
+                              "expires_at": DEMO_NOW + 30 * 86_400}
+    if provider == "codex":
+        secret["account_id"] = f"demo-{name}"
+    return secret
+
+
+async def build_demo_pool(data_dir: Path) -> DemoPool:
+    from keyrings.alt.file import PlaintextKeyring
+
+    from sublane_desktop.core.clock import FakeClock
+    from sublane_desktop.core.gauges import Observation
+    from sublane_desktop.core.pool import Outcome
+    from sublane_desktop.secrets import SecretStore
+    from sublane_desktop.service import BASE_URL_ENV, DEFAULT_PORT, Service
+    from sublane_desktop.store import repositories as repo
+
+    clock = FakeClock(DEMO_NOW)
+    backend = PlaintextKeyring()
+    backend.file_path = str(data_dir / "keyring.cfg")  # a real backend, in the temp dir
+    service = Service(data_dir / "data", port=0, clock=clock,
+                      secret_store=SecretStore(data_dir, backend=backend),
+                      env={name: DEAD_UPSTREAM for name in BASE_URL_ENV.values()})
+    await service.start()
+    # Pictures show the default port; the real listener is on a free one, so a SubLane already
+    # running on this machine is no obstacle (and nothing can connect to the demo by mistake).
+    service.port = DEFAULT_PORT
+    demo = DemoPool(service, clock)
+    now = clock.now()
+    hour, day = 3600.0, 86_400.0
+
+    accounts = [  # name, provider, limit, {window: (utilization, resets in seconds)}
+        ("work-max", "anthropic", 3, {"five_hour": (0.42, 2 * hour + 13 * 60),
+                                      "seven_day": (0.61, 3 * day + 5 * hour),
+                                      "fable": (0.35, day + 14 * hour)}),
+        ("personal-pro", "anthropic", 2, {"five_hour": (0.93, 47 * 60),
+                                          "seven_day": (0.71, 4 * day + 2 * hour),
+                                          "fable": (0.88, 2 * day + 3 * hour)}),
+        ("team-max", "anthropic", 4, {"five_hour": (0.12, 4 * hour + 20 * 60),
+                                      "seven_day": (0.27, 5 * day + 9 * hour),
+                                      "fable": (0.06, 6 * day + hour)}),
+        ("lab-pro", "anthropic", 2, {"five_hour": (0.08, 3 * hour + 41 * 60),
+                                     "seven_day": (0.19, 6 * day + 2 * hour)}),  # Fable: cold
+        ("codex-plus", "codex", 2, {"five_hour": (0.18, hour + 52 * 60),
+                                    "seven_day": (0.33, 2 * day + 18 * hour)}),
+    ]
+    for name, provider, limit, _ in accounts:
+        await service.add_account(provider, name, _secret(provider, name), max_concurrency=limit)
+    for name, _, _, gauges in accounts:
+        account = service.pool.find(name)
+        observations = [Observation(window, utilization, now + resets_in, now - 20, "headers")
+                        for window, (utilization, resets_in) in gauges.items()]
+        await service._publish_quota(account, account.revision, observations)
+
+    # Cooling: a real 429 with retry-after on a real lease (R-POOL-7).
+    cooling = service.pool.find("personal-pro")
+    service.pool._admit(cooling, now, bound=False).release(Outcome.FAILURE, retry_after=240,
+                                                           status=429)
+    await service.pause("team-max", True)
+    await service.switch("work-max")  # pinned: both lanes for 5 minutes (R-LANE-2)
+    work = service.pool.find("work-max")
+    demo.leases = [service.pool._admit(work, now, bound=False)]  # one request in flight
+
+    sam = await service.store.write(lambda: repo.add_user("sam").id)
+    await service.create_key("laptop")
+    await service.create_key("ci")
+    await service.create_key("sam-mbp", user="sam")
+    keys = {k["name"]: k["id"] for k in await service.list_keys()}
+    demo.featured_record = seed_records(service, clock, sam, keys)
+    await service.flush_records()
+    return demo
+
+
+MODELS = [  # model, provider, protocol, operation, weight
+    ("claude-sonnet-4-5", "anthropic", "anthropic", "messages", 40),
+    ("claude-fable-5", "anthropic", "anthropic", "messages", 20),
+    ("claude-haiku-4-5", "anthropic", "anthropic", "messages", 12),
+    ("claude-sonnet-4-5", "anthropic", "anthropic", "count_tokens", 4),
+    ("gpt-5-codex", "codex", "openai-responses", "responses", 16),
+    ("gpt-5", "codex", "openai-chat", "chat", 6),
+    ("gpt-5-codex", "codex", "openai-responses", "compact", 2),
+]
+
+
+def seed_records(service: Any, clock: Any, member_id: int, keys: dict[str, int],
+                 count: int = 120) -> int:
+    """`count` plausible records over the last hour and a half, oldest first. Returns the row
+    (newest first) of a record worth showing in the details dialog. A seeded RNG: the
+    screenshots change only when the UI does."""
+    from sublane_desktop.core.records import RequestRecord
+
+    rng = random.Random(20260514)
+    accounts = {a.name: a.id for a in service.pool.accounts.values()}
+    anthropic = ["work-max", "work-max", "work-max", "lab-pro", "personal-pro"]
+    now = clock.now()
+    gaps = [rng.uniform(15, 85) for _ in range(count)]
+    started = now - 6 - sum(gaps[1:])  # the newest a few seconds ago
+    featured = None
+    for i in range(count):
+        started += gaps[i] if i else 0
+        model, provider, protocol, operation, _ = rng.choices(
+            MODELS, weights=[m[4] for m in MODELS])[0]
+        user_id, key_id = 1, keys["laptop"]
+        if i % 5 == 3:
+            user_id, key_id = member_id, keys["sam-mbp"]
+        elif i % 11 == 0:
+            key_id = keys["ci"]
+        account = (rng.choice(anthropic) if provider == "anthropic" else "codex-plus")
+        roll = rng.random()
+        outcome, status, code = "success", 200, None
+        if roll < 0.05:
+            outcome, status, code = "error", rng.choice([529, 500, 502]), "upstream_error"
+        elif roll < 0.11:
+            outcome, status = "rejected", None
+            code = rng.choice(["account_busy", "account_cooling", "quota_exhausted"])
+        elif roll < 0.15:
+            outcome, code = "canceled", "client_disconnected"
+        elif roll < 0.20:
+            outcome = "incomplete"
+            code = "max_output_tokens"
+        total = rng.randint(2_000, 90_000)
+        cached = int(total * rng.choice([0, 0.25, 0.6, 0.82, 0.91, 0.95]))
+        output = rng.randint(40, 3_800)
+        duration = int(400 + output * rng.uniform(8, 25))
+        first = rng.randint(260, 3_900)
+        if operation == "count_tokens":
+            output, duration, first, cached = 0, rng.randint(90, 300), None, None
+        elif operation == "compact":
+            first = None
+        if outcome == "rejected":
+            total = output = cached = first = None
+            duration = rng.randint(1, 6)
+        elif outcome == "error":
+            output, first, duration = None, None, rng.randint(600, 9_000)
+            total = cached = None
+        elif outcome == "canceled":
+            output = output // 4
+        record = RequestRecord(
+            request_id=f"req_{rng.getrandbits(96):024x}", user_id=user_id, key_id=key_id,
+            group_id=1, provider=provider, model=model, protocol=protocol,
+            operation=operation, started_at=round(started, 3),
+            account_id=accounts.get(account) if code != "quota_exhausted" else None,
+            duration_ms=duration, first_token_ms=first, outcome=outcome, error_code=code,
+            upstream_status=status, input_tokens=total, output_tokens=output,
+            cached_tokens=cached)
+        service.record(record)
+        if outcome == "success" and cached and operation == "messages" and i >= count - 12:
+            featured = i  # the newest such one: near the top of the first page
+    return count - 1 - featured if featured is not None else 2
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+async def settle(bridge: Any = None) -> None:
+    """Let layouts, paints and the bridge's calls in flight land (a tool, not a test)."""
+    wait_idle = getattr(bridge, "wait_idle", None)
+    if wait_idle is not None:
+        await asyncio.wait_for(wait_idle(), 5)
+    await asyncio.sleep(SETTLE_S)
+
+
+def _build(cls: Any, bridge: Any, **preferred: Any) -> Any:
+    """cls(bridge, **the preferred options it accepts)."""
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        params = {}
+    options = {k: v for k, v in preferred.items() if k in params}
+    return cls(bridge, **options)
+
+
+def _import(module: str) -> Any | None:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            return None
+        raise
+
+
+async def render_all(outdir: Path) -> Shots:
+    from sublane_desktop.gui.bridge import Bridge
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    shots = Shots(outdir)
+    with tempfile.TemporaryDirectory(prefix="sublane-shots-") as tmp:
+        demo = await build_demo_pool(Path(tmp))
+        bridge = Bridge(demo.service)
+        widgets: list[Any] = []
+        try:
+            for name, render in RENDERERS:
+                try:
+                    await render(bridge, demo, shots, widgets)
+                except Exception as exc:  # one broken window must not cost the others
+                    logging.getLogger(__name__).debug("render %s", name, exc_info=True)
+                    shots.skip(name, f"failed: {type(exc).__name__}: {exc}")
+        finally:
+            for widget in widgets:
+                widget.hide()
+                widget.deleteLater()
+            await settle()
+            bridge.close()
+            for lease in demo.leases:
+                lease.release()
+            await demo.service.stop(drain_timeout=1)
+            bridge.deleteLater()
+            await asyncio.sleep(0)
+    return shots
+
+
+async def _accounts(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
+    module = _import("sublane_desktop.gui.accounts_window")
+    if module is None or not hasattr(module, "AccountsWindow"):
+        shots.skip("accounts window", "not built yet")
+        return
+    window = _build(module.AccountsWindow, bridge, requests_available=True)
+    widgets.append(window)
+    window.show()
+    await settle(bridge)
+    fit_scroll_areas(window)
+    await settle()
+    shots.save(window, "accounts")
+
+
+async def _requests(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
+    module = _import("sublane_desktop.gui.requests_window")
+    if module is None:
+        shots.skip("requests window", "not built yet")
+        return
+    window = module.RequestsWindow(bridge)
+    widgets.append(window)
+    window.show()
+    for task in (window.reload_filters(), window.reload()):
+        if task is not None:
+            await task
+    await settle(bridge)
+    if demo.featured_record is not None and demo.featured_record < window.model.rowCount():
+        window.table.selectRow(demo.featured_record)
+    window.table.clearFocus()
+    await settle()
+    shots.save(window, "requests")
+
+    dialog = window.open_details(demo.featured_record or 0)
+    if dialog is None:
+        shots.skip("request details", "no record to show")
+        return
+    dialog.adjustSize()
+    await settle()
+    shots.save(dialog, "request-details")
+
+    dialog.hide()
+    window.set_mine(True)  # "My requests": the personal view, accounts blanked
+    for task in (window.reload_filters(), window.reload()):
+        if task is not None:
+            await task
+    await settle()
+    shots.save(window, "requests-mine")
+
+
+async def _tray_menu(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QPainter, QPixmap
+
+    module = _import("sublane_desktop.gui.tray")
+    if module is None or not hasattr(module, "Tray"):
+        shots.skip("tray menu", "not built yet")
+        return
+    tray = _build(module.Tray, bridge, requests_available=True)
+    widgets.append(_Releaser(tray))
+    menu = tray.menu
+    widgets.append(menu)
+    menu.aboutToShow.emit()  # the tray rebuilds its menu when it opens
+    menu.adjustSize()
+    menu.popup(menu.pos())
+    await settle()
+    # The menu as a person sees it: the current account's submenu open beside it.
+    opened = next((a for a in menu.actions() if a.menu() is not None
+                   and a.text().lstrip("● ").startswith("work-max")), None)
+    if opened is None:
+        shots.save(menu, "tray-menu")
+        return
+    menu.setActiveAction(opened)
+    sub = opened.menu()
+    sub.adjustSize()
+    sub.popup(menu.pos())
+    widgets.append(sub)
+    await settle()
+    main, side = menu.grab(), sub.grab()
+    top = max(0, menu.actionGeometry(opened).top() - 4)
+    canvas = QPixmap(main.width() + side.width() - 4, max(main.height(), top + side.height()))
+    canvas.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(canvas)
+    painter.drawPixmap(0, 0, main)
+    painter.drawPixmap(main.width() - 4, top, side)
+    painter.end()
+    shots.save(canvas, "tray-menu")
+    sub.hide()
+    menu.hide()
+    tray.hide()
+
+
+async def _status_window(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
+    module = _import("sublane_desktop.gui.status_window")
+    if module is None or not hasattr(module, "StatusWindow"):
+        shots.skip("status window", "not built yet (the Accounts window replaced it)")
+        return
+    window = _build(module.StatusWindow, bridge, quit_on_close=False)
+    widgets.append(window)
+    window.show()
+    await settle(bridge)
+    shots.save(window, "status-window")
+
+
+async def _dialogs(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
+    from PySide6.QtWidgets import QDialog
+
+    package = _import("sublane_desktop.gui.dialogs")
+    if package is None:
+        shots.skip("dialogs", "not built yet")
+        return
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for cls_name, cls in sorted(vars(module).items()):
+            if not (inspect.isclass(cls) and issubclass(cls, QDialog)
+                    and cls.__module__ == module.__name__):
+                continue
+            name = "dialog-" + _kebab(cls_name.removesuffix("Dialog"))
+            try:
+                dialog = _build(cls, bridge)
+            except Exception as exc:
+                shots.skip(name, f"could not build it ({type(exc).__name__}: {exc})")
+                continue
+            widgets.append(dialog)
+            dialog.show()
+            await settle(bridge)
+            shots.save(dialog, name)
+            dialog.hide()
+
+
+def fit_scroll_areas(window: Any) -> None:
+    """Grow a window until its scroll areas need no scroll bars (a picture cannot scroll)."""
+    from PySide6.QtWidgets import QScrollArea
+
+    grow_w = grow_h = 0
+    for area in window.findChildren(QScrollArea):
+        inner = area.widget()
+        if inner is None:
+            continue
+        wanted = inner.sizeHint()
+        viewport = area.viewport().size()
+        grow_w = max(grow_w, wanted.width() - viewport.width())
+        grow_h = max(grow_h, wanted.height() - viewport.height())
+    # Bounded, not by the (offscreen, 800×600) screen: pictures may be larger than it.
+    window.resize(min(window.width() + max(0, grow_w), 2000),
+                  min(window.height() + max(0, grow_h), 1400))
+
+
+class _Releaser:
+    """Lets objects that are not widgets ride along in the clean-up list."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def hide(self) -> None:
+        pass
+
+    def deleteLater(self) -> None:  # noqa: N802 (the clean-up loop's Qt-style name)
+        self.obj.deleteLater()
+
+
+def _kebab(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
+
+
+Renderer = Callable[[Any, DemoPool, Shots, list[Any]], Awaitable[None]]
+RENDERERS: list[tuple[str, Renderer]] = [
+    ("accounts window", _accounts),
+    ("requests window", _requests),
+    ("tray menu", _tray_menu),
+    ("status window", _status_window),
+    ("dialogs", _dialogs),
+]
+
+
+# --- command ----------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m sublane_desktop.gui.screenshots",
+        description="Render every SubLane window with a demo pool into PNG files.")
+    parser.add_argument("outdir", type=Path)
+    args = parser.parse_args(argv)
+
+    os.environ["QT_API"] = "pyside6"  # qasync reads it at import
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"  # render, never show
+        app = QApplication([sys.argv[0]])
+        app.setApplicationName("SubLane")
+    import qasync
+
+    quiet = logging.getLogger("sublane_desktop")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # the refused demo upstream is expected, not news
+    # Garbage is collected here, on the GUI thread, not whenever a database thread happens to
+    # allocate: a collection there would destroy Qt objects on the wrong thread.
+    collecting = gc.isenabled()
+    gc.disable()
+    loop = qasync.QEventLoop(app)
+    try:
+        shots = loop.run_until_complete(render_all(args.outdir))
+    finally:
+        quiet.setLevel(level)
+        loop.close()
+        del loop
+        if collecting:
+            gc.enable()
+        gc.collect()
+    summary = {"written": [p.name for p in shots.written], "skipped": shots.skipped}
+    print(json.dumps(summary))
+    return 0 if shots.written else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

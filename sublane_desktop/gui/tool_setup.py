@@ -1,0 +1,79 @@
+"""The exact lines that point a tool at SubLane (PROTOCOLS.md, "Pointing clients at SubLane").
+
+Pure text, no Qt: the "Set up a tool…" dialog shows these with copy buttons.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+KEY_PLACEHOLDER = "<your sl- key>"
+
+
+@dataclass(frozen=True)
+class Tool:
+    id: str  # also the name of the client key created for it
+    title: str
+
+
+TOOLS = (
+    Tool("claude-code", "Claude Code"),
+    Tool("codex", "Codex CLI"),
+    Tool("sdk", "SDKs"),
+)
+
+
+@dataclass(frozen=True)
+class Snippet:
+    title: str
+    text: str
+
+
+def _openai_base(endpoint: str) -> str:
+    return endpoint.rstrip("/") + "/v1"
+
+
+def snippets(tool: str, endpoint: str, key: str | None) -> list[Snippet]:
+    key = key or KEY_PLACEHOLDER
+    base = endpoint.rstrip("/")
+    if tool == "claude-code":
+        settings = json.dumps({"env": {"ANTHROPIC_BASE_URL": base,
+                                       "ANTHROPIC_AUTH_TOKEN": key}}, indent=2)
+        return [
+            Snippet("Shell (bash, zsh)", f"export ANTHROPIC_BASE_URL={base}\n"
+                                         f"export ANTHROPIC_AUTH_TOKEN={key}"),
+            Snippet("fish", f"set -gx ANTHROPIC_BASE_URL {base}\n"
+                            f"set -gx ANTHROPIC_AUTH_TOKEN {key}"),
+            Snippet("PowerShell", f'$env:ANTHROPIC_BASE_URL = "{base}"\n'
+                                  f'$env:ANTHROPIC_AUTH_TOKEN = "{key}"'),
+            Snippet("or in ~/.claude/settings.json", settings),
+        ]
+    if tool == "codex":
+        return [
+            Snippet("~/.codex/config.toml (model_provider goes above any [table])",
+                    'model_provider = "sublane"\n'
+                    "\n"
+                    "[model_providers.sublane]\n"
+                    'name = "SubLane"\n'
+                    f'base_url = "{_openai_base(base)}"\n'
+                    'env_key = "SUBLANE_KEY"\n'
+                    'wire_api = "responses"'),
+            Snippet("Shell (bash, zsh)", f"export SUBLANE_KEY={key}"),
+            Snippet("PowerShell", f'$env:SUBLANE_KEY = "{key}"'),
+        ]
+    if tool == "sdk":
+        return [
+            Snippet("anthropic (Python)",
+                    "import anthropic\n\n"
+                    f'client = anthropic.Anthropic(base_url="{base}", api_key="{key}")'),
+            Snippet("openai (Python)",
+                    "from openai import OpenAI\n\n"
+                    f'client = OpenAI(base_url="{_openai_base(base)}", api_key="{key}")'),
+            Snippet("or through the environment (both SDKs read these)",
+                    f"export ANTHROPIC_BASE_URL={base}\n"
+                    f"export ANTHROPIC_API_KEY={key}\n"
+                    f"export OPENAI_BASE_URL={_openai_base(base)}\n"
+                    f"export OPENAI_API_KEY={key}"),
+        ]
+    raise ValueError(f"unknown tool {tool!r}")

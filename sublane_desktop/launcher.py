@@ -1,0 +1,138 @@
+"""`sublane run`: a server in the background for the life of one command.
+
+The server is the ordinary `python -m sublane_desktop serve`, started in its own session (POSIX)
+or process group (Windows): the terminal's Ctrl-C belongs to the command being run — Claude Code
+uses it to interrupt a turn — and must not take the proxy down under it. The server is stopped
+the way a person would stop `serve`: SIGINT, so in-flight requests drain (R-UI-5).
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+START_TIMEOUT = 30.0  # until `serve` prints its listening line
+STOP_TIMEOUT = 15.0  # from SIGINT to exit; `serve` drains for at most 10 s
+LISTENING = "listening on "
+LOG_NAME = "run-server.log"
+
+
+class LaunchError(Exception):
+    """The server could not be started; the message says why and where its log is."""
+
+
+class BackgroundServer:
+    def __init__(self, proc: subprocess.Popen[str], url: str, log_path: Path) -> None:
+        self.proc = proc
+        self.url = url
+        self.log_path = log_path
+
+    @classmethod
+    def start(cls, data_dir: Path, host: str, port: int | None,
+              timeout: float = START_TIMEOUT) -> BackgroundServer:
+        argv = [sys.executable, "-m", "sublane_desktop", "serve", "--data-dir", str(data_dir),
+                "--host", host]
+        if port is not None:
+            argv += ["--port", str(port)]
+        data_dir.mkdir(parents=True, exist_ok=True)
+        log_path = data_dir / LOG_NAME
+        with open(log_path, "ab") as log_file:  # the child keeps its own descriptor
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log_file,
+                text=True, **_own_group())
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:  # keeps the pipe drained for the server's whole life
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, name="sublane-run-stdout", daemon=True).start()
+        try:
+            first = lines.get(timeout=timeout)
+        except queue.Empty:
+            first = None
+            problem = f"the server did not start within {timeout:.0f} s"
+        except BaseException:  # Ctrl-C while waiting: leave no server behind
+            cls(proc, "", log_path).stop()
+            raise
+        else:
+            problem = "the server exited before listening"
+        if first is None or not first.startswith(LISTENING):
+            server = cls(proc, "", log_path)
+            server.stop()
+            detail = _last_line(log_path)
+            raise LaunchError(f"{problem}{': ' + detail if detail else ''} (log: {log_path})")
+        return cls(proc, first[len(LISTENING):].strip(), log_path)
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
+        """Ctrl-C the server and wait for it (bounded); kill it if it will not go."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(
+                    signal.CTRL_BREAK_EVENT if sys.platform == "win32" else signal.SIGINT)
+                self.proc.wait(timeout=timeout)
+            except (subprocess.TimeoutExpired, OSError):
+                self.proc.kill()
+                self.proc.wait(timeout=timeout)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return self.proc.returncode
+
+
+def run_command(command: Sequence[str], env: dict[str, str]) -> int:
+    """Run CMD in the foreground with `env`; its exit status, shell-style (128+N for signal N)."""
+    try:
+        proc = subprocess.Popen(list(command), env=env)
+    except FileNotFoundError:
+        raise LaunchError(f"command not found: {command[0]}") from None
+    except PermissionError:
+        raise LaunchError(f"command is not executable: {command[0]}") from None
+    with _signals_go_to(proc):
+        returncode = proc.wait()
+    return 128 - returncode if returncode < 0 else returncode
+
+
+@contextmanager
+def _signals_go_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
+    """While CMD runs, Ctrl-C is its business (the terminal sends it to CMD too), and a
+    SIGTERM/SIGHUP sent to us is passed on, so we outlive it and can stop the server."""
+    if sys.platform == "win32":
+        yield
+        return
+    previous: dict[int, object] = {}
+
+    def forward(signum: int, _frame: object) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        previous[signum] = signal.signal(signum, forward)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def _own_group() -> dict[str, object]:
+    if sys.platform == "win32":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1].strip()[:200] if lines else ""
+

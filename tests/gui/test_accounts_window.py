@@ -1,0 +1,193 @@
+"""The Accounts window (R-UI-2): cards, gauges, badges, the limit, and live updates."""
+
+import asyncio
+from datetime import UTC, datetime
+
+from gui_fakes import account
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from sublane_desktop.gui.accounts_window import AccountsWindow
+from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.gauge import GaugeLook
+from tests.fake_upstream import Reply
+
+
+def make_window(qtbot, bridge, **kwargs):
+    window = AccountsWindow(bridge, **kwargs)
+    qtbot.addWidget(window)
+    return window
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat()
+
+
+# --- on the fake service -------------------------------------------------------------------------
+
+
+def test_one_card_per_account_with_markers_badges_and_gauges(qtbot, service):
+    now = service.clock.now()
+    gauges = {"five_hour": {"utilization": 0.42, "resets_at": now + 7200, "observed_at": now,
+                            "cold": False, "stale": False}}
+    codex = account("cx", "quota_exhausted", id=3) | {"provider": "codex"}
+    service.set_accounts([account("work", "busy", current=True) | {"gauges": gauges,
+                                                                   "in_flight": 2},
+                          account("home", "paused", id=2) | {"fable_current": True}, codex])
+    window = make_window(qtbot, Bridge(service))
+    assert list(window.cards) == [1, 2, 3]
+    work, home, cx = (window.card_named(n) for n in ("work", "home", "cx"))
+    assert not work.current_marker.isHidden() and work.fable_marker.isHidden()
+    assert home.current_marker.isHidden() and not home.fable_marker.isHidden()
+    assert work.badge_texts() == ["busy"] and home.badge_texts() == ["paused"]
+    assert cx.badge_texts() == ["quota exhausted"]
+    assert work.in_flight_label.text() == "in flight 2 /" and work.limit.value() == 2
+    assert work.gauges["five_hour"].caption == "42% · resets in 2h 00m"
+    assert work.gauges["seven_day"].look is GaugeLook.COLD  # never observed: unknown, not 0%
+    assert work.gauges["fable"].caption == "no data yet"
+    assert list(cx.gauges) == ["five_hour", "seven_day"]  # no Fable bucket outside Claude
+    assert home.pause_button.text() == "Resume" and work.pause_button.text() == "Pause"
+    assert window.pool_label.text() == "2 in flight · cap 8"
+
+
+def test_follows_the_service_without_reopening(qtbot, service):
+    window = make_window(qtbot, Bridge(service))
+    service.set_accounts([account("work", "quota_exhausted"), account("new", "ok", id=5)])
+    qtbot.waitUntil(lambda: list(window.cards) == [1, 5], timeout=1000)
+    assert window.card_named("work").badge_texts() == ["quota exhausted"]
+    service.set_accounts([])
+    qtbot.waitUntil(lambda: not window.cards, timeout=1000)
+    assert not window.placeholder.isHidden()
+
+
+def test_buttons_ask_for_the_other_windows(qtbot, service):
+    window = make_window(qtbot, Bridge(service), requests_available=True)
+    for button, signal in [(window.add_button, window.addAccountRequested),
+                           (window.settings_button, window.settingsRequested),
+                           (window.keys_button, window.keysRequested),
+                           (window.setup_button, window.setupToolRequested),
+                           (window.requests_button, window.requestsRequested)]:
+        with qtbot.waitSignal(signal, timeout=1000):
+            button.click()
+    QApplication.clipboard().clear()
+    window.copy_button.click()
+    assert QApplication.clipboard().text() == "http://127.0.0.1:8765"
+
+
+def test_close_hides_with_a_tray_and_quits_without_one(qtbot, service):
+    bridge = Bridge(service)
+    hiding = make_window(qtbot, bridge, quit_on_close=False)
+    hiding.show()
+    qtbot.waitExposed(hiding)
+    with qtbot.assertNotEmitted(bridge.quitRequested):
+        hiding.close()
+    assert not hiding.isVisible()
+    main = make_window(qtbot, bridge, quit_on_close=True)
+    main.show()
+    qtbot.waitExposed(main)
+    with qtbot.waitSignal(bridge.quitRequested, timeout=1000):
+        main.close()
+
+
+# --- on a real service -----------------------------------------------------------------------------
+
+
+async def test_editing_the_limit_calls_the_method_the_api_calls(qtbot, live, monkeypatch):
+    acc = await live.add_account("a", "tok-a")
+    calls = []
+    real = live.service.set_limit
+
+    async def spy(ref, limit):
+        calls.append((ref, limit))
+        return await real(ref, limit)
+
+    monkeypatch.setattr(live.service, "set_limit", spy)
+    window = make_window(qtbot, live.bridge)
+    card = window.card_named("a")
+    card.limit.setValue(5)
+    await live.bridge.wait_idle()
+    assert calls == [(acc, 5)]
+    assert (await live.runtime("a"))["max_concurrency"] == 5
+
+    # The management API lands in the same method, and the window follows it live.
+    status, _ = await live.api("PATCH", f"/api/accounts/{acc}/limits", {"max_concurrency": 3})
+    assert status == 200 and calls == [(acc, 5), (acc, 3)]
+    qtbot.waitUntil(lambda: card.limit.value() == 3, timeout=1000)
+    assert card.limit.minimum() == 1 and card.limit.maximum() == 8
+
+
+async def test_cooling_counts_down_and_returns_to_ok(qtbot, live):
+    await live.add_account("a", "tok-a")
+    key = await live.create_key()
+    live.upstream.script("tok-a", Reply(status=529, error_type="overloaded_error"))
+    assert await live.message(key) == 529
+    window = make_window(qtbot, live.bridge)
+    card = window.card_named("a")
+    (badge,) = card.badge_texts()
+    assert badge.startswith("cooling until ") and badge.endswith(" (15s)")
+    assert card.clear_button.isEnabled()
+
+    live.clock.advance(5)  # the 1 s tick redraws the countdown; no event, no database
+    qtbot.waitUntil(lambda: card.badge_texts()[0].endswith(" (10s)"), timeout=2000)
+    live.clock.advance(11)  # past the cooldown: one recovery probe may go
+    qtbot.waitUntil(lambda: card.badge_texts() == ["probing"], timeout=2000)
+    assert await live.message(key) == 200  # the probe succeeds
+    qtbot.waitUntil(lambda: card.badge_texts() == ["ok"], timeout=1000)
+    assert not card.clear_button.isEnabled()
+
+
+async def test_opening_and_refresh_poll_quotas(qtbot, live, monkeypatch):
+    await live.add_account("a", "tok-a")
+    now = live.clock.now()
+    live.upstream.usage_for["tok-a"] = {
+        "five_hour": {"utilization": 97.0, "resets_at": iso(now + 3600)},
+        "seven_day": {"utilization": 40.0, "resets_at": iso(now + 3 * 86400)},
+    }
+    started = []
+    want = live.service.refresher.want
+    monkeypatch.setattr(live.service.refresher, "want",
+                        lambda *a, **k: started.extend(want(*a, **k)) or started)
+    window = make_window(qtbot, live.bridge)
+    window.show()  # opening the window polls (R-GAUGE-3)
+    await live.bridge.wait_idle()
+    await asyncio.gather(*started)
+    assert live.upstream.usage_reads == ["tok-a"]
+    card = window.card_named("a")
+    qtbot.waitUntil(lambda: card.gauges["five_hour"].look is GaugeLook.WARN, timeout=1000)
+    assert card.gauges["five_hour"].caption == "97% · resets in 1h 00m"
+    assert card.gauges["seven_day"].caption == "40% · resets in 3d 0h"
+    assert card.gauges["fable"].look is GaugeLook.COLD
+
+    window.refresh_button.click()  # a person asked: the 5-minute floor does not apply
+    await live.bridge.wait_idle()
+    await asyncio.gather(*started)
+    assert live.upstream.usage_reads == ["tok-a", "tok-a"]
+
+
+async def test_remove_asks_first(qtbot, live):
+    await live.add_account("a", "tok-a")
+    await live.add_account("b", "tok-b")
+    window = make_window(qtbot, live.bridge)
+    window.show()
+    card = window.card_named("a")
+    card.remove_action.trigger()
+    window.confirm_box.button(QMessageBox.StandardButton.Cancel).click()
+    await live.bridge.wait_idle()
+    assert [a["name"] for a in live.service.accounts_runtime()["accounts"]] == ["a", "b"]
+
+    card.remove_action.trigger()
+    assert "Remove a?" in window.confirm_box.text()
+    window.confirm_box.button(QMessageBox.StandardButton.Yes).click()
+    await live.bridge.wait_idle()
+    _, body = await live.api("GET", "/api/accounts/runtime")
+    assert [a["name"] for a in body["accounts"] if a["state"] != "disabled"] == ["b"]
+    qtbot.waitUntil(lambda: [c.account["name"] for c in window.cards.values()
+                             if c.account["state"] != "disabled"] == ["b"], timeout=1000)
+
+
+async def test_a_failed_lever_is_shown(qtbot, live):
+    await live.add_account("a", "tok-a")
+    window = make_window(qtbot, live.bridge)
+    await live.bridge.remove_account("a")
+    live.bridge.switch("no-such-account")
+    await live.bridge.wait_idle()
+    assert window.error_label.text().startswith("switch failed: ")

@@ -1,0 +1,189 @@
+"""The dialogs on a real service: Add account, Settings, Client keys, Set up a tool."""
+
+import json
+
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from sublane_desktop.gui.dialogs.add_account import AddAccountDialog, secret_from_text
+from sublane_desktop.gui.dialogs.client_keys import ClientKeysDialog
+from sublane_desktop.gui.dialogs.settings import SettingsDialog
+from sublane_desktop.gui.dialogs.setup_tool import SetupToolDialog
+from sublane_desktop.gui.tool_setup import KEY_PLACEHOLDER
+from sublane_desktop.secrets import account_secret
+
+
+def shown(qtbot, dialog):
+    qtbot.addWidget(dialog)
+    dialog.show()
+    return dialog
+
+
+# --- Add account ---------------------------------------------------------------------------------
+
+
+def test_secret_from_text():
+    assert secret_from_text("  sk-ant-api03-abc\n") == {"api_key": "sk-ant-api03-abc"}
+    assert secret_from_text('{"access_token": "a"}') == {"access_token": "a"}
+    for bad, words in [("", "paste"), ("{not json", "not valid JSON"),
+                       ("two words", "one word")]:
+        try:
+            secret_from_text(bad)
+        except ValueError as exc:
+            assert words in str(exc)
+        else:
+            raise AssertionError(bad)
+
+
+async def test_paste_an_api_key_adds_the_account_and_forgets_the_text(qtbot, live,
+                                                                      secret_store):
+    dialog = shown(qtbot, AddAccountDialog(live.bridge))
+    dialog.provider.setCurrentText("anthropic")
+    dialog.name.setText("api1")
+    dialog.group.setText("team")
+    dialog.limit.setValue(4)
+    dialog.secret.setPlainText("sk-ant-api03-secret")
+    added = []
+    dialog.added.connect(added.append)
+    dialog.add_button.click()
+    await live.bridge.wait_idle()
+    assert [v["name"] for v in added] == ["api1"]
+    view = await live.runtime("api1")
+    assert view["max_concurrency"] == 4 and view["provider"] == "anthropic"
+    assert json.loads(secret_store.get(account_secret(view["id"]))) == {
+        "api_key": "sk-ant-api03-secret"}
+    assert dialog.secret.toPlainText() == ""  # the secret does not linger in the dialog
+    assert dialog.status.text() == "Added api1." and dialog.error.isHidden()
+
+
+async def test_errors_are_shown_inline(qtbot, live):
+    dialog = shown(qtbot, AddAccountDialog(live.bridge))
+    dialog.add_button.click()
+    assert dialog.error.text() == "give the account a name"
+    dialog.name.setText("x")
+    dialog.secret.setPlainText("{oops")
+    dialog.add_button.click()
+    assert "not valid JSON" in dialog.error.text()
+
+    # The service's CredentialError, word for word; nothing was stored.
+    dialog.provider.setCurrentText("codex")
+    dialog.secret.setPlainText('{"access_token": "at", "refresh_token": "rt", "expires_at": 1}')
+    dialog.add_button.click()
+    await live.bridge.wait_idle()
+    assert dialog.error.text().endswith('missing "account_id"')
+    assert not dialog.error.isHidden()
+    assert live.service.accounts_runtime()["accounts"] == []
+    assert dialog.add_button.isEnabled()
+
+
+async def test_import_buttons_read_the_installed_logins(qtbot, live, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
+        "accessToken": "sk-ant-oat01-x", "refreshToken": "rt", "expiresAt": 4_000_000_000_000}}))
+    monkeypatch.setenv("HOME", str(home))
+    dialog = shown(qtbot, AddAccountDialog(live.bridge))
+    dialog.import_claude.click()
+    await live.bridge.wait_idle()
+    assert (await live.runtime("claude-code"))["provider"] == "anthropic"
+    dialog.import_codex.click()
+    await live.bridge.wait_idle()
+    assert dialog.error.text().startswith("no Codex login at ")
+
+
+# --- Settings --------------------------------------------------------------------------------------
+
+
+async def test_settings_are_saved_through_the_service(qtbot, live):
+    dialog = shown(qtbot, SettingsDialog(live.bridge))
+    assert dialog.cap.value() == 8 and dialog.ceilings["scheduler.five_hour_max"].value() == 90
+    assert dialog.changes() == {}
+    dialog.cap.setValue(4)
+    dialog.ceilings["scheduler.five_hour_max"].setValue(85)
+    dialog.mode.setCurrentIndex(dialog.mode.findData("round_robin"))
+    dialog.poll_floor.setValue(600)
+    dialog.start_at_login.setChecked(True)
+    assert "restart" not in dialog.port_note.text()
+    dialog.port.setValue(9999)
+    assert dialog.port_note.text().startswith("Applies after restart")
+    dialog.buttons.accepted.emit()
+    await live.bridge.wait_idle()
+    status, settings = await live.api("GET", "/api/settings")
+    assert status == 200
+    assert (settings["pool.cap"], settings["scheduler.five_hour_max"], settings["scheduler.mode"],
+            settings["quota.poll_floor_seconds"], settings["app.start_at_login"],
+            settings["server.port"]) == (4, 0.85, "round_robin", 600, True, 9999)
+    assert live.service.pool.cap == 4
+    assert not dialog.isVisible()
+
+
+async def test_a_refused_setting_is_shown_inline(qtbot, live, monkeypatch):
+    async def refuse(changes):
+        raise ValueError("pool.cap must be an integer from 1 to 64")
+
+    monkeypatch.setattr(live.service, "update_settings", refuse)
+    dialog = shown(qtbot, SettingsDialog(live.bridge))
+    dialog.cap.setValue(3)
+    dialog.buttons.accepted.emit()
+    await live.bridge.wait_idle()
+    assert dialog.error.text() == "pool.cap must be an integer from 1 to 64"
+    assert dialog.isVisible()
+
+
+# --- Client keys -----------------------------------------------------------------------------------
+
+
+async def test_create_shows_the_key_once_and_revoke_stops_it(qtbot, live):
+    dialog = shown(qtbot, ClientKeysDialog(live.bridge))
+    await live.bridge.wait_idle()
+    assert dialog.table.rowCount() == 0 and dialog.new_key.isHidden()
+    dialog.name.setText("laptop")
+    dialog.create_button.click()
+    await live.bridge.wait_idle()
+    key = dialog.new_key.text()
+    assert key.startswith("sl-") and not dialog.new_key.isHidden()
+    assert await live.service.identify(key) is not None
+    QApplication.clipboard().clear()
+    dialog.copy_button.click()
+    assert QApplication.clipboard().text() == key
+    assert dialog.table.item(0, 0).text() == "laptop"
+    assert dialog.table.item(0, 5).text() == "active"
+
+    dialog.table.selectRow(0)
+    dialog.revoke_button.click()
+    dialog.confirm_box.button(QMessageBox.StandardButton.Yes).click()
+    await live.bridge.wait_idle()
+    assert dialog.table.item(0, 5).text() == "revoked"
+    assert await live.service.identify(key) is None
+    assert not dialog.revoke_button.isEnabled()
+
+    dialog.hide()  # shown once: closing the dialog forgets it
+    assert dialog.new_key.text() == ""
+
+
+# --- Set up a tool ---------------------------------------------------------------------------------
+
+
+async def test_setup_tool_creates_a_key_for_the_tool_and_fills_the_lines(qtbot, live):
+    dialog = shown(qtbot, SetupToolDialog(live.bridge))
+    page = dialog.pages["claude-code"]
+    assert all(KEY_PLACEHOLDER in text for text in page.texts())
+    page.create_button.click()
+    await live.bridge.wait_idle()
+    key = page.key
+    assert key and key.startswith("sl-")
+    assert page.texts()[0] == (f"export ANTHROPIC_BASE_URL={live.url}\n"
+                               f"export ANTHROPIC_AUTH_TOKEN={key}")
+    assert [k["name"] for k in await live.service.list_keys()] == ["claude-code"]
+    assert await live.service.identify(key) is not None
+    QApplication.clipboard().clear()
+    page.copy_buttons[0].click()
+    assert QApplication.clipboard().text() == page.texts()[0]
+
+    codex = dialog.pages["codex"]
+    codex.create_button.click()
+    await live.bridge.wait_idle()
+    assert f'base_url = "{live.url}/v1"' in codex.texts()[0]
+    assert codex.texts()[1] == f"export SUBLANE_KEY={codex.key}"
+
+    dialog.hide()
+    assert page.key is None and KEY_PLACEHOLDER in page.texts()[0]

@@ -1,0 +1,58 @@
+"""`python -m sublane_desktop.gui.screenshots OUTDIR`, run in-process into a temp dir."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from PySide6.QtGui import QImage
+
+from sublane_desktop.gui import screenshots
+
+
+def test_renders_every_built_window_into_png_files(qapp, tmp_path, capsys) -> None:
+    assert screenshots.main([str(tmp_path / "shots")]) == 0
+    out = capsys.readouterr().out
+    summary = json.loads(out.strip().splitlines()[-1])
+    written = summary["written"]
+    # The Requests window and its details dialog are always there; so is the tray menu.
+    for name in ("requests.png", "request-details.png", "requests-mine.png", "tray-menu.png"):
+        assert name in written, out
+    assert not any("failed" in line for line in out.splitlines() if line.startswith("skipped")), \
+        out
+    for name in written:
+        path = tmp_path / "shots" / name
+        assert path.stat().st_size > 1000, name
+        image = QImage(str(path))
+        assert not image.isNull() and image.width() >= 150 and image.height() >= 60, name
+    # The demo pool's history is on the picture's page: a full first page of records.
+    assert QImage(str(tmp_path / "shots" / "requests.png")).width() >= 900
+
+    with pytest.raises(RuntimeError):
+        asyncio.get_running_loop()  # the command's loop is gone, not left installed
+
+
+def test_demo_records_are_deterministic_and_varied() -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.records = []
+            self.pool = type("P", (), {"accounts": {}})()
+
+        def record(self, record) -> None:
+            self.records.append(record)
+
+    class Clock:
+        def now(self) -> float:
+            return screenshots.DEMO_NOW
+
+    first, second = Recorder(), Recorder()
+    row = screenshots.seed_records(first, Clock(), 2, {"laptop": 1, "ci": 2, "sam-mbp": 3})
+    screenshots.seed_records(second, Clock(), 2, {"laptop": 1, "ci": 2, "sam-mbp": 3})
+    assert [r.request_id for r in first.records] == [r.request_id for r in second.records]
+    assert len(first.records) == 120 and 0 <= row < 50
+    assert {r.outcome for r in first.records} == {"success", "error", "rejected", "canceled",
+                                                  "incomplete"}
+    assert len({r.model for r in first.records}) >= 4
+    times = [r.started_at for r in first.records]
+    assert times == sorted(times) and times[-1] < screenshots.DEMO_NOW
