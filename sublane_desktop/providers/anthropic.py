@@ -75,65 +75,6 @@ class Usage:
         return self.input_tokens + (self.cache_read or 0) + (self.cache_creation or 0)
 
 
-_DELTA_FIELDS = {"text_delta": "text", "thinking_delta": "thinking",
-                 "input_json_delta": "partial_json"}
-
-
-class StreamReader:
-    """Watches relayed SSE events for usage, the first output and a mid-stream error.
-
-    Only the few events that carry those are parsed; once the first output has been seen the
-    (many) content deltas are passed over by name without touching their JSON.
-    """
-
-    _WANTED = {"message_start", "message_delta", "message_stop", "error"}
-
-    def __init__(self) -> None:
-        self.usage = Usage()
-        self.first_output = False
-        self.error_type: str | None = None
-        self.stopped = False
-
-    def feed(self, event: str | None, data: bytes | str) -> bool:
-        """Returns True when this event carried the first nonempty output delta."""
-        if event is not None and event not in self._WANTED and (
-                self.first_output or event != "content_block_delta"):
-            return False
-        if event == "message_stop":
-            self.stopped = True
-            return False
-        if not data or data[:1] not in (b"{", "{"):
-            return False
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return False
-        if not isinstance(payload, dict):
-            return False
-        kind = payload.get("type") or event
-        if kind == "message_start":
-            message = payload.get("message")
-            if isinstance(message, dict):
-                self.usage.absorb(message.get("usage"))
-        elif kind == "message_delta":
-            self.usage.absorb(payload.get("usage"))
-        elif kind == "message_stop":
-            self.stopped = True
-        elif kind == "error":
-            error = payload.get("error")
-            self.error_type = (
-                str(error.get("type"))[:64] if isinstance(error, dict) else "error"
-            )
-        elif kind == "content_block_delta" and not self.first_output:
-            delta = payload.get("delta")
-            if isinstance(delta, dict):
-                field_name = _DELTA_FIELDS.get(delta.get("type", ""))
-                if field_name and delta.get(field_name):
-                    self.first_output = True
-                    return True
-        return False
-
-
 def error_type_of(body: bytes) -> str | None:
     try:
         payload = json.loads(body)

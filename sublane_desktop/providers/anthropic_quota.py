@@ -6,27 +6,17 @@ defensive: an unparseable value is ignored, never allowed to poison a gauge.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from sublane_desktop.core.gauges import Observation, clean_observation
+from sublane_desktop.core.numbers import finite_float
 
 PREFIX = "anthropic-ratelimit-unified-"
 # header window name -> gauge window
 HEADER_WINDOWS = {"5h": "five_hour", "7d": "seven_day", "7d_oi": "fable"}
 FABLE_NAME = "fable"
-
-
-def _number(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _iso(value: Any) -> float | None:
@@ -42,11 +32,11 @@ def header_observations(headers: Mapping[str, str], now: float) -> list[Observat
     """Gauge readings carried by one response's `anthropic-ratelimit-unified-*` headers."""
     found = []
     for name, window in HEADER_WINDOWS.items():
-        util = _number(headers.get(f"{PREFIX}{name}-utilization"))
+        util = finite_float(headers.get(f"{PREFIX}{name}-utilization"))
         if util is None:
             continue
         status = (headers.get(f"{PREFIX}{name}-status") or "").strip().lower()
-        obs = clean_observation(window, util, _number(headers.get(f"{PREFIX}{name}-reset")),
+        obs = clean_observation(window, util, finite_float(headers.get(f"{PREFIX}{name}-reset")),
                                 now, "headers", rejected=status == "rejected")
         if obs is not None:
             found.append(obs)
@@ -58,7 +48,7 @@ def account_wide_rejection(headers: Mapping[str, str]) -> bool:
     for name in ("5h", "7d"):
         if (headers.get(f"{PREFIX}{name}-status") or "").strip().lower() == "rejected":
             return True
-        util = _number(headers.get(f"{PREFIX}{name}-utilization"))
+        util = finite_float(headers.get(f"{PREFIX}{name}-utilization"))
         if util is not None and util >= 1.0:
             return True
     return False
@@ -69,7 +59,7 @@ def usage_url(base: str) -> str:
 
 
 def _percent_obs(window: str, percent: Any, resets_at: Any, now: float) -> Observation | None:
-    value = _number(percent)
+    value = finite_float(percent)
     if value is None or value < 0 or value > 1000:
         return None
     return clean_observation(window, value / 100.0, _iso(resets_at), now, "poll",

@@ -15,10 +15,11 @@ Compaction adds `/compact` to either.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from sublane_desktop.core.numbers import finite_float
 
 SUBSCRIPTION_BASE_URL = "https://chatgpt.com/backend-api/codex"
 API_BASE_URL = "https://api.openai.com"
@@ -141,20 +142,12 @@ class QuotaObservation:
     observed_at: float
 
 
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _window(headers: Mapping[str, str], which: str) -> QuotaWindow | None:
-    used = _number(headers.get(f"x-codex-{which}-used-percent"))
+    used = finite_float(headers.get(f"x-codex-{which}-used-percent"))
     if used is None or used < 0:
         return None
-    minutes = _number(headers.get(f"x-codex-{which}-window-minutes"))
-    reset = _number(headers.get(f"x-codex-{which}-reset-at"))
+    minutes = finite_float(headers.get(f"x-codex-{which}-window-minutes"))
+    reset = finite_float(headers.get(f"x-codex-{which}-reset-at"))
     return QuotaWindow(used / 100.0, int(minutes) if minutes and minutes > 0 else None,
                        reset if reset and reset > 0 else None)
 
@@ -182,9 +175,9 @@ def usage_limit_retry_after(body: bytes, now: float) -> float | None:
         return None
     if error.get("type") != "usage_limit_reached" and error.get("code") != "usage_limit_reached":
         return None
-    seconds = _number(error.get("resets_in_seconds"))
+    seconds = finite_float(error.get("resets_in_seconds"))
     if seconds is None:
-        resets_at = _number(error.get("resets_at"))
+        resets_at = finite_float(error.get("resets_at"))
         seconds = resets_at - now if resets_at is not None else None
     return seconds if seconds is not None and seconds > 0 else None
 

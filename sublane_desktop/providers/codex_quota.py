@@ -4,11 +4,11 @@ what cannot be parsed is ignored."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 from urllib.parse import urlsplit
 
 from sublane_desktop.core.gauges import Observation, clean_observation
+from sublane_desktop.core.numbers import finite_float
 from sublane_desktop.providers.codex import QuotaObservation
 
 
@@ -33,16 +33,6 @@ def header_observations(quota: QuotaObservation) -> list[Observation]:
     return found
 
 
-def _num(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def usage_observations(body: Any, now: float) -> list[Observation]:
     """Readings from `wham/usage`. An explicit denial (`allowed: false`) or `limit_reached`
     marks both windows rejected: the account is out while that observation is fresh."""
@@ -57,12 +47,12 @@ def usage_observations(body: Any, now: float) -> list[Observation]:
         slot = limits.get(key)
         if not isinstance(slot, dict):
             continue
-        used = _num(slot.get("used_percent"))
+        used = finite_float(slot.get("used_percent"))
         if used is None or used < 0:
             continue
-        resets = _num(slot.get("reset_at"))
+        resets = finite_float(slot.get("reset_at"))
         if resets is None:
-            after = _num(slot.get("reset_after_seconds"))
+            after = finite_float(slot.get("reset_after_seconds"))
             resets = now + after if after is not None and after >= 0 else None
         obs = clean_observation(window, used / 100.0, resets, now, "poll", rejected=denied)
         if obs is not None:

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import Any
 
 import aiohttp
 
+from sublane_desktop.core.numbers import finite_float
 from sublane_desktop.core.quota import QuotaReadError
 
 DEFAULT_BACKOFF_SECONDS = 600.0
 
 
 def _seconds(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) and number > 0 else None
+    number = finite_float(value)
+    return number if number is not None and number > 0 else None
 
 
 async def fetch_usage(http: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> Any:

@@ -3,10 +3,10 @@ upstream stream, render a client stream or message (PROTOCOLS.md "Anthropic").""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sublane_desktop.core.translate.events import (
+    event_payload,
     ANTHROPIC_TAG, NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started,
     TextDelta, ToolArgs, ToolEnd, ToolStart, Transcript, Usage, tag_signature, untag_signature,
 )
@@ -246,16 +246,9 @@ class AnthropicReader:
         return Usage(total, self.output_tokens, self.cache_read or 0)
 
     def feed(self, event: str | None, data: str) -> tuple[Event, ...]:
-        self.payload = None
-        if not data or data[0] != "{":
+        self.payload = payload = event_payload(data)
+        if payload is None:
             return NOTHING
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return NOTHING
-        if not isinstance(payload, dict):
-            return NOTHING
-        self.payload = payload
         kind = payload.get("type") or event
         if kind == "content_block_delta":
             delta = payload.get("delta")

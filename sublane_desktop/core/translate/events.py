@@ -7,8 +7,10 @@ Upstream streams are sequential, so one open block at a time is all a renderer m
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 
 @dataclass(slots=True)
@@ -67,6 +69,17 @@ Event = Union[Started, TextDelta, ReasoningDelta, ReasoningEnd, ToolStart, ToolA
               Usage, Finished]
 
 NOTHING: tuple[Event, ...] = ()
+
+
+def event_payload(data: str) -> dict[str, Any] | None:
+    """An SSE event's data as a JSON object, or None (stream readers skip anything else)."""
+    if not data or data[0] != "{":
+        return None
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
 
 # Reasoning blobs are only meaningful to the upstream that made them.
 ANTHROPIC_TAG = "sl1.an."

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from sublane_desktop.core.translate.events import (
+    event_payload,
     ANTHROPIC_TAG, NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started,
     TextDelta, ToolArgs, ToolEnd, ToolStart, Transcript, Usage, tag_signature, untag_signature,
 )
@@ -227,16 +228,9 @@ class ResponsesReader:
         self.saw_tool = False
 
     def feed(self, event: str | None, data: str) -> tuple[Event, ...]:
-        self.payload = None
-        if not data or data[0] != "{":
+        self.payload = payload = event_payload(data)
+        if payload is None:
             return NOTHING
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return NOTHING
-        if not isinstance(payload, dict):
-            return NOTHING
-        self.payload = payload
         kind = payload.get("type") or event
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":
             self.item_deltas = True
