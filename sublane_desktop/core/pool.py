@@ -32,6 +32,7 @@ class Persistence(Protocol):
     def save_runtime(self, account_id: int, fields: dict[str, Any]) -> None: ...
     def save_binding(self, group_id: int, digest: str, account_id: int) -> None: ...
     def delete_bindings(self, account_id: int) -> None: ...
+    def save_lifecycle(self, account_id: int, enabled: bool, revision: int) -> None: ...
 
 
 class NoPersistence:
@@ -42,6 +43,9 @@ class NoPersistence:
         pass
 
     def delete_bindings(self, account_id: int) -> None:
+        pass
+
+    def save_lifecycle(self, account_id: int, enabled: bool, revision: int) -> None:
         pass
 
 
@@ -325,6 +329,28 @@ class Pool:
         if paused:
             self.free_bindings(account.id)
         self._persist.save_runtime(account.id, account.runtime_fields())
+        self._on_change()
+        return account
+
+    def set_enabled(self, ref: str | int, enabled: bool) -> AccountState:
+        """Disable or enable an account (R-AG-6); its settings stay as they are.
+
+        A disabled account serves nothing and gives up its conversations and any pin. Enabling
+        advances both revisions: the account comes back as a new lifecycle, so outcomes of
+        requests admitted before it was disabled can no longer cool or clear it.
+        """
+        account = self.find(ref)
+        if account.enabled == enabled:
+            return account
+        account.enabled = enabled
+        if enabled:
+            account.revision += 1
+            account.runtime_revision += 1
+            self._persist.save_runtime(account.id, account.runtime_fields())
+        else:
+            self.free_bindings(account.id)
+            self.scheduler.on_rejection(account)
+        self._persist.save_lifecycle(account.id, enabled, account.revision)
         self._on_change()
         return account
 

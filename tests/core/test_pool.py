@@ -17,6 +17,7 @@ class Recorder:
         self.runtime: list[tuple[int, dict]] = []
         self.bindings: list[tuple[int, str, int]] = []
         self.deleted: list[int] = []
+        self.lifecycle: list[tuple[int, bool, int]] = []
 
     def save_runtime(self, account_id, fields):
         self.runtime.append((account_id, dict(fields)))
@@ -26,6 +27,9 @@ class Recorder:
 
     def delete_bindings(self, account_id):
         self.deleted.append(account_id)
+
+    def save_lifecycle(self, account_id, enabled, revision):
+        self.lifecycle.append((account_id, enabled, revision))
 
 
 def make_pool(*limits: int, cap: int = 8) -> tuple[Pool, FakeClock, Recorder]:
@@ -217,3 +221,40 @@ def test_no_account_for_a_provider():
     assert err.value.code == "no_account"
     with pytest.raises(GatewayError):
         pool.acquire(Demand(group_id=2, route=CLAUDE))  # not in that group
+
+
+def test_disable_is_a_hard_gate_frees_conversations_and_the_pin_and_keeps_settings():
+    pool, clock, rec = make_pool(3, 2)
+    lease = pool.acquire(conv("c1"))
+    lease.release(Outcome.SUCCESS)
+    first = lease.account
+    pool.switch(first.id)
+    assert pool.scheduler.pinned(first, clock.now())
+    pool.set_enabled(first.id, False)
+    assert pool.state_of(first) == "disabled"
+    assert (1, "c1") not in pool.bindings and first.id in rec.deleted
+    assert not pool.scheduler.pinned(first, clock.now())
+    assert first.max_concurrency == 3  # settings are kept
+    assert rec.lifecycle[-1] == (first.id, False, first.revision)
+    for name in ("c1", None, "c2"):  # nothing, bound or not, reaches a disabled account
+        other = pool.acquire(conv(name))
+        assert other.account.id != first.id
+        other.release(Outcome.SUCCESS)
+    with pytest.raises(GatewayError):
+        only, _, _ = make_pool(2)
+        only.set_enabled(1, False)
+        only.acquire(conv(None))
+
+
+def test_enable_advances_the_revision_so_older_outcomes_are_ignored():
+    pool, _, rec = make_pool(2)
+    account = pool.accounts[1]
+    before = pool.acquire(conv(None))  # admitted before the account was disabled
+    pool.set_enabled(1, False)
+    revision = account.revision
+    pool.set_enabled(1, True)
+    assert account.revision == revision + 1
+    assert rec.lifecycle[-1] == (1, True, revision + 1)
+    before.release(Outcome.FAILURE)  # a stale failure must not cool the re-enabled account
+    assert pool.state_of(account) == "ok"
+    assert pool.acquire(conv(None)).account.id == 1
