@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -138,6 +139,10 @@ class UpstreamCall:
     body: bytes
 
 
+# The header both upstreams accept as a client-chosen request id (PROTOCOLS.md: Codex sends it
+# itself; Anthropic's API accepts and ignores it), used for unbound requests only.
+CORRELATION_HEADER = "x-client-request-id"
+
 Builder = Callable[[Mapping[str, Any]], UpstreamCall]
 # One upstream SSE event: its data text, the neutral events read from it, its parsed payload.
 Frame = tuple[str, tuple[Event, ...], "dict[str, Any] | None"]
@@ -228,7 +233,7 @@ class Attempt:
             record.outcome, record.error_code = "error", "credential_unavailable"
             raise GatewayError("auth_failed",
                                f"credential for account {account.name} is unavailable") from None
-        call = build(credential)
+        call = self._correlated(build(credential))
         http = self.service.http
         try:
             self.upstream = await http.post(call.url, data=call.body, headers=call.headers)
@@ -238,7 +243,7 @@ class Attempt:
                 self.upstream.close()
                 fresh = await self.service.refresh_credential(account)
                 if fresh.get("access_token") != credential.get("access_token"):
-                    call = build(fresh)
+                    call = self._correlated(build(fresh))
                 self.upstream = await http.post(call.url, data=call.body, headers=call.headers)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             self.outcome = Outcome.FAILURE
@@ -248,6 +253,16 @@ class Attempt:
                                f"could not reach the upstream for account {account.name}") from None
         self._observe(self.upstream)
         return self.upstream
+
+    def _correlated(self, call: UpstreamCall) -> UpstreamCall:
+        """An unbound request carries a fresh random correlation id upstream (R-POOL-6).
+
+        Without one, an upstream could tie unrelated one-off requests together as one session;
+        the id is made per attempt and never stored anywhere.
+        """
+        if self.lease is not None and not self.lease.bound:
+            call.headers[CORRELATION_HEADER] = uuid.uuid4().hex
+        return call
 
     def _observe(self, upstream: aiohttp.ClientResponse) -> None:
         """Every upstream response passes here once: status, quota feeds, blame."""

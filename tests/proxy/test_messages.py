@@ -81,3 +81,21 @@ async def test_count_tokens(harness):
         model="claude-sonnet-4-5", messages=[{"role": "user", "content": "hi"}])
     assert result.input_tokens == 42
     assert harness.upstream.seen[-1].path == "/v1/messages/count_tokens"
+
+
+async def test_unbound_requests_carry_a_fresh_random_correlation_id_and_bound_ones_do_not(harness):
+    await harness.add_account("work", "sk-ant-oat01-work")
+    key = await harness.create_key()
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 8,
+            "messages": [{"role": "user", "content": "hi"}]}
+    await client(harness, key).messages.create(**body)
+    await client(harness, key).messages.create(**body)
+    first, second = (seen.headers.get("x-client-request-id") for seen in harness.upstream.seen[-2:])
+    assert first and second and first != second  # fresh per request: nothing ties them together
+    await client(harness, key, default_headers={"x-claude-code-session-id": "s-1"}).messages.create(
+        **body)
+    assert "x-client-request-id" not in harness.upstream.seen[-1].headers
+    # never stored: the database files know nothing of it once the records are written
+    await harness.service.flush_records()
+    stored = b"".join(path.read_bytes() for path in harness.service.data_dir.glob("sublane.db*"))
+    assert first.encode() not in stored and second.encode() not in stored
