@@ -120,6 +120,9 @@ class _StorePersistence:
     def delete_bindings(self, account_id: int) -> None:
         self._write("binding", lambda: repo.delete_bindings_for(account_id))
 
+    def save_lifecycle(self, account_id: int, enabled: bool, revision: int) -> None:
+        self._write("lifecycle", lambda: repo.save_lifecycle(account_id, enabled, revision))
+
 
 class Service:
     def __init__(

@@ -231,6 +231,11 @@ def save_runtime(account_id: int, **fields: Any) -> None:
         AccountRuntime.insert(account=account_id, **fields).on_conflict_ignore().execute()
 
 
+def save_lifecycle(account_id: int, enabled: bool, revision: int) -> None:
+    """Disable/enable (R-AG-6): the flag and the lifecycle revision change together."""
+    Account.update(enabled=enabled, revision=revision).where(Account.id == account_id).execute()
+
+
 # --- affinity ---------------------------------------------------------------------------------
 
 
