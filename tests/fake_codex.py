@@ -76,6 +76,10 @@ class FakeCodex:
         self.cancelled = 0
         self.started = asyncio.Event()
         self.quota_used = 25.0  # primary used-percent reported in the headers
+        # GET …/models: the slugs it lists, or a status to answer with; who asked
+        self.model_ids: list[str] | int = ["gpt-5.5", "gpt-5.4-mini", "gpt-brand-new-6"]
+        self.models_reads: list[str] = []
+        self.refused: set[str] = set()  # access tokens answered with 401
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -95,6 +99,8 @@ class FakeCodex:
             app.router.add_post(path + "/compact", self.compact)
         for path in ("/backend-api/wham/usage", "/api/codex/usage"):
             app.router.add_get(path, self.usage)
+        for path in ("/models", "/v1/models"):
+            app.router.add_get(path, self.models)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -155,6 +161,20 @@ class FakeCodex:
             return web.json_response(answer or {"plan_type": "plus", "rate_limit": None})
         finally:
             self.usage_in_flight -= 1
+
+    async def models(self, request: web.Request) -> web.Response:
+        token = token_of(request)
+        self.models_reads.append(token)
+        if token in self.refused:
+            return web.json_response({"error": {"message": "bad token"}}, status=401)
+        if isinstance(self.model_ids, int):
+            return web.json_response({"error": {"message": "scripted"}}, status=self.model_ids)
+        if request.path.startswith("/v1/"):  # the platform API's list shape
+            return web.json_response({"object": "list", "data": [
+                {"id": m, "object": "model", "created": 0, "owned_by": "openai"}
+                for m in self.model_ids]})
+        return web.json_response({"models": [{"slug": m, "display_name": m}
+                                             for m in self.model_ids]})
 
     def _headers(self, request: web.Request, reply: CodexReply) -> dict[str, str]:
         headers = {"x-request-id": "req_upstream_codex", **reply.headers}

@@ -73,6 +73,10 @@ class FakeAnthropic:
         self.refresh_calls: list[dict[str, Any]] = []
         # access tokens the upstream treats as expired (401 "OAuth token has expired")
         self.expired: set[str] = set()
+        # GET /v1/models: the ids it lists, or a status to answer with; who asked
+        self.model_ids: list[str] | int = ["claude-opus-4-5", "claude-sonnet-4-5",
+                                           "claude-fable-5", "claude-brand-new-6"]
+        self.models_reads: list[str] = []
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -91,6 +95,7 @@ class FakeAnthropic:
         app.router.add_post("/v1/messages/count_tokens", self.count_tokens)
         app.router.add_get("/api/oauth/usage", self.usage)
         app.router.add_post("/v1/oauth/token", self.oauth_token)
+        app.router.add_get("/v1/models", self.models)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -123,6 +128,21 @@ class FakeAnthropic:
             return web.json_response(answer)
         finally:
             self.usage_in_flight -= 1
+
+    async def models(self, request: web.Request) -> web.Response:
+        token = token_of(request)
+        self.models_reads.append(token)
+        if token in self.expired:
+            return web.json_response({"type": "error", "error": {
+                "type": "authentication_error", "message": "invalid x-api-key"}}, status=401)
+        if isinstance(self.model_ids, int):
+            return web.json_response({"type": "error", "error": {
+                "type": "api_error", "message": "scripted"}}, status=self.model_ids)
+        data = [{"type": "model", "id": m, "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+                for m in self.model_ids]
+        return web.json_response({"data": data, "has_more": False,
+                                  "first_id": data[0]["id"] if data else None,
+                                  "last_id": data[-1]["id"] if data else None})
 
     async def oauth_token(self, request: web.Request) -> web.Response:
         body = await request.json()

@@ -46,6 +46,13 @@ def upstream_headers(
     return headers
 
 
+def models_call(base: str, credential: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """GET /v1/models: model discovery, and the cheap authenticated call `verify` makes."""
+    headers = upstream_headers({}, credential, extra_betas=[])
+    del headers["content-type"]
+    return f"{base.rstrip('/')}/v1/models?limit=1000", headers
+
+
 @dataclass
 class Usage:
     input_tokens: int | None = None

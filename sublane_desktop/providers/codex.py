@@ -63,6 +63,22 @@ def endpoint(base: str, credential: Mapping[str, Any], operation: str = "respons
     return base + ("/responses/compact" if operation == "compact" else "/responses")
 
 
+# The ChatGPT backend lists the models a Codex client of this version may use.
+CLIENT_VERSION = "0.60.0"
+
+
+def models_call(base: str, credential: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """GET …/models: model discovery, and the cheap authenticated call `verify` makes."""
+    base = base.rstrip("/")
+    if is_subscription(credential):
+        url = f"{base}/models?client_version={CLIENT_VERSION}"
+    else:
+        url = (base if base.endswith("/v1") else base + "/v1") + "/models"
+    headers = upstream_headers({}, credential, stream=False)
+    del headers["content-type"]
+    return url, headers
+
+
 def upstream_headers(client_headers: Mapping[str, str], credential: Mapping[str, Any],
                      *, stream: bool = True) -> dict[str, str]:
     headers = {name: client_headers[name] for name in FORWARD_HEADERS if name in client_headers}
