@@ -24,6 +24,7 @@ from sublane_desktop.core.pool import AccountState, Pool
 from sublane_desktop.core.quota import QuotaRefresher
 from sublane_desktop.core.scheduler import MODES, Ceilings
 from sublane_desktop.core.records import RequestRecord
+from sublane_desktop.service_discovery import ModelDiscovery
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore, account_secret
 from sublane_desktop.providers import anthropic_quota, codex, codex_quota, oauth
@@ -159,6 +160,7 @@ class Service:
         self.refresher = QuotaRefresher(
             self.clock, read=self._read_quota, publish=self._publish_quota,
             take_slot=self.pool.try_metadata_slot, give_slot=self.pool.release_metadata_slot)
+        self.discovery = ModelDiscovery(self)
         self._pending_obs: dict[int, tuple[int, dict[str, Observation]]] = {}
         self._obs_flush: asyncio.Task | None = None
         self._token_refresh: dict[int, asyncio.Task] = {}

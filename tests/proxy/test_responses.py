@@ -246,11 +246,11 @@ async def test_models_lists_what_the_group_reaches(codex_harness):
     await h.add_account("elsewhere", "tok-x", group="other")
     key = await h.create_key()
     ids = [m.id async for m in oai(h, key).models.list()]
-    assert ids == list(codex.MODELS)  # the Claude account is another group's
+    assert ids == h.codex.model_ids  # as the upstream lists it; the Claude account is elsewhere
     await h.add_account("mine", "tok-m")
     page = await anthropic.AsyncAnthropic(base_url=h.url, api_key=key,
                                           max_retries=0).models.list()
-    assert "claude-sonnet-4-5" in [m.id for m in page.data] and "gpt-5.4" in [
+    assert "claude-brand-new-6" in [m.id for m in page.data] and "gpt-5.5" in [
         m.id for m in page.data]
     assert records(h) == []  # model discovery is not a model attempt (R-REC-1)
 

@@ -1,0 +1,143 @@
+"""Asking the upstreams what they serve (R-AG-5) and whether a credential works (R-AG-6).
+
+Both are one cheap authenticated GET of the provider's model list, a metadata operation: it
+takes a slot of the global cap, never an account's model slot (R-POOL-11), and a full cap means
+"not now" rather than a wait. Discovery answers are kept by `core.catalog.ModelCatalog`; verify
+only reports and changes no account state (a person asks "does this login work?", and the
+answer must not pause or repair anything behind their back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from sublane_desktop.core.catalog import OWNERS, ModelCatalog, model_ids
+from sublane_desktop.core.pool import AccountState
+from sublane_desktop.core.tasks import spawn
+from sublane_desktop.providers import anthropic, codex
+
+log = logging.getLogger(__name__)
+
+ASK_TIMEOUT_SECONDS = 10.0  # a list call is small; a slow upstream falls back to the menu
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int | None  # None: no HTTP answer at all
+    body: Any = None
+    detail: str = ""
+
+
+class ModelDiscovery:
+    def __init__(self, service: Any) -> None:
+        self.service = service
+        self.catalog = ModelCatalog(service.clock)
+        self._asking: dict[str, asyncio.Task[None]] = {}
+
+    # --- discovery ------------------------------------------------------------------------------
+
+    async def models_for_group(self, group_id: int) -> list[tuple[str, str]]:
+        """(model id, owner) pairs the group can reach, asking due providers first."""
+        by_provider: dict[str, AccountState] = {}
+        for account in sorted(self.service.pool.accounts.values(), key=lambda a: a.id):
+            if group_id in account.group_ids and account.enabled and not account.auth_failed:
+                by_provider.setdefault(account.provider, account)
+        due = [self._refresh(provider, account) for provider, account in by_provider.items()
+               if self.catalog.due(provider)]
+        if due:
+            await asyncio.gather(*due)
+        seen: set[str] = set()
+        listed: list[tuple[str, str]] = []
+        for provider in sorted(by_provider):
+            for model in self.catalog.models(provider):
+                if model not in seen:  # Antigravity also serves Claude names: list them once
+                    seen.add(model)
+                    listed.append((model, OWNERS.get(provider, provider)))
+        return listed
+
+    async def _refresh(self, provider: str, account: AccountState) -> None:
+        """One ask per provider at a time; concurrent callers wait for the same answer."""
+        task = self._asking.get(provider)
+        if task is None:
+            task = spawn(self._learn(provider, account), name=f"models-{provider}")
+            self._asking[provider] = task
+            task.add_done_callback(lambda _t: self._asking.pop(provider, None))
+        await asyncio.shield(task)
+
+    async def _learn(self, provider: str, account: AccountState) -> None:
+        answer = await self.ask(account)
+        found = model_ids(answer.body) if answer.status == 200 else []
+        if not found:
+            log.info("model list for %s unavailable (%s); using the static menu", provider,
+                     answer.detail or answer.status)
+        self.catalog.learn(provider, found or None)
+
+    # --- verify ---------------------------------------------------------------------------------
+
+    async def verify(self, account: AccountState) -> dict[str, Any]:
+        answer = await self.ask(account)
+        if answer.status is not None and 200 <= answer.status < 300:
+            result, detail = "ok", "the credential works"
+        elif answer.status in (401, 403):
+            result, detail = "auth_failed", f"the upstream refused the credential (HTTP {answer.status})"
+        elif answer.status is None:
+            result, detail = "unreachable", answer.detail
+        else:
+            result, detail = "unreachable", f"the upstream answered HTTP {answer.status}"
+        return {"id": account.id, "name": account.name, "provider": account.provider,
+                "result": result, "detail": detail}
+
+    # --- the one call ---------------------------------------------------------------------------
+
+    async def ask(self, account: AccountState) -> Answer:
+        pool = self.service.pool
+        if not pool.try_metadata_slot():
+            return Answer(None, detail="every slot of the global cap is busy; try again shortly")
+        try:
+            try:
+                credential = await self.service.credential(account)
+            except Exception as exc:  # never echo the secret store's text
+                return Answer(None, detail=f"credential unavailable ({type(exc).__name__})")
+            answer = await self._get(account, credential)
+            if answer.status == 401 and "api_key" not in credential:
+                # An expired OAuth token is not a broken login: refresh once, as requests do.
+                try:
+                    fresh = await self.service.refresh_credential(account)
+                except Exception:
+                    return answer
+                answer = await self._get(account, fresh)
+            return answer
+        finally:
+            pool.release_metadata_slot()
+
+    async def _get(self, account: AccountState, credential: Any) -> Answer:
+        url, headers = self._call(account, credential)
+        if url is None:
+            return Answer(None, detail=f"{account.provider} has no model list")
+        try:
+            async with self.service.http.get(
+                    url, headers=headers,
+                    timeout=aiohttp.ClientTimeout(total=ASK_TIMEOUT_SECONDS)) as resp:
+                try:
+                    body = await resp.json(content_type=None)
+                except ValueError:
+                    body = None
+                return Answer(resp.status, body)
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            return Answer(None, detail=f"could not reach the upstream ({type(exc).__name__})")
+
+    def _call(self, account: AccountState, credential: Any) -> tuple[str | None, dict[str, str]]:
+        service = self.service
+        if account.provider == "anthropic":
+            return anthropic.models_call(account.base_url or service.base_url("anthropic"),
+                                         credential)
+        if account.provider == "codex":
+            base = codex.base_for(account.base_url, credential, service.base_url("codex"),
+                                  service.base_url("openai"))
+            return codex.models_call(base, credential)
+        return None, {}
