@@ -19,7 +19,8 @@ import aiohttp
 
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
-from sublane_desktop.core.gauges import Observation
+from sublane_desktop.core.forecast import BURN_WINDOW_S, UsageTrail, forecast
+from sublane_desktop.core.gauges import WINDOWS, Observation
 from sublane_desktop.core.pool import AccountState, Pool
 from sublane_desktop.core.quota import QuotaRefresher
 from sublane_desktop.core.scheduler import MODES, Ceilings
@@ -162,6 +163,7 @@ class Service:
             take_slot=self.pool.try_metadata_slot, give_slot=self.pool.release_metadata_slot)
         self.discovery = ModelDiscovery(self)
         self._pending_obs: dict[int, tuple[int, dict[str, Observation]]] = {}
+        self.usage_trail = UsageTrail()  # the last hour of readings, for forecasts (R-UI-7)
         self._obs_flush: asyncio.Task | None = None
         self._token_refresh: dict[int, asyncio.Task] = {}
         self._tick: asyncio.Task | None = None
@@ -195,6 +197,12 @@ class Service:
             if account_id in self.pool.accounts:
                 for obs in observations:
                     self.pool.accounts[account_id].gauges.apply(obs)
+        recent = await self.store.read(
+            lambda: quota_store.load_history(self.clock.now() - BURN_WINDOW_S))
+        for account_id, windows in recent.items():
+            for window, points in windows.items():
+                for at, utilization in points:
+                    self.usage_trail.add(account_id, window, at, utilization)
         self._tick = spawn(self._evaluation_tick(), name="scheduler-tick")
         self.http = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, connect=15, sock_read=600),
@@ -421,6 +429,8 @@ class Service:
         if not saved or account.revision != revision:
             return False
         changed = [account.gauges.apply(obs) for obs in observations]
+        for obs in observations:
+            self.usage_trail.add(account.id, obs.window, obs.observed_at, obs.utilization)
         if any(changed):
             self.bus.publish("accounts.gauges", account_id=account.id)
         return True
@@ -490,7 +500,27 @@ class Service:
             "current": self.pool.scheduler.is_current(account),
             "fable_current": self.pool.scheduler.is_fable_current(account),
             "gauges": gauges.to_json(now),
+            "kind": account.kind,
+            "forecast": self._forecasts(account, now),
         }
+
+    def _forecasts(self, account: AccountState, now: float) -> dict[str, dict[str, Any]]:
+        """R-UI-7: fresh windows that would run out before their reset, at the last hour's pace."""
+        out: dict[str, dict[str, Any]] = {}
+        for window in WINDOWS:
+            gauge = account.gauges.get(window)
+            if gauge.stale(now):
+                continue
+            found = forecast(self.usage_trail.points(account.id, window), gauge.resets_at, now)
+            if found is not None:
+                out[window] = {"runs_out_at": found.runs_out_at, "resets_at": found.resets_at,
+                               "rate_per_hour": found.rate_per_hour}
+        return out
+
+    async def usage_history(self, account_id: int, since: float) -> dict[str, list[Any]]:
+        """R-UI-11: one account's readings since `since`, per window, oldest first."""
+        found = await self.store.read(lambda: quota_store.load_history(since, account_id))
+        return found.get(account_id, {})
 
     def accounts_runtime(self) -> dict[str, Any]:
         return {
@@ -529,6 +559,7 @@ class Service:
         """Every gauge cold; the poll floor lifts so the feeds repopulate at once (R-LANE-8)."""
         self.pool.reset_usage()
         self.refresher.lift_floor()
+        self.usage_trail.clear()
         await self.store.write(quota_store.clear_observations)
 
     # --- accounts (the Add-account dialog and the API; the CLI shares credentials.py) ---------

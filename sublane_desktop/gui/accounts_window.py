@@ -40,9 +40,11 @@ from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
 from sublane_desktop.gui.gauge import GaugeBar
 from sublane_desktop.gui.icons import app_icon
+from sublane_desktop.gui.dashboard import account_row
 from sublane_desktop.gui.pool_status import (
-    WINDOW_LABELS,
     Tone,
+    is_api_key,
+    window_label,
     badges,
     ceilings_for,
     gauge_windows,
@@ -50,6 +52,7 @@ from sublane_desktop.gui.pool_status import (
 )
 
 MIN_LIMIT, MAX_LIMIT = 1, 8
+API_KEY_QUOTA_NOTE = "API key: no subscription quota"
 
 
 class Badge(QWidget):
@@ -154,16 +157,31 @@ class AccountCard(QFrame):
         gauge_grid = QGridLayout()
         gauge_grid.setContentsMargins(0, 0, 0, 0)
         gauge_grid.setVerticalSpacing(2)
-        for row, window in enumerate(gauge_windows(account.get("provider"))):
-            bar = GaugeBar(WINDOW_LABELS[window])
+        for row, window in enumerate(gauge_windows(account)):
+            bar = GaugeBar(window_label(window))
             self.gauges[window] = bar
             gauge_grid.addWidget(bar, row, 0)
+        # R-UI-10: an API key has no subscription quota; say so instead of empty gauges.
+        self.quota_note = QLabel(API_KEY_QUOTA_NOTE)
+        self.quota_note.setVisible(is_api_key(account))
+        dim = self.quota_note.palette()
+        dim.setColor(QPalette.ColorRole.WindowText, dim_text(dim))
+        self.quota_note.setPalette(dim)
+        # R-UI-7: "runs out in ~1h 10m, resets in 2h 40m" when a window would run out first.
+        self.forecast_label = QLabel()
+        self.forecast_label.setWordWrap(True)
+        warn = self.forecast_label.palette()
+        warn.setColor(QPalette.ColorRole.WindowText, tone_colour(Tone.WARN, warn))
+        self.forecast_label.setPalette(warn)
+        self.forecast_label.hide()
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(4)
         layout.addLayout(header)
         layout.addLayout(gauge_grid)
+        layout.addWidget(self.quota_note)
+        layout.addWidget(self.forecast_label)
 
     @staticmethod
     def _tool(text: str, slot: Callable[[], None]) -> QToolButton:
@@ -193,7 +211,13 @@ class AccountCard(QFrame):
         ceilings = ceilings_for(settings, account.get("name"))
         gauges = account.get("gauges") or {}
         for window, bar in self.gauges.items():
-            bar.set_reading(gauges.get(window), ceilings[window], now)
+            bar.set_reading(gauges.get(window), ceilings.get(window, 1.0), now)
+        row = account_row(account, settings, now)
+        forecasts = [f"{line.label}: {line.forecast}" for line in row.windows if line.forecast]
+        text = "\n".join(forecasts)
+        if text != self.forecast_label.text():
+            self.forecast_label.setText(text)
+        self.forecast_label.setVisible(bool(text))
 
     def _set_badges(self, wanted: list[tuple[str, Tone]]) -> None:
         while len(self.badges) < len(wanted):

@@ -37,8 +37,9 @@ class Tone(StrEnum):
 READY_STATES = frozenset({"ok", "busy"})
 # A probing account admits the next request as its recovery probe, so it still serves.
 SERVING_STATES = READY_STATES | {"probing"}
-# Deliberately switched off: not part of the pool, so it neither degrades nor props up health.
-OFF_STATES = frozenset({"disabled"})
+# Deliberately switched off by the person (disabled, or paused with the lever): not part of
+# the pool, so it neither degrades nor props up health — a pause is not a warning (R-UI-6).
+OFF_STATES = frozenset({"disabled", "paused"})
 
 STATE_LABELS = {
     "ok": "ok",
@@ -61,7 +62,12 @@ STATE_TONES = {
     "disabled": Tone.MUTED,
 }
 
-WINDOW_LABELS = {"five_hour": "5h", "seven_day": "7d", "fable": "Fable"}
+WINDOW_LABELS = {"five_hour": "5h", "seven_day": "7d", "fable": "Fable",
+                 # Antigravity's per-model-family gauges
+                 "claude": "Claude", "gemini_pro": "Gemini Pro", "gemini_flash": "Gemini Flash"}
+STANDARD_WINDOWS = ("five_hour", "seven_day", "fable")
+# What an idle probing account is doing, in words (it only tests itself with real traffic).
+PROBING_IDLE = "waiting for a request to test it"
 # Setting names of the preemptive ceilings (SPEC §5), per gauge window.
 CEILING_SETTINGS = {
     "five_hour": "five_hour_max",
@@ -86,6 +92,52 @@ def state_label(state: str | None) -> str:
 
 def account_line(account: Account) -> str:
     return f"{account.get('name', '?')} — {state_label(account.get('state'))}"
+
+
+def percent(fraction: float) -> str:
+    """The one percent format of the app: whole percent, no space (37%)."""
+    return f"{round(float(fraction) * 100)}%"
+
+
+def window_label(window: str) -> str:
+    return WINDOW_LABELS.get(window, window.replace("_", " ").title())
+
+
+def is_api_key(account: Account) -> bool:
+    return account.get("kind") == "api_key"
+
+
+def state_text(account: Account, now: float) -> str:
+    """The state in words a person reads in the tray (R-UI-6)."""
+    state = account.get("state") or "unknown"
+    if state == "probing" and not account.get("in_flight"):
+        return PROBING_IDLE
+    if state == "cooling" and account.get("cooldown_until"):
+        until = float(account["cooldown_until"])
+        return f"cooling until {clock_time(until)} ({countdown(until - now)})"
+    if state == "paused":
+        return "paused by you"
+    if state == "auth_failed" and account.get("auth_reason"):
+        return f"auth failed: {account['auth_reason']}"
+    if state == "quota_exhausted":
+        full = exhausted_window(account, now)
+        if full is not None:
+            window, resets_at = full
+            text = f"quota exhausted ({window_label(window)} at 100%"
+            if resets_at is not None and resets_at > now:
+                text += f", resets at {clock_time(resets_at)}"
+            return text + ")"
+    return state_label(state)
+
+
+def exhausted_window(account: Account, now: float) -> tuple[str, float | None] | None:
+    """The window that is full, with its reset (the one lifting last if several are)."""
+    full = [(w, g.get("resets_at")) for w, g in (account.get("gauges") or {}).items()
+            if isinstance(g, Mapping) and g.get("utilization") is not None
+            and float(g["utilization"]) >= 1.0]
+    if not full:
+        return None
+    return max(full, key=lambda item: item[1] or 0.0)
 
 
 def current_account(accounts: Iterable[Account], key: str = "current") -> Account | None:
@@ -146,8 +198,19 @@ def has_cooldown(account: Account) -> bool:
 # --- gauges ----------------------------------------------------------------------------------
 
 
-def gauge_windows(provider: str | None) -> tuple[str, ...]:
-    """The Fable bucket exists only on Claude subscriptions; other providers show 5h and 7d."""
+def gauge_windows(account: Account | str | None) -> tuple[str, ...]:
+    """The windows to draw for an account: none for an API key (it has no subscription quota);
+    whatever gauges a provider reports beyond the Claude/Codex ones (Antigravity's model
+    families); else 5h / 7d, plus Fable on Claude subscriptions."""
+    if isinstance(account, Mapping):
+        if is_api_key(account):
+            return ()
+        other = [w for w in (account.get("gauges") or {}) if w not in STANDARD_WINDOWS]
+        if other:
+            return tuple(other)
+        provider = account.get("provider")
+    else:
+        provider = account
     if provider == "anthropic":
         return ("five_hour", "seven_day", "fable")
     return ("five_hour", "seven_day")
@@ -156,7 +219,7 @@ def gauge_windows(provider: str | None) -> tuple[str, ...]:
 def ceilings_for(settings: Mapping[str, Any], account_name: str | None) -> dict[str, float]:
     """Each window's preemptive ceiling for this account: global settings, then its override."""
     overrides = (settings.get("scheduler.account_limits") or {}).get(account_name or "") or {}
-    out = {}
+    out: dict[str, float] = {}
     for window, name in CEILING_SETTINGS.items():
         value = overrides.get(name, settings.get(f"scheduler.{name}", DEFAULT_CEILINGS[window]))
         out[window] = float(value)
@@ -167,7 +230,7 @@ def gauge_caption(gauge: Mapping[str, Any] | None, now: float) -> str:
     """37% · resets in 2h 14m; cold gauges say so instead of pretending to be 0%."""
     if not gauge or gauge.get("cold") or gauge.get("utilization") is None:
         return "no data yet"
-    text = f"{round(float(gauge['utilization']) * 100)}%"
+    text = percent(gauge["utilization"])
     resets_at = gauge.get("resets_at")
     if resets_at is not None and resets_at > now:
         text += f" · resets in {countdown(resets_at - now)}"
@@ -184,11 +247,11 @@ def tightest_gauge(accounts: Iterable[Account], settings: Mapping[str, Any]
         if account.get("state") in OFF_STATES:
             continue
         ceilings = ceilings_for(settings, account.get("name"))
-        for window in gauge_windows(account.get("provider")):
+        for window in gauge_windows(account):
             gauge = (account.get("gauges") or {}).get(window)
             if not gauge or gauge.get("cold") or gauge.get("utilization") is None:
                 continue
-            headroom = ceilings[window] - float(gauge["utilization"])
+            headroom = ceilings.get(window, 1.0) - float(gauge["utilization"])
             if best is None or headroom < best[0]:
                 best = (headroom, account, window, gauge)
     return None if best is None else best[1:]
@@ -196,10 +259,24 @@ def tightest_gauge(accounts: Iterable[Account], settings: Mapping[str, Any]
 
 def tooltip_text(endpoint_url: str, accounts: list[Account],
                  settings: Mapping[str, Any] | None = None, now: float | None = None) -> str:
+    """Says why the icon is not green: which account, what, until when (R-UI-6)."""
+    at = now if now is not None else time.time()
     lines = [f"SubLane — {endpoint_url}"]
+    health = pool_health(accounts)
+    if not accounts:
+        lines.append("No accounts yet — open SubLane to add one")
+    elif health is PoolHealth.DOWN:
+        lines.append("No account can serve a request now")
+    for account in accounts:
+        state = account.get("state")
+        if state in READY_STATES or state == "disabled":
+            continue
+        lines.append(f"{account.get('name', '?')}: {state_text(account, at)}")
     current = [a for a in accounts if a.get("current")]
-    lines.append("Current: " + ", ".join(a["name"] for a in current) if current
-                 else "No current account")
+    if current:
+        lines.append("Current: " + ", ".join(a["name"] for a in current))
+    elif accounts:
+        lines.append("No current account yet (the next request picks one)")
     fable = [a for a in accounts if a.get("fable_current") and not a.get("current")]
     if fable:
         lines.append("Fable lane: " + ", ".join(a["name"] for a in fable))
@@ -207,6 +284,6 @@ def tooltip_text(endpoint_url: str, accounts: list[Account],
         tight = tightest_gauge(accounts, settings)
         if tight is not None:
             account, window, gauge = tight
-            lines.append(f"Tightest: {account['name']} {WINDOW_LABELS[window]} "
+            lines.append(f"Tightest: {account['name']} {window_label(window)} "
                          f"{gauge_caption(gauge, now)}")
     return "\n".join(lines)

@@ -1,9 +1,11 @@
-"""The tray icon (R-UI-1): pool health at a glance, a menu rebuilt each time it opens (Vorta's
-pattern), and the operator levers per account — the same service methods as the API."""
+"""The tray icon (R-UI-1, R-UI-6): pool health at a glance, a tooltip that says why, and a menu
+that is the dashboard — one painted row per account (tightest window, state, marks), a submenu
+with every window, its forecast and the levers, and when the gauges were last read. The menu is
+rebuilt each time it opens (Vorta's pattern); the levers are the same service methods as the
+API."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -11,16 +13,10 @@ from PySide6.QtGui import QAction, QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMenu, QSystemTrayIcon
 
 from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.dashboard import AccountRow, account_rows, updated_line
 from sublane_desktop.gui.icons import health_icon
-from sublane_desktop.gui.pool_status import (
-    PoolHealth,
-    account_line,
-    countdown,
-    has_cooldown,
-    pin_remaining,
-    pool_health,
-    tooltip_text,
-)
+from sublane_desktop.gui.pool_status import PoolHealth, pool_health, tooltip_text
+from sublane_desktop.gui.tray_rows import AccountRowWidget, WindowLineWidget, row_action
 
 
 class Tray(QObject):
@@ -42,6 +38,8 @@ class Tray(QObject):
         self.menu = QMenu()
         self.menu.aboutToShow.connect(self._rebuild_menu)
         self._submenus: list[QMenu] = []
+        self.rows: dict[str, AccountRowWidget] = {}
+        self.updated_action: QAction | None = None
         self.icon = QSystemTrayIcon(self)
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._on_activated)
@@ -85,10 +83,16 @@ class Tray(QObject):
         for old in self._submenus:  # clear() drops actions, not the submenus it parented
             old.deleteLater()
         self._submenus = []
+        self.rows = {}
         now = self._bridge.now()
-        for account in self._bridge.snapshot():
-            self._account_menu(account, now)
-        if self._bridge.snapshot():
+        snapshot = self._bridge.snapshot()
+        settings = self._bridge.settings()
+        for row in account_rows(snapshot, settings, now):
+            self._account_menu(row)
+        if snapshot:
+            self.menu.addSeparator()
+            self.updated_action = self._add(updated_line(snapshot, now), self._refresh_quotas)
+            self.updated_action.setToolTip("Read every account's quota now")
             self.menu.addSeparator()
         self._add("Open Accounts", self.openRequested.emit)
         requests = self._add("Open Requests", self.requestsRequested.emit)
@@ -99,28 +103,44 @@ class Tray(QObject):
         self.menu.addSeparator()
         self._add("Quit", self._bridge.request_quit)
 
-    def _account_menu(self, account: Mapping[str, Any], now: float) -> None:
-        title = account_line(account)
-        if account.get("current"):
-            title = "● " + title
-        sub = QMenu(title, self.menu)
+    def _refresh_quotas(self) -> None:
+        self._bridge.refresh_quotas()
+
+    def _account_menu(self, row: AccountRow) -> None:
+        sub = QMenu(row.name, self.menu)
         self._submenus.append(sub)
-        self.menu.addMenu(sub)
-        ref = account["id"]
-        remaining = pin_remaining(account, now)
-        switch_text = (f"Pinned — {countdown(remaining)} left (switch again to renew)"
-                       if remaining is not None else "Switch to (pin for 5 minutes)")
+        widget = AccountRowWidget(self.menu, row)
+        action = row_action(self.menu, widget, row.text)
+        action.setMenu(sub)
+        self.menu.addAction(action)
+        self.rows[row.name] = widget
+        # What the row cannot fit: every window with its forecast, then the levers.
+        header = QAction(f"{row.name}: {row.state}", sub)
+        header.setEnabled(False)
+        sub.addAction(header)
+        if row.windows:
+            for line in row.windows:
+                sub.addAction(row_action(sub, WindowLineWidget(sub, line), line.text))
+        elif row.note:
+            note = QAction(row.note, sub)
+            note.setEnabled(False)
+            sub.addAction(note)
+        sub.addSeparator()
+        ref = row.account_id
+        switch_text = (f"Pinned — {row.pin_left} left (switch again to renew)"
+                       if row.pin_left is not None else "Switch to (pin for 5 minutes)")
         switch = QAction(switch_text, sub)
         switch.triggered.connect(lambda: self._bridge.switch(ref))
         sub.addAction(switch)
-        paused = bool(account.get("paused"))
+        paused = row.paused
         pause = QAction("Resume" if paused else "Pause", sub)
         pause.triggered.connect(lambda: self._bridge.pause(ref, not paused))
         sub.addAction(pause)
         clear = QAction("Clear cooldown", sub)
-        clear.setEnabled(has_cooldown(account))
+        clear.setEnabled(row.can_clear)
         clear.triggered.connect(lambda: self._bridge.clear_cooldown(ref))
         sub.addAction(clear)
+        # Disable / Enable (R-AG-6) goes here, after Clear cooldown, once the bridge has it.
 
     def _add(self, text: str, slot: Any) -> QAction:
         action = QAction(text, self.menu)
@@ -130,11 +150,10 @@ class Tray(QObject):
 
     def account_menu(self, name: str) -> QMenu:
         """The submenu of one account, after the menu was built (tests, accessibility)."""
-        for action in self.menu.actions():
-            menu = action.menu()
-            if menu is not None and action.text().lstrip("● ").startswith(f"{name} — "):
-                return menu
-        raise LookupError(name)
+        widget = self.rows.get(name)
+        if widget is None or widget.action is None or widget.action.menu() is None:
+            raise LookupError(name)
+        return widget.action.menu()
 
     def copy_endpoint_url(self) -> None:
         QGuiApplication.clipboard().setText(self._bridge.endpoint_url())

@@ -69,6 +69,15 @@ STEPS: dict[int, list[str]] = {
         " observed_at REAL NOT NULL, source TEXT NOT NULL, rejected INTEGER NOT NULL DEFAULT 0,"
         " revision INTEGER NOT NULL, PRIMARY KEY (account_id, window))",
     ],
+    # Usage history (R-UI-11, R-UI-7): readings over time for the 7-day chart and the burn
+    # rate, thinned to about one a minute per window and kept for HISTORY_RETENTION_S.
+    5: [
+        "CREATE TABLE quota_history (account_id INTEGER NOT NULL REFERENCES accounts(id)"
+        " ON DELETE CASCADE, window TEXT NOT NULL, utilization REAL NOT NULL,"
+        " observed_at REAL NOT NULL)",
+        "CREATE INDEX quota_history_account ON quota_history (account_id, window, observed_at)",
+        "CREATE INDEX quota_history_observed_at ON quota_history (observed_at)",
+    ],
 }
 LATEST = max(STEPS)
 

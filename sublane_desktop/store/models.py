@@ -165,6 +165,17 @@ class QuotaObservation(BaseModel):
         primary_key = CompositeKey("account", "window")
 
 
+class QuotaHistory(BaseModel):
+    account = ForeignKeyField(Account, on_delete="CASCADE")
+    window = TextField()
+    utilization = FloatField()
+    observed_at = FloatField()
+
+    class Meta:
+        table_name = "quota_history"
+        primary_key = False
+
+
 ALL_MODELS = [
     SchemaVersion,
     User,

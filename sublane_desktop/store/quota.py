@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sublane_desktop.core.gauges import Observation
-from sublane_desktop.store.models import Account, QuotaObservation
+from sublane_desktop.store.models import Account, QuotaHistory, QuotaObservation
+
+# The chart shows 7 days; a day more lets it start with a full first day.
+HISTORY_RETENTION_S = 8 * 86400.0
+# One row a minute per window is plenty for a 7-day chart and an hour's burn rate; a reading
+# that moved by at least HISTORY_STEP is kept even sooner (a reset, a burst).
+HISTORY_SPACING_S = 60.0
+HISTORY_STEP = 0.01
 
 
 def save_observations(account_id: int, revision: int, observations: Iterable[Observation]
@@ -29,7 +36,39 @@ def save_observations(account_id: int, revision: int, observations: Iterable[Obs
             resets_at=obs.resets_at, observed_at=obs.observed_at, source=obs.source,
             rejected=obs.rejected, revision=revision,
         ).on_conflict_replace().execute()
+        _append_history(account_id, obs)
     return True
+
+
+def _append_history(account_id: int, obs: Observation) -> None:
+    last = (QuotaHistory.select(QuotaHistory.utilization, QuotaHistory.observed_at)
+            .where((QuotaHistory.account == account_id) & (QuotaHistory.window == obs.window))
+            .order_by(QuotaHistory.observed_at.desc()).limit(1).first())
+    if last is not None:
+        if obs.observed_at <= last.observed_at:
+            return
+        if obs.observed_at - last.observed_at < HISTORY_SPACING_S and \
+                abs(obs.utilization - last.utilization) < HISTORY_STEP:
+            return
+    QuotaHistory.insert(account=account_id, window=obs.window, utilization=obs.utilization,
+                        observed_at=obs.observed_at).execute()
+    QuotaHistory.delete().where(
+        (QuotaHistory.account == account_id)
+        & (QuotaHistory.observed_at < obs.observed_at - HISTORY_RETENTION_S)).execute()
+
+
+def load_history(since: float, account_id: int | None = None
+                 ) -> dict[int, dict[str, list[tuple[float, float]]]]:
+    """Readings since `since`, per account and window, oldest first."""
+    query = (QuotaHistory.select(QuotaHistory.account, QuotaHistory.window,
+                                 QuotaHistory.observed_at, QuotaHistory.utilization)
+             .where(QuotaHistory.observed_at >= since))
+    if account_id is not None:
+        query = query.where(QuotaHistory.account == account_id)
+    found: dict[int, dict[str, list[tuple[float, float]]]] = {}
+    for aid, window, at, util in query.order_by(QuotaHistory.observed_at).tuples():
+        found.setdefault(aid, {}).setdefault(window, []).append((at, util))
+    return found
 
 
 def load_observations() -> dict[int, list[Observation]]:

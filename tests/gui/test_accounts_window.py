@@ -191,3 +191,22 @@ async def test_a_failed_lever_is_shown(qtbot, live):
     live.bridge.switch("no-such-account")
     await live.bridge.wait_idle()
     assert window.error_label.text().startswith("switch failed: ")
+
+
+def test_api_key_cards_say_no_quota_and_forecasts_show_under_the_gauges(qtbot, service):
+    now = service.clock.now()
+    gauges = {"five_hour": {"utilization": 0.88, "resets_at": now + 9600, "observed_at": now,
+                            "cold": False, "stale": False}}
+    forecast = {"five_hour": {"runs_out_at": now + 4200, "resets_at": now + 9600,
+                              "rate_per_hour": 0.1}}
+    service.set_accounts([account("work", current=True) | {"gauges": gauges, "forecast": forecast},
+                          account("api", id=2) | {"kind": "api_key"}])
+    window = make_window(qtbot, Bridge(service))
+    work, api = window.card_named("work"), window.card_named("api")
+    assert api.gauges == {} and not api.quota_note.isHidden()
+    assert api.quota_note.text() == "API key: no subscription quota"
+    assert work.quota_note.isHidden()
+    assert work.forecast_label.text() == "5h: runs out in ~1h 10m, resets in 2h 40m"
+    assert not work.forecast_label.isHidden()
+    service.set_accounts([account("work", current=True) | {"gauges": gauges}])
+    qtbot.waitUntil(lambda: window.card_named("work").forecast_label.isHidden(), timeout=2000)

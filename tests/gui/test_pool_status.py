@@ -35,8 +35,13 @@ def test_all_ready_is_ok():
 
 
 def test_some_unavailable_is_warn():
-    for state in ("cooling", "paused", "quota_exhausted", "probing", "auth_failed"):
+    for state in ("cooling", "quota_exhausted", "probing", "auth_failed"):
         assert pool_health([account("a", "ok"), account("b", state)]) is PoolHealth.WARN, state
+
+
+def test_a_pause_the_user_chose_is_not_a_warning():
+    assert pool_health([account("a", "ok"), account("b", "paused")]) is PoolHealth.OK
+    assert pool_health([account("b", "paused")]) is PoolHealth.DOWN  # nothing serves, though
 
 
 def test_nothing_servable_or_empty_is_down():
@@ -107,6 +112,14 @@ def test_fable_gauge_only_for_claude_accounts():
     assert gauge_windows("codex") == ("five_hour", "seven_day")
 
 
+def test_windows_follow_what_the_account_has():
+    assert gauge_windows(account("k") | {"kind": "api_key"}) == ()
+    ag = account("ag") | {"provider": "antigravity", "gauges": {
+        "claude": gauge(0.2), "gemini_pro": gauge(0.1), "gemini_flash": gauge(0, cold=True)}}
+    assert gauge_windows(ag) == ("claude", "gemini_pro", "gemini_flash")
+    assert gauge_windows(account("c") | {"provider": "codex"}) == ("five_hour", "seven_day")
+
+
 def test_tightest_gauge_is_least_headroom_below_its_ceiling():
     work = account("work", current=True) | {"gauges": {
         "five_hour": gauge(0.85, resets_in=3600), "seven_day": gauge(0.5), "fable": gauge(0.1)}}
@@ -126,7 +139,8 @@ def test_lines_and_tooltip():
     accounts = [account("work", "quota_exhausted", current=True), account("home", "ok", id=2)]
     assert account_line(accounts[0]) == "work — quota exhausted"
     tip = tooltip_text("http://127.0.0.1:8765", accounts)
-    assert tip.splitlines() == ["SubLane — http://127.0.0.1:8765", "Current: work"]
+    assert tip.splitlines() == ["SubLane — http://127.0.0.1:8765", "work: quota exhausted",
+                                "Current: work"]
 
 
 def test_tooltip_with_fable_current_and_tightest_gauge():
@@ -136,4 +150,42 @@ def test_tooltip_with_fable_current_and_tightest_gauge():
     assert tip.splitlines() == ["SubLane — http://127.0.0.1:8765", "Current: work",
                                 "Fable lane: home", "Tightest: work 5h 40% · resets in 10m 00s"]
     assert tooltip_text("u", [], SCHEDULER_SETTINGS, NOW).splitlines() == [
-        "SubLane — u", "No current account"]
+        "SubLane — u", "No accounts yet — open SubLane to add one"]
+
+
+# --- R-UI-6: the tooltip says why the icon is not green -----------------------------------------
+
+
+def test_tooltip_says_why_for_each_health_state():
+    url = "http://127.0.0.1:8765"
+    ok = [account("work", "ok", current=True), account("home", "busy", id=2)]
+    assert tooltip_text(url, ok, SCHEDULER_SETTINGS, NOW).splitlines() == [
+        f"SubLane — {url}", "Current: work"]
+
+    cooling = account("home", "cooling", id=2) | {"cooldown_until": NOW + 252}
+    tip = tooltip_text(url, [ok[0], cooling], SCHEDULER_SETTINGS, NOW).splitlines()
+    assert tip[1] == f"home: cooling until {time.strftime('%H:%M:%S', time.localtime(NOW + 252))}" \
+        " (4m 12s)"
+
+    probing = account("home", "probing", id=2)
+    assert tooltip_text(url, [ok[0], probing], SCHEDULER_SETTINGS, NOW).splitlines()[1] == \
+        "home: waiting for a request to test it"
+    assert tooltip_text(url, [ok[0], probing | {"in_flight": 1}], SCHEDULER_SETTINGS,
+                        NOW).splitlines()[1] == "home: probing"
+
+    failed = account("home", "auth_failed", id=2) | {
+        "auth_reason": "the credential cannot be read from the keyring"}
+    assert tooltip_text(url, [ok[0], failed], SCHEDULER_SETTINGS, NOW).splitlines()[1] == \
+        "home: auth failed: the credential cannot be read from the keyring"
+
+    spent = account("work", "quota_exhausted") | {"gauges": {
+        "five_hour": gauge(1.0, resets_in=3600), "seven_day": gauge(0.4)}}
+    tip = tooltip_text(url, [spent], SCHEDULER_SETTINGS, NOW).splitlines()
+    assert tip[1:3] == ["No account can serve a request now",
+                        "work: quota exhausted (5h at 100%, resets at "
+                        f"{time.strftime('%H:%M:%S', time.localtime(NOW + 3600))})"]
+    assert tip[3] == "No current account yet (the next request picks one)"
+
+    paused = account("home", "paused", id=2)
+    assert tooltip_text(url, [ok[0], paused], SCHEDULER_SETTINGS, NOW).splitlines()[1] == \
+        "home: paused by you"
