@@ -131,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = command(sub, "run", "start the server if none runs, then run CMD pointed at it"
                   " (sublane run -- claude)")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
+    from sublane_desktop import simulate_cli
+
+    simulate_cli.add_arguments(command(sub, "simulate", "compare scheduling policies on a"
+                                       " simulated week (SPEC §12)"))
     return parser
 
 
@@ -704,6 +708,13 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_env(ctx, args)
         if args.command == "run":
             return cmd_run(ctx, args)
+        if args.command == "simulate":
+            from sublane_desktop import simulate_cli
+
+            try:
+                return simulate_cli.run(args, lambda: ctx.store)
+            except simulate_cli.SimulateError as exc:
+                raise CliError(str(exc)) from None
         parser.error(f"unknown command {args.command}")
     except CliError as exc:
         print(f"sublane: error: {exc}", file=sys.stderr)

@@ -79,6 +79,15 @@ def ensure_admin_token(secret_store: SecretStore) -> str:
     return token
 
 
+def recorded_requests(store: Store, now: float) -> list[dict[str, Any]]:
+    """The retained request records, oldest first, for the simulator's recorded trace."""
+    from sublane_desktop.store import records
+
+    with store.db.atomic():
+        records.prune(now)  # cleanup on read, as the server does
+    return records.trace_rows(now)
+
+
 def load_account_states() -> list[AccountState]:
     """Stored accounts with their persisted runtime, as pool states (runs on a DB thread)."""
     runtime = repo.runtime_rows()

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.cooldown import cooldown_seconds
+from sublane_desktop.core.cost_aware import ConversationMemory
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import GaugeSet
 from sublane_desktop.core.routing import ModelRoute
@@ -149,6 +150,7 @@ class Pool:
         self.accounts: dict[int, AccountState] = {}
         self.bindings: dict[tuple[int, str], int] = {}
         self.scheduler = Scheduler(clock)
+        self.turns = ConversationMemory()  # last turn per conversation, for cost_aware moves
         self._persist = persistence or NoPersistence()
         self._on_change = on_change or (lambda: None)
 
@@ -196,14 +198,26 @@ class Pool:
             key = (demand.group_id, demand.conversation)
             bound_id = self.bindings.get(key)
             if bound_id is not None and bound_id in self.accounts:
-                return self._admit_bound(self.accounts[bound_id], demand, now)
+                bound = self.accounts[bound_id]
+                if self.scheduler.mode == "cost_aware":
+                    target = self.scheduler.move_conversation(
+                        bound, self._candidates(demand), demand,
+                        self.turns.get(demand.group_id, demand.conversation), now)
+                    if target is not None:
+                        return self._bind(target, demand, key, now)
+                return self._admit_bound(bound, demand, now)
             account = self.scheduler.place_conversation(self._candidates(demand), demand, now)
-            lease = self._admit(account, now, bound=True)
-            self.bindings[key] = account.id
-            self._persist.save_binding(demand.group_id, demand.conversation, account.id)
-            return lease
+            return self._bind(account, demand, key, now)
         account = self.scheduler.select_independent(self._candidates(demand), demand, now)
         return self._admit(account, now, bound=False)
+
+    def _bind(self, account: AccountState, demand: Demand, key: tuple[int, str], now: float
+              ) -> Lease:
+        assert demand.conversation is not None
+        lease = self._admit(account, now, bound=True)
+        self.bindings[key] = account.id
+        self._persist.save_binding(demand.group_id, demand.conversation, account.id)
+        return lease
 
     def _candidates(self, demand: Demand) -> list[AccountState]:
         self._check_cap()

@@ -10,7 +10,9 @@
 6. Anchoring: stay on the lane's current account unless a candidate beats it by SWITCH_MARGIN;
    round_robin mode keeps the anchor until it is gated (R-LANE-4).
 Conversations: a bound one meets the hard gates and capacity only (R-POOL-4); a new one rotates
-within its group among admissible accounts (R-POOL-5).
+within its group among admissible accounts (R-POOL-5). The `cost_aware` mode (core/cost_aware.py)
+places a new one by score instead, and may move a bound one when staying would strand it or
+the move pays for the cache it breaks (R-SIM-4); steps 1-3 hold for it unchanged.
 
 Nothing here awaits; the pool calls it inside its atomic select-and-reserve step.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sublane_desktop.core import cost_aware
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import GaugeSet
@@ -33,7 +36,7 @@ SWITCH_MARGIN = 0.25
 WEEK = 7 * 86400.0
 URGENCY_MAX = 100.0
 RAMP_MAX = 4.0
-MODES = ("score", "round_robin")
+MODES = ("score", "round_robin", "cost_aware")
 
 
 @dataclass
@@ -327,6 +330,13 @@ class Scheduler:
                 self.last = Decision(account.name, "conversation", "manual pin")
                 return account
         start = self._cursor.get(demand.group_id, 0)
+        if self.mode == "cost_aware":
+            best = cost_aware.place(self, ordered, demand, start, now)
+            if best is None:
+                raise self._why_none(ordered, demand, now)
+            self._cursor[demand.group_id] = (ordered.index(best) + 1) % len(ordered)
+            self.last = Decision(best.name, "conversation", "best score (cost aware)")
+            return best
         for step in range(len(ordered)):
             account = ordered[(start + step) % len(ordered)]
             if self.admissible(account, demand, now) and (
@@ -342,6 +352,17 @@ class Scheduler:
                 self.last = Decision(account.name, "conversation", "rotation (over ceiling)")
                 return account
         raise self._why_none(ordered, demand, now)
+
+    def move_conversation(self, bound: AccountState, candidates: list[AccountState],
+                          demand: Demand, facts: cost_aware.TurnFacts | None, now: float
+                          ) -> AccountState | None:
+        """Where a bound conversation goes instead (cost_aware only; the seeds never move it)."""
+        if self.mode != "cost_aware":
+            return None
+        target = cost_aware.move_target(self, bound, candidates, demand, facts, now)
+        if target is not None:
+            self.last = Decision(target.name, "conversation", f"moved from {bound.name}")
+        return target
 
     def on_rejection(self, account: AccountState) -> None:
         """A recorded 429 or auth failure on a pinned account releases the pin (R-LANE-2)."""

@@ -195,6 +195,17 @@ def read_filters(*, owner: int | None, now: float) -> dict[str, Any]:
     return choices
 
 
+def trace_rows(now: float) -> list[dict[str, Any]]:
+    """Every retained attempt, oldest first, with what a replay needs (`sublane simulate
+    --from-records`): when, which key and model, how long, and the token counts."""
+    sql = ("SELECT id, started_at, key_id, model, duration_ms, input_tokens, output_tokens,"
+           " cached_tokens, outcome FROM request_records WHERE started_at >= ?"
+           " ORDER BY started_at, id")
+    cursor = RecordRow._meta.database.execute_sql(sql, (retention_cutoff(now),))
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+
 # --- the async side ---------------------------------------------------------------------------
 
 

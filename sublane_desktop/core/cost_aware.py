@@ -1,0 +1,161 @@
+"""The `cost_aware` scheduling mode (R-SIM-4): placement and moves that price a broken cache.
+
+What it decides, on top of the scheduler's own gates (which it never relaxes):
+
+1. Hard gates and capacity are the scheduler's: a gated or full account never serves.
+2. A live manual pin wins: new conversations go to it, and nothing moves away from it.
+3. A new conversation has no warm cache anywhere, so perishability alone decides: it rotates
+   among the admissible accounts whose score (the main lane's ramp, the Fable lane's urgency) is
+   within SWITCH_MARGIN of the best, instead of among all of them.
+4. A bound conversation is stranded on an account that is gated, busy while its cache is cold,
+   or about to hit a limit: it moves to the best admissible account. "About to" is the
+   preemptive ceiling for a warm conversation and NEAR_LIMIT below it for a cold one, so cold
+   conversations leave first and warm ones keep their cache until the last safe moment.
+5. Otherwise a move must pay: the target's score must beat the bound account's by SWITCH_MARGIN
+   plus the price of what the move re-reads (prefix tokens x the chance the cache is still warm,
+   in units of PREFIX_PRICE_TOKENS).
+
+This mode departs from R-POOL-4 on purpose ("a bound conversation never moves by itself"): that
+rule is what `score` and `round_robin` keep, and what the simulator measures against. Nothing
+here awaits; the pool calls it inside its atomic select-and-reserve step.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sublane_desktop.core.pool import AccountState, Demand
+    from sublane_desktop.core.scheduler import Scheduler
+
+CACHE_TTL = 300.0  # Anthropic's default prompt-cache lifetime, refreshed on every hit
+# A window this close below its ceiling is "about to hit a limit" for a cold conversation; it
+# costs a cold conversation nothing to leave, and leaving early spares the warm ones a move.
+NEAR_LIMIT = 0.10
+# A warm prefix of this many tokens raises the bar for a move by one more SWITCH_MARGIN: a
+# typical Claude Code turn re-sends ~50k-100k tokens, and re-reading them at full price costs
+# as much quota as several turns served from cache.
+PREFIX_PRICE_TOKENS = 100_000
+# What a conversation we know nothing about is assumed to carry (warm, typical size): moving
+# blind is the costly mistake.
+UNKNOWN_PREFIX_TOKENS = 50_000
+MEMORY_SIZE = 4096  # conversations remembered; the oldest is forgotten first
+
+
+@dataclass(frozen=True)
+class TurnFacts:
+    """What the last served turn of a conversation left behind (no prompt content)."""
+
+    account_id: int
+    at: float
+    total_input: int  # the prompt the upstream cached (or wrote) for that turn
+
+
+class ConversationMemory:
+    """The last turn of recent conversations, keyed like the affinity table (group, digest)."""
+
+    def __init__(self, size: int = MEMORY_SIZE) -> None:
+        self._size = size
+        self._turns: OrderedDict[tuple[int, str], TurnFacts] = OrderedDict()
+
+    def note(self, group_id: int, digest: str, facts: TurnFacts) -> None:
+        key = (group_id, digest)
+        self._turns[key] = facts
+        self._turns.move_to_end(key)
+        while len(self._turns) > self._size:
+            self._turns.popitem(last=False)
+
+    def get(self, group_id: int, digest: str) -> TurnFacts | None:
+        return self._turns.get((group_id, digest))
+
+
+def warm_chance(facts: TurnFacts | None, account_id: int, now: float) -> float:
+    """The chance the conversation's prefix is still cached on `account_id`."""
+    if facts is None:
+        return 1.0
+    if facts.account_id != account_id:
+        return 0.0
+    return 1.0 if now - facts.at < CACHE_TTL else 0.0
+
+
+def prefix_tokens(facts: TurnFacts | None) -> int:
+    return UNKNOWN_PREFIX_TOKENS if facts is None else facts.total_input
+
+
+def near_limit(scheduler: Scheduler, account: AccountState, demand: Demand, now: float,
+               below: float) -> bool:
+    """A window the request uses is within `below` of its ceiling (last reading)."""
+    ceilings = scheduler.ceilings_for(account)
+    gauges = account.gauges
+    limits = [(gauges.five_hour, ceilings.five_hour_max), (gauges.seven_day,
+                                                            ceilings.seven_day_max)]
+    if demand.route.fable:
+        limits.append((gauges.fable, ceilings.fable_weekly_max))
+    for gauge, ceiling in limits:
+        reading = gauge.reading(now)
+        if reading is not None and reading >= ceiling - below:
+            return True
+    return False
+
+
+def place(scheduler: Scheduler, ordered: list[AccountState], demand: Demand, start: int,
+          now: float) -> AccountState | None:
+    """3. A new conversation: the next account in rotation among those that score within
+    SWITCH_MARGIN of the best, or None when no account is admissible.
+
+    Rotating among near-equals spreads conversations (and their concurrency) as the seed's
+    rotation does; an account far ahead on perishability takes them all until it is not.
+    Accounts over a preemptive ceiling are used only when every admissible one is (placement
+    steers, it does not refuse). `start` is the group's rotation cursor.
+    """
+    from sublane_desktop.core.scheduler import SWITCH_MARGIN
+
+    n = len(ordered)
+    admissible = [a for a in ordered if scheduler.admissible(a, demand, now)]
+    steered = [a for a in admissible if demand.route.fable or not scheduler.over_ceiling(a, now)]
+    choices = steered or admissible
+    if not choices:
+        return None
+    scores = {a.id: scheduler.score(a, demand, now) for a in choices}
+    bar = max(scores.values()) / (1.0 + SWITCH_MARGIN)
+    for step in range(n):
+        account = ordered[(start + step) % n]
+        if account.id in scores and scores[account.id] >= bar:
+            return account
+    return None  # unreachable: the best account clears its own bar
+
+
+def move_target(scheduler: Scheduler, bound: AccountState, candidates: list[AccountState],
+                demand: Demand, facts: TurnFacts | None, now: float) -> AccountState | None:
+    """4./5. Where a bound conversation should go instead of `bound`, or None to stay."""
+    from sublane_desktop.core.scheduler import SWITCH_MARGIN
+
+    if scheduler.pinned(bound, now):
+        return None  # 2. the pin holds its conversations whatever the scores say
+    others = [a for a in sorted(candidates, key=lambda a: a.id)
+              if a is not bound and scheduler.admissible(a, demand, now)]
+    pinned = [a for a in others if scheduler.pinned(a, now)]
+    if pinned:
+        targets = pinned
+    else:
+        targets = [a for a in others if demand.route.fable or not scheduler.over_ceiling(a, now)]
+        targets = [a for a in targets if not near_limit(scheduler, a, demand, now, 0.0)]
+    if not targets:
+        return None
+    best = max(targets, key=lambda a: (scheduler.score(a, demand, now), -a.id))
+    if pinned:
+        return best  # a switch sends every conversation of the provider to the pinned account
+    warm = warm_chance(facts, bound.id, now)
+    if scheduler.hard_gate(bound, demand, now) is not None:
+        return best
+    if warm == 0.0 and not scheduler.has_room(bound, now):
+        return best
+    if near_limit(scheduler, bound, demand, now, 0.0 if warm > 0.0 else NEAR_LIMIT):
+        return best
+    price = warm * prefix_tokens(facts) / PREFIX_PRICE_TOKENS
+    if scheduler.score(best, demand, now) > scheduler.score(bound, demand, now) * (
+            1.0 + SWITCH_MARGIN + price):
+        return best
+    return None

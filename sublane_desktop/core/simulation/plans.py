@@ -1,0 +1,59 @@
+"""The simulated pool (R-SIM-3): how many accounts, their capacities and staggered resets.
+
+Capacities are in quota units (a fresh input token = 1; see upstream.py for the weights) and
+sized per trace so that the week's demand is close to what the pool can serve: a pool with
+plenty of room makes every policy look the same, a hopeless one makes them all fail alike.
+The 5h window holds about a sixth of the week, the Fable bucket about a third.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from sublane_desktop.core.simulation.upstream import FIVE_HOURS, WEEK, SimAccount, Window
+
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    accounts: int
+    week_capacity: float  # quota units per account per week
+    max_concurrency: int = 2
+
+
+PLANS = {
+    "solo": PoolPlan(accounts=2, week_capacity=20e6),
+    "team": PoolPlan(accounts=3, week_capacity=50e6),
+    "bursty": PoolPlan(accounts=3, week_capacity=20e6),
+    "fable-heavy": PoolPlan(accounts=3, week_capacity=50e6),
+    "records": PoolPlan(accounts=3, week_capacity=32e6),
+}
+FIVE_HOUR_SHARE = 1 / 6
+FABLE_SHARE = 1 / 3
+
+
+def build_accounts(plan: PoolPlan, start: float, seed: int, count: int | None = None
+                   ) -> list[SimAccount]:
+    """Accounts whose weeks reset at staggered times and start partly used (seeded)."""
+    rng = random.Random(f"accounts:{seed}")
+    n = count or plan.accounts
+    accounts = []
+    for i in range(n):
+        week_cap = plan.week_capacity
+        # Week resets spread over the week, each account somewhere in its own week already.
+        week_reset = start + ((i + rng.uniform(0.2, 0.8)) / n) * WEEK
+        fable_reset = start + ((i + rng.uniform(0.2, 0.8)) / n) * WEEK + rng.uniform(-1, 1) * DAY
+        if fable_reset <= start:
+            fable_reset += WEEK
+        windows = {
+            "five_hour": Window("five_hour", week_cap * FIVE_HOUR_SHARE, FIVE_HOURS,
+                                start + rng.uniform(0.5, 5.0) * 3600),
+            "seven_day": Window("seven_day", week_cap, WEEK, week_reset,
+                                used=week_cap * rng.uniform(0.1, 0.5)),
+            "fable": Window("fable", week_cap * FABLE_SHARE, WEEK, fable_reset,
+                            used=week_cap * FABLE_SHARE * rng.uniform(0.0, 0.4)),
+        }
+        accounts.append(SimAccount(f"acct-{chr(ord('a') + i)}", windows))
+    return accounts
