@@ -84,6 +84,11 @@ class QuotaRefresher:
             started.append(task)
         return started
 
+    @property
+    def running(self) -> int:
+        """Reads started and not yet finished (a test can see that traffic started none)."""
+        return len(self._running)
+
     def lift_floor(self) -> None:
         """reset-usage: feeds repopulate at once (the endpoint's retry-after still holds)."""
         self._last_start.clear()

@@ -211,3 +211,101 @@ def test_window_past_reset_reads_zero_and_is_stale():
     clock.advance(11)
     assert g.seven_day.reading(clock.now()) == 0.0 and g.seven_day.stale(clock.now())
     assert not g.seven_day.exhausted(clock.now())
+
+
+def test_preemptive_ceiling_ignores_stale_readings():
+    """R-LANE-5: the main-lane ceilings act on fresh data only; a stale 95% is unknown now."""
+    pool, clock = make()
+    a, b = pool.accounts[1], pool.accounts[2]
+    observe(b, clock, "five_hour", 0.95, 4 * H)
+    clock.advance(121)  # b's reading is now stale
+    observe(a, clock, "five_hour", 0.95, 4 * H)  # a's is fresh: a is steered away from
+    assert pick(pool, MAIN) == "acc2"
+    assert pool.scheduler.last.reason != "all over ceiling: least loaded"
+    # New conversations are placed the same way.
+    lease = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    assert lease.account.name == "acc2"
+
+
+def test_bound_conversation_stays_put_over_a_preemptive_ceiling():
+    """R-POOL-4: ceilings steer placement, not conversations already bound."""
+    pool, clock = make()
+    lease = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    lease.release(Outcome.SUCCESS)
+    bound = lease.account
+    observe(bound, clock, "five_hour", 0.97, 2 * H)  # fresh, over the 90% ceiling
+    observe(bound, clock, "seven_day", 0.995, 90 * H)  # and over the 99% one
+    for _ in range(3):
+        again = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+        again.release(Outcome.SUCCESS)
+        assert again.account is bound
+    # A new conversation is steered to the other account.
+    other = pool.acquire(Demand(group_id=1, route=MAIN, conversation="new"))
+    assert other.account is not bound
+
+
+def test_fable_urgency_is_clamped_at_100():
+    """R-LANE-3: a bucket resetting in a minute is at most 100x urgent, so a nearly spent one
+    does not outrank a full bucket resetting in two hours."""
+    clock = FakeClock()
+    minute = GaugeSet()
+    minute.apply(Observation("fable", 0.88, clock.now() + 60, clock.now(), "poll"))
+    assert fable_urgency(minute, clock.now()) == 100.0
+    pool, clock = make()
+    a, b = pool.accounts[1], pool.accounts[2]
+    observe(a, clock, "fable", 0.88, 60)  # 0.10 headroom x 100 = 10
+    observe(b, clock, "fable", 0.0, 2 * H)  # 0.90 headroom x 84 = 75.6
+    assert pick(pool) == "acc2"
+    assert pool.scheduler.last.score == pytest.approx(0.90 * 84)
+
+
+def test_urgency_floor_is_1_and_a_far_reset_ramps_from_1():
+    clock = FakeClock()
+    g = GaugeSet()
+    g.apply(Observation("fable", 0.1, clock.now() + 8 * 86400 - 1000, clock.now(), "poll"))
+    assert fable_urgency(g, clock.now()) == 1.0
+
+
+def test_rejected_flag_benches_an_account_below_100_percent():
+    """R-LANE-1: an explicit denial is exhaustion whatever the percentage says."""
+    pool, clock = make(1)
+    a = pool.accounts[1]
+    a.gauges.apply(Observation("five_hour", 0.6, clock.now() + 2 * H, clock.now(), "headers",
+                               rejected=True))
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(Demand(group_id=1, route=MAIN))
+    assert err.value.code == "quota_exhausted"
+    assert pool.state_of(a) == "quota_exhausted"
+    pool2, clock2 = make(1)
+    f = pool2.accounts[1]
+    f.gauges.apply(Observation("fable", 0.5, clock2.now() + 20 * H, clock2.now(), "headers",
+                               rejected=True))
+    with pytest.raises(GatewayError) as err:
+        pool2.acquire(Demand(group_id=1, route=FABLE))
+    assert err.value.code == "quota_exhausted"
+    assert pick(pool2, MAIN) == "acc1"  # the Fable denial leaves other models alone
+
+
+def test_auth_failure_on_a_pinned_account_releases_the_pin():
+    """R-LANE-2: a recorded auth failure on the pinned account clears the pin at once."""
+    pool, clock = make()
+    b = pool.accounts[2]
+    pool.switch("acc2")
+    lease = pool.acquire(Demand(group_id=1, route=MAIN))
+    assert lease.account is b
+    lease.release(Outcome.AUTH_FAILURE, status=401)
+    assert b.pinned_until is None and not pool.scheduler.pinned(b, clock.now())
+    # A repaired credential does not bring the old pin back.
+    pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic", max_concurrency=4),
+                        AccountState(id=2, name="acc2", provider="anthropic", max_concurrency=4,
+                                     revision=2)])
+    assert b.pinned_until is None
+
+
+def test_refresh_rejection_on_a_pinned_account_releases_the_pin():
+    pool, clock = make()
+    b = pool.accounts[2]
+    pool.switch("acc2")
+    pool.mark_auth_failed(b)
+    assert b.pinned_until is None and pool.state_of(b) == "auth_failed"
+    assert pick(pool, MAIN) == "acc1"

@@ -258,3 +258,36 @@ def test_enable_advances_the_revision_so_older_outcomes_are_ignored():
     before.release(Outcome.FAILURE)  # a stale failure must not cool the re-enabled account
     assert pool.state_of(account) == "ok"
     assert pool.acquire(conv(None)).account.id == 1
+
+
+def test_resume_neither_unpauses_nor_repairs_auth():
+    """R-POOL-9: resume clears the cooldown only; a paused or signed-out account stays out."""
+    pool, clock, rec = make_pool(2, 2)
+    a, b = pool.accounts[1], pool.accounts[2]
+    pool.acquire(conv(None)).release(Outcome.FAILURE)  # acc1 cools
+    pool.set_paused("acc1", True)
+    pool.resume("acc1")
+    assert a.cooldown_until is None and a.failure_streak == 0
+    assert a.paused and pool.state_of(a) == "paused"
+    assert rec.runtime[-1] == (1, {"paused": True, "auth_failed": False, "cooldown_until": None,
+                                   "failure_streak": 0, "runtime_revision": 1})
+    lease = pool.acquire(Demand(group_id=1, route=CLAUDE, conversation=None))
+    assert lease.account is b
+    lease.release(Outcome.AUTH_FAILURE)
+    pool.resume("acc2")
+    assert b.auth_failed and pool.state_of(b) == "auth_failed"
+    with pytest.raises(GatewayError):
+        pool.acquire(conv(None))
+
+
+def test_reauth_voids_the_old_credentials_gauges():
+    """R-GAUGE-4: observations of the old credential do not survive a re-auth."""
+    from sublane_desktop.core.gauges import Observation
+
+    pool, clock, _ = make_pool(2)
+    a = pool.accounts[1]
+    a.gauges.apply(Observation("five_hour", 0.7, clock.now() + 3600, clock.now(), "poll"))
+    pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic")])  # same revision
+    assert a.gauges.five_hour.utilization == 0.7
+    pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic", revision=2)])
+    assert a.gauges.five_hour.cold and a.revision == 2

@@ -528,3 +528,30 @@ async def test_history_expires_after_seven_days(clocked, clock):
     await clocked.service.flush_records()
     [item] = await walk(clocked, "/api/me/requests", key)
     assert item["request_id"] == newest and item["id"] == 3  # ids are never reused
+
+
+async def test_global_cap_rejection_leaves_no_record(harness):
+    """R-REC-1: a request turned away by the instance-wide cap is not a model attempt."""
+    await harness.add_account("work", limit=4)
+    key, _, _ = await member_key(harness, "alice")
+    await harness.service.update_settings({"pool.cap": 1})
+    gate = asyncio.Event()
+    harness.upstream.script(None, Reply(kind="sse", gate=gate))
+    sdk = client(harness, key)
+
+    async def first() -> None:
+        async with sdk.messages.stream(model="claude-sonnet-4-5", max_tokens=16,
+                                       messages=[{"role": "user", "content": "one"}]) as s:
+            await s.get_final_message()
+
+    running = asyncio.ensure_future(first())
+    await asyncio.wait_for(harness.upstream.started.wait(), 5)
+    with pytest.raises(anthropic.RateLimitError) as caught:
+        await sdk.messages.create(model="claude-sonnet-4-5", max_tokens=16,
+                                  messages=[{"role": "user", "content": "two"}])
+    assert caught.value.body["error"]["code"] == "capacity_exhausted"
+    gate.set()
+    await asyncio.wait_for(running, 5)
+    await harness.service.flush_records()
+    items = (await api(harness, "/api/requests", harness.service.admin_token))[1]["items"]
+    assert [i["outcome"] for i in items] == ["success"]

@@ -99,3 +99,30 @@ async def test_unbound_requests_carry_a_fresh_random_correlation_id_and_bound_on
     await harness.service.flush_records()
     stored = b"".join(path.read_bytes() for path in harness.service.data_dir.glob("sublane.db*"))
     assert first.encode() not in stored and second.encode() not in stored
+
+
+async def test_client_anthropic_version_goes_upstream_unchanged(harness):
+    """R-PX-3: the client's own anthropic-version, not ours."""
+    await harness.add_account("work")
+    key = await harness.create_key()
+    await client(harness, key, default_headers={"anthropic-version": "2099-12-31"}).messages.create(
+        model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    assert harness.upstream.seen[-1].headers["anthropic-version"] == "2099-12-31"
+
+
+async def test_the_key_decides_the_group_and_so_the_accounts(harness):
+    """R-PX-1: a key of a second group is served by that group's accounts only."""
+    await harness.add_account("home", "sk-ant-oat01-home")
+    await harness.add_account("team", "sk-ant-oat01-team", group="team")
+    home_key = await harness.create_key("home")
+    team_key = await harness.create_key("team", group="team")
+    for _ in range(2):
+        await client(harness, team_key).messages.create(
+            model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    await client(harness, home_key).messages.create(
+        model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    assert harness.upstream.tokens_served() == [
+        "sk-ant-oat01-team", "sk-ant-oat01-team", "sk-ant-oat01-home"]
+    await harness.service.flush_records()
+    groups = [r.group_id for r in harness.service.records]
+    assert groups[0] == groups[1] != groups[2]

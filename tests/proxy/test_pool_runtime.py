@@ -226,3 +226,14 @@ async def test_relayed_429_retry_after_is_bounded(harness, upstream_value, expec
     with pytest.raises(anthropic.RateLimitError) as err:
         await sdk(h, key).messages.create(**BODY)
     assert err.value.response.headers["retry-after"] == expected
+
+
+async def test_a_changed_limit_is_stored_and_survives_a_catalog_reload(harness):
+    """R-POOL-10: the limit is an account setting, written to SQLite, not only held in memory."""
+    h = harness
+    acc = await h.add_account("work")
+    status, body = await api(h, "PATCH", f"/api/accounts/{acc}/limits", {"max_concurrency": 5})
+    assert status == 200 and body["max_concurrency"] == 5
+    await h.add_account("other")  # re-reads every account from the database
+    status, body = await api(h, "GET", "/api/accounts/runtime")
+    assert [a["max_concurrency"] for a in body["accounts"] if a["id"] == acc] == [5]

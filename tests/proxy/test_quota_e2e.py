@@ -112,10 +112,49 @@ async def test_fable_429_corroborated_by_5h_parks_account_wide(clocked):
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
     h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error", headers={
-        P + "5h-status": "rejected", P + "5h-utilization": "1.0"}))
+        P + "5h-status": "rejected", P + "5h-utilization": "0.6"}))  # the flag, not 100 %
     with pytest.raises(anthropic.RateLimitError):
         await sdk(h, key).messages.create(**FABLE)
-    assert h.service.account_view(acc)["state"] in ("cooling", "quota_exhausted")
+    assert h.service.account_view(acc)["state"] == "cooling"
+    with pytest.raises(anthropic.RateLimitError) as err:  # other models wait too
+        await sdk(h, key).messages.create(**MAIN)
+    assert err.value.body["error"]["code"] == "account_cooling"
+
+
+async def test_fable_429_with_retry_after_parks_account_wide(clocked):
+    """R-LANE-7: a 429 that carries retry-after always parks the whole account."""
+    from tests.fake_upstream import Reply
+
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error", headers={
+        "retry-after": "40", P + "7d_oi-status": "rejected", P + "5h-status": "allowed",
+        P + "7d-status": "allowed"}))
+    with pytest.raises(anthropic.RateLimitError):
+        await sdk(h, key).messages.create(**FABLE)
+    view = h.service.account_view(acc)
+    assert view["state"] == "cooling" and view["cooldown_until"] == pytest.approx(
+        h.clock.now() + 40)
+    with pytest.raises(anthropic.RateLimitError) as err:
+        await sdk(h, key).messages.create(**MAIN)
+    assert err.value.body["error"]["code"] == "account_cooling"
+
+
+async def test_limit_reached_flag_below_100_percent_benches_the_account(clocked):
+    """R-LANE-1: a fresh `rejected` status is exhaustion, even at 60 %."""
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = 429
+    h.upstream.headers_for["tok-a"] = {P + "5h-status": "rejected", P + "5h-utilization": "0.6",
+                                       P + "5h-reset": str(int(h.clock.now() + 2 * H))}
+    await sdk(h, key).messages.create(**MAIN)
+    await until(lambda: h.service.pool.accounts[acc].gauges.five_hour.rejected, "gauge")
+    assert h.service.account_view(acc)["state"] == "quota_exhausted"
+    with pytest.raises(anthropic.RateLimitError) as err:
+        await sdk(h, key).messages.create(**MAIN)
+    assert err.value.body["error"]["code"] == "quota_exhausted"
 
 
 async def test_traffic_polls_stale_accounts_two_at_a_time_coalesced_with_a_floor(clocked):
@@ -139,13 +178,18 @@ async def test_traffic_polls_stale_accounts_two_at_a_time_coalesced_with_a_floor
     g = h.service.account_view(ids[0])["gauges"]
     assert g["five_hour"]["utilization"] == pytest.approx(0.37)
     assert g["fable"]["utilization"] == pytest.approx(0.64)
-    # Within the 5-minute floor more traffic polls nothing, even once data goes stale.
+    # Within the 5-minute floor more traffic polls nothing, even once data goes stale. Reads
+    # are held at the endpoint, so any read this traffic started would still be running.
+    h.upstream.usage_gate = asyncio.Event()
     h.clock.advance(200)
-    await sdk(h, key).messages.create(**MAIN)
-    await asyncio.sleep(0)
+    assert h.service.pool.accounts[ids[0]].gauges.any_stale(h.clock.now())
+    await sdk(h, key).messages.create(**MAIN)  # the response is sent after the refresh ask
+    assert h.service.refresher.running == 0
     assert len(h.upstream.usage_reads) == 4
-    h.clock.advance(101)
+    h.clock.advance(100)  # exactly 5 minutes since the reads started: due again
     await sdk(h, key).messages.create(**MAIN)
+    assert h.service.refresher.running == 4
+    h.upstream.usage_gate.set()
     await until(lambda: len(h.upstream.usage_reads) == 8, "polls after the floor")
 
 
@@ -262,3 +306,84 @@ async def test_refresh_before_expiry_single_flight_and_rejection_marks_auth_fail
     h.clock.advance(9 * H)  # past the new expiry
     await h.service.credential(account)
     assert h.service.account_view(acc)["state"] == "auth_failed"
+
+
+async def test_reset_usage_forgets_stored_observations_and_polls_again_at_once(
+        tmp_path, upstream, secret_store, clock):
+    """R-LANE-8: after reset-usage the gauges stay cold across a restart, and the next traffic
+    reads every account again even inside the 5-minute floor."""
+    def fresh():
+        return Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
+                       env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                            "SUBLANE_OAUTH_BASE_URL": upstream.url})
+
+    service = fresh()
+    await service.start()
+    h = Harness(service, upstream)
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    upstream.usage_for["*"] = {"five_hour": {"utilization": 40.0, "resets_at": None}}
+    await sdk(h, key).messages.create(**MAIN)
+    await until(lambda: not service.pool.accounts[acc].gauges.five_hour.cold, "polled gauge")
+    await until(lambda: service.refresher.running == 0, "poll finished")
+    assert upstream.usage_reads == ["tok-a"]
+    status, _ = await admin(h, "POST", "/llmux/reset-usage", {})
+    assert status == 200 and service.pool.accounts[acc].gauges.five_hour.cold
+    await service.stop()
+
+    again = fresh()
+    await again.start()
+    try:
+        assert again.pool.accounts[acc].gauges.five_hour.cold  # nothing came back from disk
+        h = Harness(again, upstream)
+        status, _ = await admin(h, "POST", "/llmux/reset-usage", {})
+        clock.advance(10)
+        await sdk(h, key).messages.create(**MAIN)
+        await until(lambda: len(upstream.usage_reads) == 2, "a poll right after reset-usage")
+        await until(lambda: not again.pool.accounts[acc].gauges.five_hour.cold, "gauge back")
+    finally:
+        await again.stop()
+
+
+async def test_reset_usage_lifts_the_floor_within_one_process(clocked):
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = {"five_hour": {"utilization": 40.0, "resets_at": None}}
+    await sdk(h, key).messages.create(**MAIN)
+    await until(lambda: not h.service.pool.accounts[acc].gauges.five_hour.cold, "polled gauge")
+    await until(lambda: h.service.refresher.running == 0, "poll finished")
+    h.clock.advance(30)
+    status, _ = await admin(h, "POST", "/llmux/reset-usage", {})
+    assert status == 200
+    await sdk(h, key).messages.create(**MAIN)
+    await until(lambda: len(h.upstream.usage_reads) == 2, "a poll right after reset-usage")
+    await until(lambda: h.service.account_view(acc)["gauges"]["five_hour"]["utilization"]
+                == pytest.approx(0.4), "gauge repopulated")
+
+
+async def test_the_tick_abandons_a_paused_current_without_traffic(tmp_path, upstream,
+                                                                  secret_store, clock,
+                                                                  monkeypatch):
+    """R-LANE-6: the evaluation tick re-evaluates the lanes by itself (30 s; shortened here)."""
+    from sublane_desktop import service as service_module
+
+    monkeypatch.setattr(service_module, "TICK_SECONDS", 0.005)
+    service = Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
+                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    await service.start()
+    try:
+        h = Harness(service, upstream)
+        a = await h.add_account("a", "tok-a")
+        await h.add_account("b", "tok-b")
+        upstream.usage_for["*"] = 429
+        await sdk(h, await h.create_key()).messages.create(**MAIN)
+        assert service.account_view(a)["current"]
+        status, _ = await admin(h, "POST", "/llmux/pause-account", {"account": "a",
+                                                                    "paused": True})
+        assert status == 200
+        await until(lambda: not service.account_view(a)["current"], "the tick", seconds=5)
+        assert service.accounts_runtime()["accounts"][0]["state"] == "paused"
+    finally:
+        await service.stop()

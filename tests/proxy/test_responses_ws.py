@@ -245,3 +245,17 @@ async def test_a_socket_client_that_never_reads_is_let_go(ready, monkeypatch):
                                                                      "client_stalled")
         assert h.service.pool.in_flight == 0
         await ws.close()
+
+
+async def test_an_incomplete_turn_carries_the_request_id(ready):
+    """R-PX-7: response.incomplete is stamped like created/completed."""
+    h, key = ready
+    h.codex.script(None, CodexReply(terminal="incomplete"))
+    async with aiohttp.ClientSession() as s, connect(s, h, key) as ws:
+        events = await turn(ws, create())
+    assert events[0]["type"] == "response.created"
+    assert events[-1]["type"] == "response.incomplete"
+    assert events[-1]["request_id"] == events[0]["request_id"]
+    assert events[-1]["request_id"].startswith("req_")
+    await until(lambda: [r.request_id for r in records(h)] == [events[-1]["request_id"]],
+                "the turn's record under the same id")

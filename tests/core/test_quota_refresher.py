@@ -1,0 +1,205 @@
+"""When quota reads happen (R-GAUGE-3, R-LANE-8, R-POOL-11), on a fake clock with a scripted
+reader: every read the refresher sends is one the upstream usage endpoint would see."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import pytest
+
+from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.gauges import Observation
+from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
+from sublane_desktop.core.quota import QuotaReadError, QuotaRefresher
+from sublane_desktop.core.routing import route_model
+
+CLAUDE = route_model("claude-sonnet-4-5")
+
+
+@dataclass
+class Acc:
+    id: int
+    revision: int = 1
+
+
+class Upstream:
+    """A usage endpoint: records reads, can hold them open, can fail them."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.reads: list[int] = []
+        self.gate: asyncio.Event | None = None
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.fail: QuotaReadError | None = None
+        self.answer: list[Observation] | None = None
+        self.published: list[tuple[int, int, list[Observation]]] = []
+
+    async def read(self, account: Acc) -> list[Observation]:
+        self.reads.append(account.id)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.gate is not None:
+                await self.gate.wait()
+            if self.fail is not None:
+                raise self.fail
+            if self.answer is not None:
+                return self.answer
+            return [Observation("five_hour", 0.4, None, self.clock.now(), "poll")]
+        finally:
+            self.in_flight -= 1
+
+    async def publish(self, account: Acc, revision: int, observations: list[Observation]) -> bool:
+        self.published.append((account.id, revision, observations))
+        return True
+
+
+def make(cap_pool: Pool | None = None) -> tuple[QuotaRefresher, Upstream, FakeClock]:
+    clock = cap_pool.clock if cap_pool is not None else FakeClock()
+    up = Upstream(clock)
+    pool = cap_pool or Pool(clock)
+    refresher = QuotaRefresher(clock, read=up.read, publish=up.publish,
+                               take_slot=pool.try_metadata_slot,
+                               give_slot=pool.release_metadata_slot)
+    return refresher, up, clock
+
+
+async def settle(tasks) -> list[bool]:
+    return list(await asyncio.gather(*tasks))
+
+
+async def until(predicate, what: str) -> None:
+    for _ in range(10_000):
+        if predicate():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"never happened: {what}")
+
+
+async def test_one_read_per_account_per_five_minutes():
+    refresher, up, clock = make()
+    a = Acc(1)
+    assert await settle(refresher.want([a])) == [True]
+    clock.advance(299)
+    assert refresher.want([a]) == []  # traffic inside the floor starts nothing
+    assert up.reads == [1]
+    clock.advance(1)  # exactly 5 minutes after the last read started
+    await settle(refresher.want([a]))
+    assert up.reads == [1, 1]
+
+
+async def test_a_person_skips_the_floor_but_not_the_endpoints_retry_after():
+    refresher, up, clock = make()
+    a = Acc(1)
+    await settle(refresher.want([a]))
+    await settle(refresher.want([a], force=True))  # Refresh pressed
+    assert up.reads == [1, 1]
+    up.fail = QuotaReadError("rate limited", retry_after=600)
+    assert await settle(refresher.want([a], force=True)) == [False]
+    up.fail = None
+    clock.advance(599)
+    assert refresher.want([a], force=True) == []
+    refresher.lift_floor()  # reset-usage does not lift an endpoint's retry-after either
+    assert refresher.want([a]) == []
+    assert up.reads == [1, 1, 1]
+    clock.advance(1)
+    await settle(refresher.want([a], force=True))
+    assert up.reads == [1, 1, 1, 1]
+
+
+async def test_reset_usage_lifts_the_floor_so_feeds_repopulate_at_once():
+    """R-LANE-8: right after reset-usage, the next traffic reads again."""
+    refresher, up, clock = make()
+    a, b = Acc(1), Acc(2)
+    await settle(refresher.want([a, b]))
+    clock.advance(10)
+    assert refresher.want([a, b]) == []
+    refresher.lift_floor()
+    await settle(refresher.want([a, b]))
+    assert up.reads == [1, 2, 1, 2]
+    assert refresher.want([a, b]) == []  # and the floor runs again from these reads
+
+
+async def test_at_most_two_reads_at_once_and_duplicates_coalesce():
+    refresher, up, clock = make()
+    up.gate = asyncio.Event()
+    accounts = [Acc(i) for i in range(1, 5)]
+    tasks = refresher.want(accounts)
+    await until(lambda: up.in_flight == 2, "two reads in flight")
+    again = refresher.want(accounts, force=True)  # a person presses Refresh meanwhile
+    assert again == tasks  # the same reads, joined
+    up.gate.set()
+    await settle(tasks)
+    assert sorted(up.reads) == [1, 2, 3, 4] and up.max_in_flight == 2
+    assert refresher.reads == 4
+
+
+async def test_a_failed_read_keeps_publishing_nothing_and_lets_the_floor_run():
+    refresher, up, clock = make()
+    a = Acc(1)
+    up.fail = QuotaReadError("boom")  # no retry-after
+    assert await settle(refresher.want([a])) == [False]
+    assert up.published == []
+    up.fail = None
+    clock.advance(60)
+    assert refresher.want([a]) == []  # a failed read still counts against the floor
+    assert await settle(refresher.want([a], force=True)) == [True]  # no retry-after: no block
+
+
+async def test_an_empty_answer_publishes_nothing():
+    refresher, up, clock = make()
+    up.answer = []
+    assert await settle(refresher.want([Acc(1)])) == [False]
+    assert up.published == []
+
+
+async def test_publish_carries_the_revision_the_read_started_under():
+    """R-GAUGE-4: a re-auth during a read makes its result land under the old revision."""
+    refresher, up, clock = make()
+    up.gate = asyncio.Event()
+    a = Acc(1, revision=3)
+    tasks = refresher.want([a])
+    await until(lambda: up.in_flight == 1, "read in flight")
+    a.revision = 4
+    up.gate.set()
+    await settle(tasks)
+    assert [(i, r) for i, r, _ in up.published] == [(1, 3)]
+
+
+async def test_quota_reads_wait_for_room_under_the_global_cap():
+    """R-POOL-11: a read takes a global slot, never a model-request slot; with the cap full,
+    it is not sent (and may be tried again at once when room returns)."""
+    pool = Pool(FakeClock(), cap=2)
+    pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic", max_concurrency=2)])
+    refresher, up, clock = make(pool)
+    leases = [pool.acquire(Demand(group_id=1, route=CLAUDE)) for _ in range(2)]
+    assert await settle(refresher.want([Acc(1)])) == [False]
+    assert up.reads == [] and pool.metadata_in_flight == 0
+    leases[0].release(Outcome.SUCCESS)
+    up.gate = asyncio.Event()
+    tasks = refresher.want([Acc(1)])  # the skipped read did not start the floor
+    await until(lambda: up.in_flight == 1, "read in flight")
+    assert pool.accounts[1].in_flight == 1  # only the model request; the read holds no slot
+    with pytest.raises(GatewayError) as err:  # but it counts against the global cap
+        pool.acquire(Demand(group_id=1, route=CLAUDE))
+    assert err.value.code == "capacity_exhausted"
+    up.gate.set()
+    await settle(tasks)
+    assert up.reads == [1] and pool.metadata_in_flight == 0
+    leases[1].release(Outcome.SUCCESS)
+
+
+async def test_a_quota_read_never_clears_a_cooldown():
+    pool = Pool(FakeClock(), cap=8)
+    account = AccountState(id=1, name="acc1", provider="anthropic")
+    pool.sync_accounts([account])
+    refresher, up, clock = make(pool)
+    pool.acquire(Demand(group_id=1, route=CLAUDE)).release(Outcome.FAILURE)
+    until_before = account.cooldown_until
+    await settle(refresher.want([account]))
+    assert up.reads == [1]
+    assert account.cooldown_until == until_before and account.failure_streak == 1
+    assert pool.state_of(account) == "cooling"
