@@ -38,18 +38,19 @@ from PySide6.QtWidgets import (
 
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
+from sublane_desktop.gui.dashboard import account_row
 from sublane_desktop.gui.gauge import GaugeBar
 from sublane_desktop.gui.icons import app_icon
-from sublane_desktop.gui.dashboard import account_row
 from sublane_desktop.gui.pool_status import (
     Tone,
-    is_api_key,
-    window_label,
     badges,
     ceilings_for,
     gauge_windows,
     has_cooldown,
+    is_api_key,
+    window_label,
 )
+from sublane_desktop.gui.usage_chart import UsageChart
 
 MIN_LIMIT, MAX_LIMIT = 1, 8
 API_KEY_QUOTA_NOTE = "API key: no subscription quota"
@@ -125,12 +126,19 @@ class AccountCard(QFrame):
         self.limit.setToolTip("Simultaneous requests this account may serve (1–8)")
         self.limit.valueChanged.connect(self._limit_edited)
 
-        self.switch_button = self._tool("Switch to", self._switch)
-        self.pause_button = self._tool("Pause", self._toggle_pause)
-        self.clear_button = self._tool("Clear cooldown", self._clear)
+        # Real buttons (R-UI-10): the levers must read as things to press, not as labels.
+        self.switch_button = self._lever("Switch to", self._switch,
+                                         "Serve this account's requests for 5 minutes")
+        self.pause_button = self._lever("Pause", self._toggle_pause,
+                                        "Stop sending new requests to this account")
+        self.clear_button = self._lever("Clear cooldown", self._clear,
+                                        "Let this account serve again now")
+        self.history_button = self._lever("History", self._toggle_history,
+                                          "Show the last 7 days of usage")
+        self.history_button.setCheckable(True)
         self.more_button = QToolButton()
         self.more_button.setText("⋯")
-        self.more_button.setAutoRaise(True)
+        self.more_button.setAccessibleName(f"More actions for {account.get('name', '')}")
         self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         more = QMenu(self.more_button)
         self.remove_action = more.addAction("Remove…")
@@ -138,6 +146,8 @@ class AccountCard(QFrame):
             lambda: self.removeRequested.emit(self.account_id, str(self.account.get("name"))))
         self.more_button.setMenu(more)
 
+        # Three rows so a pinned, cooling, current account still fits the default width
+        # (R-UI-10): who and how it is; its gauges; its limit and levers.
         header = QHBoxLayout()
         header.setSpacing(6)
         header.addWidget(self.name_label)
@@ -146,12 +156,18 @@ class AccountCard(QFrame):
         header.addWidget(self.fable_marker)
         header.addLayout(self.badge_row)
         header.addStretch(1)
-        header.addWidget(self.in_flight_label)
-        header.addWidget(self.limit)
-        header.addSpacing(6)
+        levers = QHBoxLayout()
+        levers.setSpacing(6)
+        levers.addWidget(self.in_flight_label)
+        levers.addWidget(self.limit)
+        levers.addStretch(1)
         for button in (self.switch_button, self.pause_button, self.clear_button,
-                       self.more_button):
-            header.addWidget(button)
+                       self.history_button, self.more_button):
+            levers.addWidget(button)
+        self.in_flight_label.setBuddy(self.limit)
+        self.limit.setAccessibleName(f"Request limit of {account.get('name', '')}")
+        self.chart = UsageChart()
+        self.chart.hide()
 
         self.gauges: dict[str, GaugeBar] = {}
         gauge_grid = QGridLayout()
@@ -182,14 +198,42 @@ class AccountCard(QFrame):
         layout.addLayout(gauge_grid)
         layout.addWidget(self.quota_note)
         layout.addWidget(self.forecast_label)
+        layout.addWidget(self.chart)
+        layout.addLayout(levers)
+        self.history_button.setVisible(bool(self.gauges))  # an API key has no history to show
 
     @staticmethod
-    def _tool(text: str, slot: Callable[[], None]) -> QToolButton:
-        button = QToolButton()
-        button.setText(text)
-        button.setAutoRaise(True)
-        button.clicked.connect(slot)
+    def _lever(text: str, slot: Callable[[], None], tip: str) -> QPushButton:
+        button = QPushButton(text)
+        button.setToolTip(tip)
+        button.setAutoDefault(False)
+        button.clicked.connect(lambda: slot())
         return button
+
+    # usage history (R-UI-11) ---------------------------------------------------------------
+
+    def _toggle_history(self) -> None:
+        shown = self.history_button.isChecked()
+        self.chart.setVisible(shown)
+        if shown:
+            self.load_history()
+
+    def load_history(self) -> None:
+        """Read the last 7 days from the store (off the loop thread) and draw them."""
+        task = self._bridge.usage_history(self.account_id)
+        windows = tuple(self.gauges)
+        now = self._bridge.now()
+
+        def loaded(done: Any) -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            try:
+                self.chart.set_history(done.result(), windows, now)
+            except RuntimeError:  # the card was deleted meanwhile
+                pass
+
+        task.add_done_callback(loaded)
+        self.history_task = task
 
     def update_from(self, account: Mapping[str, Any], settings: Mapping[str, Any],
                     now: float) -> None:

@@ -141,6 +141,13 @@ class Bridge(QObject):
             return await log_.filters(owner=owner)
         return await log_.page(query, owner=owner)
 
+    def usage_history(self, account_id: int, days: int = 7
+                      ) -> asyncio.Task[dict[str, list[Any]]]:
+        """R-UI-11: an account's stored readings of the last `days`, per window (a database
+        read in the store's thread; asked for when a chart opens, never per request)."""
+        since = self.now() - days * 86400.0
+        return spawn(self._service.usage_history(account_id, since), name="usage.history")
+
     def settings(self) -> dict[str, Any]:
         return dict(self._service.settings)
 

@@ -210,3 +210,34 @@ def test_api_key_cards_say_no_quota_and_forecasts_show_under_the_gauges(qtbot, s
     assert not work.forecast_label.isHidden()
     service.set_accounts([account("work", current=True) | {"gauges": gauges}])
     qtbot.waitUntil(lambda: window.card_named("work").forecast_label.isHidden(), timeout=2000)
+
+
+async def test_history_button_charts_the_stored_readings_of_7_days(qtbot, live):
+    """R-UI-11: readings from real quota polls are stored and drawn per window."""
+    await live.add_account("a", "tok-a")
+    window = make_window(qtbot, live.bridge)
+    for util in (10.0, 30.0, 55.0):
+        now = live.clock.now()
+        live.upstream.usage_for["tok-a"] = {
+            "five_hour": {"utilization": util, "resets_at": iso(now + 3600)},
+            "seven_day": {"utilization": util / 2, "resets_at": iso(now + 3 * 86400)}}
+        live.service.refresh_quotas()
+        await asyncio.gather(*live.service.refresher._running.values())
+        live.clock.advance(3600)
+    card = window.card_named("a")
+    assert card.chart.isHidden()
+    card.history_button.click()
+    assert not card.chart.isHidden()
+    await card.history_task
+    qtbot.waitUntil(lambda: card.chart.loaded, timeout=1000)
+    assert [u for _, u in card.chart.series["five_hour"]] == [0.10, 0.30, 0.55]
+    assert [u for _, u in card.chart.series["seven_day"]] == [0.05, 0.15, 0.275]
+    assert card.chart.series["fable"] == []
+    assert card.chart.accessibleDescription() == "6 readings over 7 days for 5h, 7d, Fable"
+    # the newest reading is drawn at its place: an hour before the right edge, 55 % high
+    point = card.chart.point_at(*card.chart.series["five_hour"][-1])
+    plot = card.chart.plot_rect()
+    assert plot.left() < point.x() < plot.right()
+    assert abs((plot.bottom() - point.y()) / plot.height() - 0.55) < 0.01
+    card.history_button.click()
+    assert card.chart.isHidden()
