@@ -29,19 +29,31 @@ def _session_from_user_id(user_id: object) -> str | None:
     return match.group(1) if match else None
 
 
+def _text(value: object) -> str | None:
+    """A usable identity: nonempty text that is valid UTF-8. Header bytes that are not UTF-8
+    (they arrive as lone surrogates) are ignored for affinity, never a 500 (R-FT-3)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return value.strip()
+
+
 def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
     """The raw conversation identity, or None for an independent request."""
     for name in SESSION_HEADERS:
-        value = headers.get(name)
-        if value and value.strip():
-            return "s:" + value.strip()
+        value = _text(headers.get(name))
+        if value:
+            return "s:" + value
     metadata = body.get("metadata")
     if isinstance(metadata, Mapping):
-        session = _session_from_user_id(metadata.get("user_id"))
+        session = _text(_session_from_user_id(metadata.get("user_id")))
         if session:
             return "s:" + session
     cache_key = body.get("prompt_cache_key")
-    if isinstance(cache_key, str) and cache_key:
+    if isinstance(cache_key, str) and cache_key and _text(cache_key):
         return "c:" + cache_key
     return None
 

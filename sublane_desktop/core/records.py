@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,10 +33,14 @@ class RequestRecord:
     cached_tokens: int | None = None
     id: int | None = None
 
-    def __post_init__(self) -> None:
-        self.model = self.model[:MODEL_MAX]
-        if self.error_code is not None:
-            self.error_code = sanitize_code(self.error_code)
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Every write of a client- or upstream-made string goes through its cleaner, so no
+        # code path can store one raw (R-REC-2, R-FT-10).
+        if name == "model":
+            value = clean_text(value)[:MODEL_MAX]
+        elif name == "error_code" and value is not None:
+            value = sanitize_code(value)
+        super().__setattr__(name, value)
 
     def to_row(self) -> dict[str, Any]:
         row = asdict(self)
@@ -43,10 +48,38 @@ class RequestRecord:
         return row
 
 
-def sanitize_code(code: str) -> str:
-    """Error codes are identifiers, never upstream prose (R-REC-2)."""
-    cleaned = "".join(c if (c.isalnum() or c in "_.-") else "_" for c in str(code))
-    return cleaned[:ERROR_CODE_MAX] or "error"
+_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}" % (ERROR_CODE_MAX - 1), re.ASCII)
+# Credential-shaped text: key prefixes (Anthropic, OpenAI, ours), JWTs, long random runs.
+_SECRETISH = re.compile(r"(?i)(^|[^a-z])(sk|sl|sla|rt)-|eyJ[A-Za-z0-9_-]{8}|[A-Za-z0-9]{24}")
+
+
+def sanitize_code(code: object, fallback: str = "error") -> str:
+    """The one cleaner for every error code that is stored or shown (R-REC-2, R-FT-10).
+
+    A code is an identifier such as `rate_limit_error` or `http_529`. Anything else an upstream
+    sends as its error type or code (prose, punctuation, a credential that leaked into it) is
+    replaced by `fallback` as a whole: cleaning it character by character would keep the secret.
+    """
+    text = str(code).strip() if code is not None else ""
+    if not _CODE.fullmatch(text) or _SECRETISH.search(text):
+        return fallback
+    return text
+
+
+def clean_text(value: object) -> str:
+    """Text SQLite and UTF-8 can hold: lone surrogates become U+FFFD and NUL is dropped
+    (R-FT-2: a client's odd string never costs a record)."""
+    text = value if isinstance(value, str) else str(value)
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def cache_hit_rate(input_tokens: int | None, cached_tokens: int | None) -> str:

@@ -2,6 +2,11 @@
 
 R-PX-1 client-key auth, then content type, size and JSON shape. Each failure is a clear error
 in the route's own shape and changes nothing.
+
+Where client strings are cleaned (R-FT-2): the one string of a request body that a record
+keeps, the model name, must be text SQLite and UTF-8 can hold — a lone surrogate or a control
+character such as NUL is a 400 here. Everything else a record holds is made by the server, and
+the record writer cleans every string once more, so nothing a client sends costs a record.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from aiohttp import web
 from sublane_desktop.proxy import SERVICE
 
 from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.records import clean_text
 from sublane_desktop.store.repositories import KeyIdentity
 
 
@@ -54,10 +60,47 @@ async def json_body(request: web.Request) -> tuple[dict[str, Any], bytes]:
         ) from None
     if not raw.strip():
         raise GatewayError("invalid_request", "request body is empty")
+    return parse_json_object(raw, "request body"), raw
+
+
+MAX_DEPTH = 64
+
+
+def parse_json_object(raw: bytes | str, what: str = "message") -> dict[str, Any]:
+    """A client's JSON object (request body or WebSocket message), or GatewayError 400.
+
+    Nesting deeper than MAX_DEPTH is refused (R-FT-3): no real request needs it, and deep
+    enough nesting would otherwise end in a RecursionError somewhere down the line.
+    """
     try:
         body = json.loads(raw)
+    except RecursionError:
+        body = None  # deeper than the parser goes: certainly deeper than MAX_DEPTH
     except (ValueError, UnicodeDecodeError) as exc:
-        raise GatewayError("invalid_request", f"request body is not valid JSON: {exc}") from None
+        reason = str(exc)[:120].encode("ascii", "backslashreplace").decode()
+        raise GatewayError("invalid_request", f"{what} is not valid JSON: {reason}") from None
+    if body is None or _deeper_than(body, MAX_DEPTH, raw):
+        raise GatewayError("invalid_request", f"{what} is nested deeper than {MAX_DEPTH} levels")
     if not isinstance(body, dict):
-        raise GatewayError("invalid_request", "request body must be a JSON object")
-    return body, raw
+        raise GatewayError("invalid_request", f"{what} must be a JSON object")
+    model = body.get("model")
+    if isinstance(model, str) and (clean_text(model) != model
+                                   or any(ord(c) < 32 or c == "\x7f" for c in model)):
+        raise GatewayError("invalid_request", "model must be printable text (no control"
+                           " characters or unpaired surrogates)", param="model")
+    return body
+
+
+def _deeper_than(value: Any, limit: int, raw: bytes | str) -> bool:
+    opens = raw.count(b"[" if isinstance(raw, bytes) else "[") + raw.count(
+        b"{" if isinstance(raw, bytes) else "{")
+    if opens <= limit:  # cheap: not enough brackets in the whole text to go that deep
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False

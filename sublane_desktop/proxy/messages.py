@@ -95,7 +95,7 @@ class MessagesRoute:
         upstream = await attempt.open(anthropic_builder(
             attempt.service, attempt.account, request.headers, route, raw, path,
             request.query_string))
-        headers = passback_headers(upstream, attempt.request_id, "anthropic")
+        headers = passback_headers(attempt, "anthropic")
         if upstream.status == 200 and upstream.content_type == "text/event-stream":
             response = await start_stream(request, headers)
             await attempt.pump(AnthropicReader(), PassThrough(attempt, response,

@@ -26,19 +26,22 @@ import aiohttp
 from aiohttp import web
 
 from sublane_desktop.core.affinity import conversation_digest
-from sublane_desktop.core.errors import GatewayError, bounded_retry_after
+from sublane_desktop.core.cooldown import cooldown_seconds
+from sublane_desktop.core.errors import (
+    WAIT_STATUSES, GatewayError, bounded_retry_after, parse_retry_after,
+)
 from sublane_desktop.core.ids import new_request_id
 from sublane_desktop.core.pool import Demand, Lease, Outcome
-from sublane_desktop.core.records import RequestRecord
+from sublane_desktop.core.records import RequestRecord, sanitize_code
 from sublane_desktop.core.routing import BETA_1M, ModelRoute
 from sublane_desktop.core.translate.errors import read_error
 from sublane_desktop.core.translate.events import NOTHING, Event, Tally
 from sublane_desktop.providers import anthropic, anthropic_quota, codex
+from sublane_desktop.proxy.errors import tag_request_id
 from sublane_desktop.proxy.sse import SSESplitter
 
 log = logging.getLogger(__name__)
 
-FAILURE_STATUSES = {429, 500, 502, 503, 504, 529}
 # A client that accepts nothing for this long has its stream dropped and its slot freed.
 WRITE_STALL_SECONDS = 60.0
 
@@ -47,25 +50,23 @@ ANTHROPIC_PASS_BACK_PREFIX = "anthropic-ratelimit-"
 
 
 def outcome_for_status(status: int) -> str:
+    """Every 5xx (529 included) and every 429 says the account is in trouble (R-FT-10)."""
     if status == 401:
         return Outcome.AUTH_FAILURE
-    if status in FAILURE_STATUSES:
+    if status == 429 or status >= 500:
         return Outcome.FAILURE
     return Outcome.NEUTRAL if status >= 400 else Outcome.SUCCESS
 
 
-def retry_after_of(headers: Any) -> float | None:
-    value = headers.get("retry-after")
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return seconds if seconds is not None and 0 < seconds < 86400 * 7 else None
+def retry_after_of(headers: Any, now: float) -> float | None:
+    return parse_retry_after(headers.get("retry-after"), now)
 
 
-def passback_headers(upstream: aiohttp.ClientResponse, request_id: str,
-                     provider: str) -> dict[str, str]:
+def passback_headers(attempt: Attempt, provider: str) -> dict[str, str]:
     """The upstream response headers a client may see, per provider, plus our request id."""
+    upstream = attempt.upstream
+    assert upstream is not None
+    request_id = attempt.request_id
     if provider == "anthropic":
         names, prefix = ANTHROPIC_PASS_BACK, ANTHROPIC_PASS_BACK_PREFIX
     else:
@@ -76,12 +77,12 @@ def passback_headers(upstream: aiohttp.ClientResponse, request_id: str,
         if name.lower() in ("request-id", "x-request-id"):  # ours is X-Request-ID
             headers["upstream-request-id"] = headers.pop(name)
     headers["X-Request-ID"] = request_id
-    if upstream.status == 429:
-        # Every 429 a client sees carries a bounded Retry-After (R-PX-8), relayed ones too:
-        # an hour-long upstream wait would stall a client that another account could serve.
-        for name in [n for n in headers if n.lower() == "retry-after"]:
-            del headers[name]
-        headers["Retry-After"] = str(bounded_retry_after(retry_after_of(upstream.headers)))
+    for name in [n for n in headers if n.lower() == "retry-after"]:
+        del headers[name]  # never the raw upstream value (R-FT-4)
+    if upstream.status in WAIT_STATUSES:
+        # Every 429/503 a client sees carries a bounded Retry-After (R-PX-8), relayed ones
+        # too: an hour-long upstream wait would stall a client another account could serve.
+        headers["Retry-After"] = str(attempt.client_wait())
     return headers
 
 
@@ -142,6 +143,19 @@ class UpstreamCall:
 # The header both upstreams accept as a client-chosen request id (PROTOCOLS.md: Codex sends it
 # itself; Anthropic's API accepts and ignores it), used for unbound requests only.
 CORRELATION_HEADER = "x-client-request-id"
+
+def sendable(headers: dict[str, str]) -> dict[str, str]:
+    """Headers that can go on the wire: a forwarded client header whose value is not valid
+    text (bytes such as 0xff arrive as lone surrogates) is dropped, not a 500 (R-FT-3)."""
+    clean = {}
+    for name, value in headers.items():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            continue
+        clean[name] = value
+    return clean
+
 
 Builder = Callable[[Mapping[str, Any]], UpstreamCall]
 # One upstream SSE event: its data text, the neutral events read from it, its parsed payload.
@@ -262,6 +276,7 @@ class Attempt:
         """
         if self.lease is not None and not self.lease.bound:
             call.headers[CORRELATION_HEADER] = uuid.uuid4().hex
+        call.headers = sendable(call.headers)
         return call
 
     def _observe(self, upstream: aiohttp.ClientResponse) -> None:
@@ -276,7 +291,7 @@ class Attempt:
                 observe(account, quota)
         self.outcome = outcome_for_status(upstream.status)
         if self.outcome == Outcome.FAILURE:
-            self.retry_after = retry_after_of(upstream.headers)
+            self.retry_after = retry_after_of(upstream.headers, self.service.clock.now())
             if account.provider == "anthropic" and upstream.status == 429 and self.route.fable \
                     and self.retry_after is None \
                     and not anthropic_quota.account_wide_rejection(upstream.headers):
@@ -294,11 +309,22 @@ class Attempt:
             log.warning("upstream body lost: %s", type(exc).__name__)
             return None
 
+    def client_wait(self) -> int:
+        """The Retry-After for this attempt's 429/503: the upstream's usable wait, else the
+        rung of the cooldown ladder the failure puts the account on (R-FT-4)."""
+        if self.retry_after is not None:
+            return bounded_retry_after(self.retry_after)
+        account = self.account
+        streak = (account.fable_streak if self.outcome == Outcome.FABLE_FAILURE
+                  else account.failure_streak)
+        return bounded_retry_after(cooldown_seconds(streak + 1))
+
     def note_error(self, data: bytes) -> tuple[str | None, str]:
         """Record an upstream error answer; (error type, message) for the client's shape."""
         assert self.upstream is not None
         status = self.upstream.status
         kind, message = read_error(data)
+        kind = sanitize_code(kind, "") or None if kind else None  # R-FT-10: no upstream prose
         self.record.outcome = "error"
         self.record.error_code = kind or f"http_{status}"
         if status == 429 and self.account.provider == "codex":
@@ -392,9 +418,10 @@ class Attempt:
             record.outcome = "canceled"
             record.error_code = self.client_gone or "client_disconnected"
         elif exc is not None:
-            self.outcome = Outcome.FAILURE
-            record.outcome, record.error_code = "error", "gateway_error"
-            log.error("relay failed: %s", type(exc).__name__)
+            # Our own fault, not the account's: it is not cooled. The error middleware logs
+            # the exception once, with this attempt's request id (R-FT-3).
+            self.outcome = Outcome.NEUTRAL
+            record.outcome, record.error_code = "error", "internal_error"
         if self.lease is not None:
             self.lease.release(self.outcome, self.retry_after, record.upstream_status)
         record.duration_ms = self.ms()
@@ -414,6 +441,7 @@ async def serve(attempt: Attempt, conversation_key: str | None, body: Callable[[
         response = render_error(err, attempt.request_id)
     except BaseException as exc:  # cancellation too: the lease must still be released
         attempt.close(exc)
+        tag_request_id(exc, attempt.request_id)
         raise
     attempt.close(None)
     return response

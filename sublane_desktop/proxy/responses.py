@@ -27,7 +27,8 @@ from aiohttp import web
 from sublane_desktop.proxy import SERVICE
 
 from sublane_desktop.core.affinity import conversation_key
-from sublane_desktop.core.errors import GatewayError, bounded_retry_after
+from sublane_desktop.core.errors import WAIT_STATUSES, GatewayError
+from sublane_desktop.core.records import sanitize_code
 from sublane_desktop.core.routing import ModelRoute, route_model
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.core.translate import anthropic as an
@@ -36,8 +37,8 @@ from sublane_desktop.core.translate.errors import openai_type_for
 from sublane_desktop.core.translate.events import ANTHROPIC_TAG, Tally, Transcript
 from sublane_desktop.core.translate.prompt import TranslationError
 from sublane_desktop.providers import codex
-from sublane_desktop.proxy.errors import openai_error
-from sublane_desktop.proxy.intake import authenticate, json_body
+from sublane_desktop.proxy.errors import openai_error, where
+from sublane_desktop.proxy.intake import authenticate, json_body, parse_json_object
 from sublane_desktop.proxy.relay import (
     Attempt, ClientGone, StallGuard, Fold, Frame, PassThrough, anthropic_builder,
     codex_builder, named_frame, passback_headers, serve, start_stream,
@@ -106,7 +107,7 @@ class ResponsesRoute:
                       ) -> web.StreamResponse:
         upstream = await attempt.open(codex_builder(
             attempt.service, attempt.account, request.headers, attempt.route, body))
-        headers = passback_headers(upstream, attempt.request_id, "codex")
+        headers = passback_headers(attempt, "codex")
         if upstream.status != 200 or upstream.content_type != "text/event-stream":
             return await _whole_answer(attempt, headers)
         reader = rs.ResponsesReader()
@@ -124,7 +125,8 @@ class ResponsesRoute:
             error = answer.get("error") if isinstance(answer, dict) else None
             error = error if isinstance(error, dict) else {}
             return web.json_response({"error": {
-                "type": "server_error", "code": error.get("code") or "upstream_error",
+                "type": "server_error",
+                "code": sanitize_code(error.get("code") or "upstream_error", "upstream_error"),
                 "message": fold.failure or error.get("message") or "upstream error",
                 "param": None}}, status=502, headers=headers)
         return web.json_response(answer, headers=headers)
@@ -142,9 +144,9 @@ async def _whole_answer(attempt: Attempt, headers: dict[str, str]) -> web.Respon
         attempt.take_counts(*codex.usage_of_json(data))
     else:
         attempt.note_error(data)
-        if upstream.status == 429 and attempt.retry_after is not None:
-            # the body's reset time is better than the header's (or the default) wait
-            headers["Retry-After"] = str(bounded_retry_after(attempt.retry_after))
+        if upstream.status in WAIT_STATUSES:
+            # the body's reset time (note_error) is better than the header's wait
+            headers["Retry-After"] = str(attempt.client_wait())
     headers.pop("Content-Length", None)
     return web.Response(status=upstream.status, body=data, headers=headers)
 
@@ -168,9 +170,9 @@ class CompactRoute:
         key = conversation_key(request.headers, body)
 
         async def exchange(a: Attempt) -> web.StreamResponse:
-            upstream = await a.open(codex_builder(service, a.account, request.headers, route,
-                                                  body, operation="compact"))
-            return await _whole_answer(a, passback_headers(upstream, a.request_id, "codex"))
+            await a.open(codex_builder(service, a.account, request.headers, route,
+                                       body, operation="compact"))
+            return await _whole_answer(a, passback_headers(a, "codex"))
 
         return await serve(attempt, key, exchange, openai_error)
 
@@ -277,7 +279,7 @@ class SocketSession:
 
     async def refuse(self, err: GatewayError, request_id: str | None = None) -> None:
         """A gateway error for one message; the socket stays open for the next."""
-        retry = err.retry_after if err.status == 429 else None
+        retry = err.retry_after if err.status in WAIT_STATUSES else None
         try:
             await self.send(socket_error(err.openai_type, err.code, err.message, err.status,
                                          request_id, retry))
@@ -305,12 +307,9 @@ class SocketSession:
 
     async def on_text(self, text: str) -> None:
         try:
-            message = json.loads(text)
-        except ValueError:
-            await self.refuse(GatewayError("invalid_request", "message is not valid JSON"))
-            return
-        if not isinstance(message, dict):
-            await self.refuse(GatewayError("invalid_request", "message must be a JSON object"))
+            message = parse_json_object(text)
+        except GatewayError as err:
+            await self.refuse(err)
             return
         kind = message.get("type")
         if kind == "response.processed":
@@ -379,6 +378,14 @@ class SocketSession:
             await self._exchange(attempt, turn, body, route, translated)
         except GatewayError as err:
             await self.refuse(err, attempt.request_id)
+        except Exception as exc:  # our own fault: one log line, an error event, socket lives
+            attempt.close(exc)
+            log.error("internal error on a Responses socket turn (request %s): %s at %s",
+                      attempt.request_id, type(exc).__name__, where(exc))
+            await self.refuse(GatewayError("internal_error", "internal error; quote request id"
+                                           f" {attempt.request_id} when reporting it"),
+                              attempt.request_id)
+            return
         except BaseException as exc:
             attempt.close(exc)
             raise
@@ -410,7 +417,7 @@ class SocketSession:
                 raise GatewayError("upstream_error", "upstream connection lost")
             kind, message = attempt.note_error(data)
             status = upstream_response.status
-            retry = bounded_retry_after(attempt.retry_after) if status == 429 else None
+            retry = attempt.client_wait() if status in WAIT_STATUSES else None
             try:
                 await self.send(socket_error(openai_type_for(status), kind or f"http_{status}",
                                              message, status, attempt.request_id, retry))

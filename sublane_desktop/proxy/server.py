@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from sublane_desktop.proxy import SERVICE, history, management
+from sublane_desktop.proxy.errors import error_shape, mark_started
 from sublane_desktop.proxy.guards import make_host_guard
 from sublane_desktop.proxy.messages import MessagesRoute
 from sublane_desktop.proxy import chat, models, responses
@@ -19,8 +20,11 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 def build_app(service: Any, *, max_body: int) -> web.Application:
-    app = web.Application(client_max_size=max_body, middlewares=[make_host_guard(service.host)])
+    # error_shape is outermost, so even a guard's own failure answers in a protocol's shape.
+    app = web.Application(client_max_size=max_body,
+                          middlewares=[error_shape, make_host_guard(service.host)])
     app[SERVICE] = service
+    app.on_response_prepare.append(mark_started)
     app.router.add_get("/healthz", healthz)
     app.router.add_post("/v1/messages", MessagesRoute("messages").handle)
     app.router.add_post("/v1/messages/count_tokens", MessagesRoute("count_tokens").handle)

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.errors import WAIT_STATUSES, GatewayError
 from sublane_desktop.core.translate import anthropic as an
 from sublane_desktop.core.translate import chat
 from sublane_desktop.core.translate import responses as rs
@@ -73,8 +73,8 @@ async def relay_translated(request: web.Request, attempt: Attempt, prompt: Promp
         if data is None:
             raise GatewayError("upstream_error", "upstream connection lost")
         kind, message = attempt.note_error(data)
-        return upstream_error(client, upstream.status, kind, message, attempt.request_id,
-                              attempt.retry_after if upstream.status == 429 else None)
+        wait = attempt.client_wait() if upstream.status in WAIT_STATUSES else None
+        return upstream_error(client, upstream.status, kind, message, attempt.request_id, wait)
     created = int(service.clock.now())
     if prompt.stream:
         renderer, frame = renderer_for(client, model, created, prompt)
