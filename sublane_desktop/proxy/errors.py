@@ -31,6 +31,7 @@ _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "request_too_la
 
 
 def anthropic_error(err: GatewayError, request_id: str | None = None) -> web.Response:
+    request_id = request_id or new_request_id()  # every answer can be quoted (R-FT-3)
     body: dict[str, Any] = {
         "type": "error",
         "error": {"type": err.anthropic_type, "code": err.code, "message": err.message},
@@ -41,6 +42,7 @@ def anthropic_error(err: GatewayError, request_id: str | None = None) -> web.Res
 
 
 def openai_error(err: GatewayError, request_id: str | None = None) -> web.Response:
+    request_id = request_id or new_request_id()  # every answer can be quoted (R-FT-3)
     body: dict[str, Any] = {
         "error": {
             "type": err.openai_type,
