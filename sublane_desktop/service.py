@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 
+from sublane_desktop.core.cache_miss import PreviousTurn
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
 from sublane_desktop.core.forecast import BURN_WINDOW_S, UsageTrail, forecast
@@ -27,6 +28,7 @@ from sublane_desktop.core.scheduler import MODES, Ceilings
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.service_discovery import ModelDiscovery
 from sublane_desktop.core.tasks import spawn
+from sublane_desktop.core.turn_memory import TurnMemory
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore, account_secret
 from sublane_desktop.providers import anthropic_quota, codex, codex_quota, oauth
 from sublane_desktop.store import quota as quota_store
@@ -131,6 +133,11 @@ class _StorePersistence:
     def delete_bindings(self, account_id: int) -> None:
         self._write("binding", lambda: repo.delete_bindings_for(account_id))
 
+    def save_turn(self, group_id: int, digest: str, facts: PreviousTurn) -> None:
+        self._write("turn", lambda: repo.save_turn(group_id, digest, facts.account_id,
+                                                   facts.ended_at, facts.input_tokens,
+                                                   facts.warm_tokens))
+
     def save_lifecycle(self, account_id: int, enabled: bool, revision: int) -> None:
         self._write("lifecycle", lambda: repo.save_lifecycle(account_id, enabled, revision))
 
@@ -155,7 +162,10 @@ class Service:
         self._secrets = secret_store
         self.keyring_problem: str | None = None
         self.store: Store | None = None
-        self.pool = Pool(self.clock, persistence=_StorePersistence(self), on_change=self._changed)
+        persistence = _StorePersistence(self)
+        self.pool = Pool(self.clock, persistence=persistence, on_change=self._changed)
+        # Each conversation's last turn, for the cache-miss rule (R-CF-1).
+        self.turns = TurnMemory(save=persistence.save_turn)
         self.admin_token: str | None = None
         self.http: aiohttp.ClientSession | None = None
         # The latest records of this process, in memory for live views and quick checks; the
@@ -201,6 +211,8 @@ class Service:
         self.settings.update(settings)
         await self._reload_catalog(force=True)
         self.pool.load_bindings(await self.store.read(repo.load_bindings))
+        self.turns.load({key: PreviousTurn(*facts)
+                         for key, facts in (await self.store.read(repo.load_turns)).items()})
         for account_id, observations in (await self.store.read(
                 quota_store.load_observations)).items():
             if account_id in self.pool.accounts:

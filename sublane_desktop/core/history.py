@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sublane_desktop.core.cache_miss import CAUSES
 from sublane_desktop.core.records import MODEL_MAX, OUTCOMES, cache_hit_rate
 
 PAGE_SIZE = 50
@@ -23,7 +24,11 @@ REQUEST_ID_MAX = 128
 NUMBER_MAX = 2**53 - 1
 DELETED = "deleted"
 
-PERSONAL_PARAMS = ("cursor", "outcome", "model", "key_id", "request_id", "from", "until")
+PERSONAL_PARAMS = ("cursor", "outcome", "model", "key_id", "request_id", "from", "until",
+                   "cache_miss")
+# `cache_miss=any` asks for every miss, whatever its cause.
+ANY_MISS = "any"
+MISS_FILTERS = CAUSES + (ANY_MISS,)
 ADMIN_PARAMS = PERSONAL_PARAMS + ("user_id", "account_id")
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -50,6 +55,7 @@ class HistoryQuery:
     until: float | None = None  # exclusive
     user_id: int | None = None  # administrator view only
     account_id: int | None = None  # administrator view only
+    cache_miss: str | None = None  # a cause, or ANY_MISS
 
 
 def parse_query(pairs: Iterable[tuple[str, str]] | Mapping[str, str], *, admin: bool
@@ -75,6 +81,9 @@ def parse_query(pairs: Iterable[tuple[str, str]] | Mapping[str, str], *, admin: 
     outcome = present.get("outcome")
     if outcome is not None and outcome not in OUTCOMES:
         raise InvalidQuery("outcome", f"outcome must be one of {', '.join(OUTCOMES)}")
+    cache_miss = present.get("cache_miss")
+    if cache_miss is not None and cache_miss not in MISS_FILTERS:
+        raise InvalidQuery("cache_miss", f"cache_miss must be one of {', '.join(MISS_FILTERS)}")
     model = present.get("model")
     if model is not None:
         model = model[:MODEL_MAX]  # records keep the same bounded form
@@ -95,6 +104,7 @@ def parse_query(pairs: Iterable[tuple[str, str]] | Mapping[str, str], *, admin: 
         until=until,
         user_id=_integer(present, "user_id", minimum=1) if admin else None,
         account_id=_integer(present, "account_id", minimum=1) if admin else None,
+        cache_miss=cache_miss,
     )
 
 
@@ -153,6 +163,8 @@ def present(row: Mapping[str, Any], *, personal: bool) -> dict[str, Any]:
         "input_tokens": row["input_tokens"],
         "output_tokens": row["output_tokens"],
         "cached_tokens": row["cached_tokens"],
+        "cache_miss": row.get("cache_miss"),
+        "reread_tokens": row.get("reread_tokens"),
     }
     if personal:
         record["account_id"] = None
@@ -165,3 +177,39 @@ def present(row: Mapping[str, Any], *, personal: bool) -> dict[str, Any]:
         record["account_name"] = row["account_name"]
     record["cache_hit_rate"] = cache_hit_rate(row["input_tokens"], row["cached_tokens"])
     return record
+
+
+def present_misses(groups: Iterable[Mapping[str, Any]], total_input: int, *,
+                   since: float | None, until: float | None, personal: bool) -> dict[str, Any]:
+    """Misses by cause over a window (R-CF-2): count, re-read tokens, share of all input.
+
+    `groups` are rows of (cache_miss, account_id, account_name, count, reread_tokens), one per
+    cause and account; `total_input` is all input tokens in the same window and scope, so a
+    share says how much of what the person paid for as input was read again. Personal views
+    leave the per-account split out (R-REC-6).
+    """
+    by_cause: dict[str, dict[str, Any]] = {
+        cause: {"cause": cause, "count": 0, "reread_tokens": 0} for cause in CAUSES}
+    accounts: list[dict[str, Any]] = []
+    for group in groups:
+        entry = by_cause.get(group["cache_miss"])
+        if entry is None:
+            continue
+        entry["count"] += int(group["count"] or 0)
+        entry["reread_tokens"] += int(group["reread_tokens"] or 0)
+        if not personal and group["account_id"] is not None:
+            accounts.append({"account_id": group["account_id"],
+                             "account_name": group.get("account_name") or DELETED,
+                             "cause": group["cache_miss"], "count": int(group["count"] or 0),
+                             "reread_tokens": int(group["reread_tokens"] or 0)})
+    for entry in by_cause.values():
+        entry["share"] = (round(entry["reread_tokens"] / total_input, 4) if total_input > 0
+                          else 0.0)
+    summary: dict[str, Any] = {
+        "from": since, "until": until, "input_tokens": total_input,
+        "causes": list(by_cause.values()),
+        "reread_tokens": sum(e["reread_tokens"] for e in by_cause.values()),
+    }
+    if not personal:
+        summary["accounts"] = accounts
+    return summary

@@ -31,6 +31,10 @@ class RequestRecord:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
+    # Cache-miss forensics (R-CF-1): a cause from core.cache_miss.CAUSES or None (a hit, an
+    # unbound request, an attempt without usage counts); the input read again on a miss.
+    cache_miss: str | None = None
+    reread_tokens: int | None = None
     id: int | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -47,6 +47,6 @@ class ChatRoute:
         except GatewayError as err:
             return openai_error(err)
         attempt = Attempt(service, identity, route, protocol="openai-chat", operation="chat",
-                          transport=request.transport)
+                          transport=request.transport, body=body)
         return await serve(attempt, key, lambda a: relay_translated(
             request, a, prompt, upstream, "chat", str(model)), openai_error)

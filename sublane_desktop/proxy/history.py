@@ -73,6 +73,21 @@ async def all_requests(request: web.Request, service: Any) -> web.Response:
     return web.json_response(await service.request_log.page(query, owner=None))
 
 
+@personal_route
+async def my_misses(request: web.Request, service: Any, user_id: int) -> web.Response:
+    """Cache misses by cause over `from`/`until` (R-CF-2), the caller's own requests only."""
+    query = _query(request, admin=False)
+    return web.json_response(await service.request_log.misses(
+        owner=user_id, since=query.since, until=query.until))
+
+
+@admin_route
+async def all_misses(request: web.Request, service: Any) -> web.Response:
+    query = _query(request, admin=True)
+    return web.json_response(await service.request_log.misses(
+        owner=None, since=query.since, until=query.until))
+
+
 @admin_route
 async def all_filters(request: web.Request, service: Any) -> web.Response:
     return web.json_response(await service.request_log.filters(owner=None))
@@ -83,3 +98,5 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/me/requests/filters", my_filters)
     app.router.add_get("/api/requests", all_requests)
     app.router.add_get("/api/requests/filters", all_filters)
+    app.router.add_get("/api/me/requests/misses", my_misses)
+    app.router.add_get("/api/requests/misses", all_misses)

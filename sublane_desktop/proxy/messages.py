@@ -66,7 +66,7 @@ class MessagesRoute:
             ))
         key = conversation_key(request.headers, body) if self.operation == "messages" else None
         attempt = Attempt(service, identity, route, protocol="anthropic",
-                          operation=self.operation, transport=request.transport)
+                          operation=self.operation, transport=request.transport, body=body)
         if route.provider == "anthropic":
             return await serve(attempt, key, lambda a: self._native(request, a, body, raw),
                                anthropic_error)
@@ -112,8 +112,10 @@ class MessagesRoute:
                 usage = None
             counted = anthropic.Usage()
             counted.absorb(usage if isinstance(usage, dict) else None)
+            known = counted.input_tokens is not None
             attempt.take_counts(counted.total_input, counted.output_tokens,
-                                counted.cache_read if counted.input_tokens is not None else None)
+                                counted.cache_read if known else None,
+                                counted.cache_creation if known else None)
             if self.operation == "count_tokens":
                 attempt.record.input_tokens = counted.input_tokens
         else:

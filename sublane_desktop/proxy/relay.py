@@ -26,6 +26,7 @@ import aiohttp
 from aiohttp import web
 
 from sublane_desktop.core.affinity import conversation_digest
+from sublane_desktop.core.cache_miss import DEFAULT_TTL, Turn, cache_ttl, warm_tokens
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.core.errors import (
     WAIT_STATUSES, GatewayError, bounded_retry_after, parse_retry_after,
@@ -176,7 +177,8 @@ class Attempt:
     """One model attempt: admission, the upstream exchange, and its record."""
 
     def __init__(self, service: Any, identity: Any, route: ModelRoute, *, protocol: str,
-                 operation: str, transport: Any = None) -> None:
+                 operation: str, transport: Any = None,
+                 body: Mapping[str, Any] | None = None) -> None:
         self.service = service
         self.route = route
         self.transport = transport  # the client's, to tell "client gone" from "upstream gone"
@@ -188,6 +190,10 @@ class Attempt:
             protocol=protocol, operation=operation, started_at=service.clock.now(),
         )
         self.group_id = identity.group_id
+        self.conversation: str | None = None  # the digest, kept in memory only
+        # How long the provider keeps this request's prompt cache (R-CF-1).
+        self.cache_ttl = cache_ttl(route.provider, body) if body is not None else DEFAULT_TTL
+        self.written_tokens: int | None = None
         self.lease: Lease | None = None
         self.outcome = Outcome.NEUTRAL
         self.retry_after: float | None = None
@@ -230,6 +236,7 @@ class Attempt:
             self.closed = True
             raise
         self.record.account_id = self.lease.account.id
+        self.conversation = demand.conversation
 
     # --- the upstream exchange --------------------------------------------------------------------
 
@@ -334,7 +341,8 @@ class Attempt:
         return kind, message
 
     def take_counts(self, input_tokens: int | None, output_tokens: int | None,
-                    cached_tokens: int | None) -> None:
+                    cached_tokens: int | None, written_tokens: int | None = None) -> None:
+        self.written_tokens = written_tokens
         self.record.input_tokens = input_tokens
         self.record.output_tokens = output_tokens
         self.record.cached_tokens = cached_tokens
@@ -378,7 +386,8 @@ class Attempt:
             record.outcome, record.error_code = "error", "upstream_dropped"
             await self._quietly(sink.fail("upstream connection lost"))
             return
-        self.take_counts(tally.input_tokens, tally.output_tokens, tally.cached_tokens)
+        self.take_counts(tally.input_tokens, tally.output_tokens, tally.cached_tokens,
+                         tally.written_tokens)
         outcome, code, blame = tally.verdict()
         record.outcome, record.error_code = outcome, code
         if blame:
@@ -425,7 +434,29 @@ class Attempt:
         if self.lease is not None:
             self.lease.release(self.outcome, self.retry_after, record.upstream_status)
         record.duration_ms = self.ms()
+        self._settle_cache()
         self.service.record(record)
+
+    def _settle_cache(self) -> None:
+        """The turn's cache-miss cause and cost (R-CF-1), for a bound turn with usage counts.
+
+        Unbound requests and attempts without counts (errors, cancellations) stay null and
+        leave the conversation's last turn as it was.
+        """
+        record = self.record
+        turns = getattr(self.service, "turns", None)
+        if (turns is None or self.conversation is None or self.lease is None
+                or record.input_tokens is None or record.cached_tokens is None):
+            return
+        provider = self.account.provider
+        turn = Turn(account_id=self.account.id, started_at=record.started_at,
+                    input_tokens=record.input_tokens, cached_tokens=record.cached_tokens,
+                    ttl=self.cache_ttl)
+        warm = warm_tokens(provider, record.input_tokens, record.cached_tokens,
+                           self.written_tokens)
+        verdict = turns.settle(self.group_id, self.conversation, turn,
+                               ended_at=self.service.clock.now(), warm_tokens=warm)
+        record.cache_miss, record.reread_tokens = verdict.cause, verdict.reread_tokens
 
 
 async def serve(attempt: Attempt, conversation_key: str | None, body: Callable[[Attempt], Any],

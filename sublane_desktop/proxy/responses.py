@@ -97,7 +97,7 @@ class ResponsesRoute:
         except GatewayError as err:
             return openai_error(err)
         attempt = Attempt(service, identity, route, protocol="openai-responses",
-                          operation="responses", transport=request.transport)
+                          operation="responses", transport=request.transport, body=body)
         if route.provider == "anthropic":
             return await serve(attempt, key, lambda a: relay_translated(
                 request, a, prompt, upstream, "responses", str(body["model"])), openai_error)
@@ -166,7 +166,7 @@ class CompactRoute:
         except GatewayError as err:
             return openai_error(err)
         attempt = Attempt(service, identity, route, protocol="openai-responses",
-                          operation="compact", transport=request.transport)
+                          operation="compact", transport=request.transport, body=body)
         key = conversation_key(request.headers, body)
 
         async def exchange(a: Attempt) -> web.StreamResponse:
@@ -365,7 +365,8 @@ class SocketSession:
                 await self.refuse(err)
                 return
         attempt = Attempt(self.service, self.identity, route, protocol="openai-responses",
-                          operation="responses", transport=self.request.transport)
+                          operation="responses", transport=self.request.transport,
+                          body=body)
         turn = SocketTurn(self, attempt)
         self.attempt = attempt
         try:

@@ -78,6 +78,19 @@ STEPS: dict[int, list[str]] = {
         "CREATE INDEX quota_history_account ON quota_history (account_id, window, observed_at)",
         "CREATE INDEX quota_history_observed_at ON quota_history (observed_at)",
     ],
+    # Cache-miss forensics (SPEC §13, R-CF-1): the cause and cost on each record (old rows read
+    # null), and the last turn's facts beside each conversation's binding so a restart keeps
+    # them. A freed binding is kept as `bound = 0` rather than deleted: the facts of a
+    # conversation whose account was paused are exactly what explains its next turn's miss.
+    6: [
+        "ALTER TABLE request_records ADD COLUMN cache_miss TEXT",
+        "ALTER TABLE request_records ADD COLUMN reread_tokens INTEGER",
+        "ALTER TABLE affinity_bindings ADD COLUMN bound INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE affinity_bindings ADD COLUMN last_account_id INTEGER",
+        "ALTER TABLE affinity_bindings ADD COLUMN last_ended_at REAL",
+        "ALTER TABLE affinity_bindings ADD COLUMN last_input_tokens INTEGER",
+        "ALTER TABLE affinity_bindings ADD COLUMN last_warm_tokens INTEGER",
+    ],
 }
 LATEST = max(STEPS)
 

@@ -117,6 +117,12 @@ class AffinityBinding(BaseModel):
     digest = TextField()
     account = ForeignKeyField(Account, on_delete="CASCADE")
     created_at = FloatField()
+    bound = BooleanField(default=True)  # False: freed, kept for the last turn's facts
+    # The conversation's last turn (R-CF-1): numbers only, never prompt content.
+    last_account_id = IntegerField(null=True)
+    last_ended_at = FloatField(null=True)
+    last_input_tokens = IntegerField(null=True)
+    last_warm_tokens = IntegerField(null=True)
 
     class Meta:
         table_name = "affinity_bindings"
@@ -145,6 +151,8 @@ class RecordRow(BaseModel):
     input_tokens = IntegerField(null=True)
     output_tokens = IntegerField(null=True)
     cached_tokens = IntegerField(null=True)
+    cache_miss = TextField(null=True)
+    reread_tokens = IntegerField(null=True)
 
     class Meta:
         table_name = "request_records"

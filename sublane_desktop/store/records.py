@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from sublane_desktop.core.cache_miss import CAUSES
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.history import (
     CHOICES_MAX,
@@ -33,8 +34,10 @@ from sublane_desktop.core.history import (
     MAX_RECORDS,
     OUTCOMES,
     PAGE_SIZE,
+    ANY_MISS,
     HistoryQuery,
     present,
+    present_misses,
     retention_cutoff,
 )
 from sublane_desktop.core.records import RequestRecord
@@ -48,6 +51,7 @@ _COLUMNS = (
     "id", "request_id", "user_id", "key_id", "group_id", "account_id", "provider", "model",
     "protocol", "operation", "started_at", "duration_ms", "first_token_ms", "outcome",
     "error_code", "upstream_status", "input_tokens", "output_tokens", "cached_tokens",
+    "cache_miss", "reread_tokens",
 )
 
 
@@ -120,6 +124,10 @@ def read_page(query: HistoryQuery, *, owner: int | None, now: float) -> dict[str
     match("r.request_id = ?", query.request_id)
     match("r.started_at >= ?", query.since)
     match("r.started_at < ?", query.until)
+    if query.cache_miss == ANY_MISS:
+        where.append("r.cache_miss IS NOT NULL")
+    else:
+        match("r.cache_miss = ?", query.cache_miss)
     columns = ", ".join(f"r.{c}" for c in _COLUMNS)
     if personal:
         sql = f"SELECT {columns} FROM request_records r"
@@ -158,6 +166,7 @@ def read_filters(*, owner: int | None, now: float) -> dict[str, Any]:
         return [row[0] for row in database.execute_sql(sql, params).fetchall()]
 
     seen = set(distinct("outcome"))
+    misses = set(distinct("cache_miss"))
     key_ids = distinct("key_id")
     keys_by_id = {k.id: k for k in ClientKey.select().where(ClientKey.id.in_(key_ids))}
     keys = []
@@ -175,6 +184,7 @@ def read_filters(*, owner: int | None, now: float) -> dict[str, Any]:
     choices: dict[str, Any] = {
         "outcomes": [o for o in OUTCOMES if o in seen],
         "models": distinct("model"),
+        "cache_misses": [c for c in CAUSES if c in misses],
         "keys": keys,
     }
     if owner is None:
@@ -204,6 +214,34 @@ def trace_rows(now: float) -> list[dict[str, Any]]:
     cursor = RecordRow._meta.database.execute_sql(sql, (retention_cutoff(now),))
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+
+
+def read_misses(*, owner: int | None, since: float | None, until: float | None,
+                now: float) -> dict[str, Any]:
+    """Cache misses by cause (and account, for the administrator) over a window (R-CF-2)."""
+    database = RecordRow._meta.database
+    where = ["r.started_at >= ?"]
+    params: list[Any] = [max(retention_cutoff(now), since or 0.0)]
+    if until is not None:
+        where.append("r.started_at < ?")
+        params.append(until)
+    if owner is not None:
+        where.append("r.user_id = ?")
+        params.append(owner)
+    clause = " AND ".join(where)
+    total = database.execute_sql(
+        f"SELECT COALESCE(SUM(r.input_tokens), 0) FROM request_records r WHERE {clause}",
+        params).fetchone()[0]
+    cursor = database.execute_sql(
+        "SELECT r.cache_miss, r.account_id, a.name AS account_name, COUNT(*) AS count,"
+        " COALESCE(SUM(r.reread_tokens), 0) AS reread_tokens"
+        " FROM request_records r LEFT JOIN accounts a ON a.id = r.account_id"
+        f" WHERE {clause} AND r.cache_miss IS NOT NULL"
+        " GROUP BY r.cache_miss, r.account_id ORDER BY r.cache_miss, r.account_id", params)
+    names = [d[0] for d in cursor.description]
+    groups = [dict(zip(names, values)) for values in cursor.fetchall()]
+    return present_misses(groups, int(total), since=since, until=until,
+                          personal=owner is not None)
 
 
 # --- the async side ---------------------------------------------------------------------------
@@ -308,6 +346,13 @@ class RequestLog:
         now = self.clock.now()
         await self._prune_on_read(now)
         return await self._store.read(lambda: read_page(query, owner=owner, now=now))
+
+    async def misses(self, *, owner: int | None, since: float | None = None,
+                     until: float | None = None) -> dict[str, Any]:
+        now = self.clock.now()
+        await self._prune_on_read(now)
+        return await self._store.read(
+            lambda: read_misses(owner=owner, since=since, until=until, now=now))
 
     async def filters(self, *, owner: int | None) -> dict[str, Any]:
         now = self.clock.now()

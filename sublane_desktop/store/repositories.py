@@ -242,18 +242,55 @@ def save_lifecycle(account_id: int, enabled: bool, revision: int) -> None:
 def load_bindings(scope: str = "auto") -> dict[tuple[int, str], int]:
     return {
         (b.group_id, b.digest): b.account_id
-        for b in AffinityBinding.select().where(AffinityBinding.scope == scope)
+        for b in AffinityBinding.select().where(
+            (AffinityBinding.scope == scope) & (AffinityBinding.bound == True)  # noqa: E712
+        )
     }
 
 
 def save_binding(group_id: int, digest: str, account_id: int, scope: str = "auto") -> None:
+    # An upsert, not a replace: re-binding a freed conversation keeps its last turn's facts.
     AffinityBinding.insert(
         scope=scope, group_id=group_id, digest=digest, account=account_id, created_at=time.time()
-    ).on_conflict_replace().execute()
+    ).on_conflict(
+        conflict_target=[AffinityBinding.scope, AffinityBinding.group_id, AffinityBinding.digest],
+        update={AffinityBinding.account: account_id, AffinityBinding.bound: True,
+                AffinityBinding.created_at: time.time()},
+    ).execute()
 
 
 def delete_bindings_for(account_id: int) -> int:
-    return AffinityBinding.delete().where(AffinityBinding.account == account_id).execute()
+    """Free the account's conversations; their rows stay (unbound) for the cache-miss facts."""
+    return (AffinityBinding.update(bound=False)
+            .where((AffinityBinding.account == account_id)
+                   & (AffinityBinding.bound == True))  # noqa: E712
+            .execute())
+
+
+def load_turns(scope: str = "auto") -> dict[tuple[int, str], tuple[int, float, int, int]]:
+    """Each conversation's last turn: (account id, ended at, total input, warm input)."""
+    return {
+        (b.group_id, b.digest): (b.last_account_id, b.last_ended_at, b.last_input_tokens,
+                                 b.last_warm_tokens)
+        for b in AffinityBinding.select().where(
+            (AffinityBinding.scope == scope) & AffinityBinding.last_ended_at.is_null(False))
+    }
+
+
+def save_turn(group_id: int, digest: str, account_id: int, ended_at: float, input_tokens: int,
+              warm_tokens: int, scope: str = "auto") -> None:
+    facts = {AffinityBinding.last_account_id: account_id, AffinityBinding.last_ended_at: ended_at,
+             AffinityBinding.last_input_tokens: input_tokens,
+             AffinityBinding.last_warm_tokens: warm_tokens}
+    # The binding's own write normally lands first; if this one wins the race it creates the
+    # row unbound, and the binding's upsert then binds it without touching the facts.
+    AffinityBinding.insert(
+        scope=scope, group_id=group_id, digest=digest, account=account_id,
+        created_at=time.time(), bound=False, **{f.name: v for f, v in facts.items()},
+    ).on_conflict(
+        conflict_target=[AffinityBinding.scope, AffinityBinding.group_id, AffinityBinding.digest],
+        update=facts,
+    ).execute()
 
 
 # --- settings ---------------------------------------------------------------------------------

@@ -140,3 +140,37 @@ def test_warm_tokens_are_reads_plus_writes_for_anthropic_and_the_whole_input_els
     assert warm_tokens("anthropic", 50_000, 0, None) == 0
     assert warm_tokens("codex", 50_000, 40_000) == 50_000
     assert warm_tokens("antigravity", 7_000, 0) == 7_000
+
+
+# --- the per-conversation memory the rule reads from (core.turn_memory) ----------------------
+
+from sublane_desktop.core.turn_memory import TurnMemory  # noqa: E402
+
+
+def test_the_memory_classifies_against_the_last_turn_and_saves_each_turn() -> None:
+    saved: list[tuple[int, str, PreviousTurn]] = []
+    memory = TurnMemory(save=lambda g, d, facts: saved.append((g, d, facts)))
+    assert memory.settle(1, "d", turn(cached=0), ended_at=T0 + 41, warm_tokens=52_000).cause == (
+        "first_turn")
+    second = Turn(account_id=2, started_at=T0 + 80, input_tokens=53_000, cached_tokens=0)
+    assert memory.settle(1, "d", second, ended_at=T0 + 81, warm_tokens=53_000) == CacheMiss(
+        "account_switch", 52_000)
+    assert saved[-1] == (1, "d", PreviousTurn(2, T0 + 81, 53_000, 53_000))
+    assert memory.previous(2, "d") is None  # another group's conversation is another one
+
+
+def test_after_a_restart_the_loaded_facts_explain_the_next_turn() -> None:
+    memory = TurnMemory()
+    memory.load({(1, "d"): PreviousTurn(1, T0, 50_000, 48_000)})
+    assert memory.settle(1, "d", turn(account=2, cached=0), ended_at=T0 + 41,
+                         warm_tokens=52_000) == CacheMiss("account_switch", 48_000)
+
+
+def test_the_memory_forgets_the_oldest_conversation_beyond_its_capacity() -> None:
+    memory = TurnMemory(capacity=2)
+    memory.load({(1, "old"): PreviousTurn(1, T0 - 100, 10, 10),
+                 (1, "mid"): PreviousTurn(1, T0 - 50, 10, 10),
+                 (1, "new"): PreviousTurn(1, T0, 10, 10)})
+    assert memory.previous(1, "old") is None and len(memory) == 2
+    memory.settle(1, "newest", turn(), ended_at=T0 + 41, warm_tokens=10)
+    assert memory.previous(1, "mid") is None and memory.previous(1, "new") is not None

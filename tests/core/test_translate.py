@@ -252,11 +252,11 @@ ANTHROPIC_STREAM = [
     {"type": "message_stop"},
 ]
 NEUTRAL = [
-    Started("msg_1", "claude-x"), Usage(45, 1, 30),
+    Started("msg_1", "claude-x"), Usage(45, 1, 30, 5),
     ReasoningDelta("ponder"), ReasoningEnd(ANTHROPIC_TAG + "SIG"),
     TextDelta("Hi"),
     ToolStart("toolu_1", "shell"), ToolArgs("{\"a\":"), ToolArgs("1}"), ToolEnd(),
-    Usage(45, 9, 30), Finished("completed", "tool_calls"),
+    Usage(45, 9, 30, 5), Finished("completed", "tool_calls"),
 ]
 
 

@@ -243,7 +243,7 @@ class AnthropicReader:
             return Usage(None, self.output_tokens, None)
         # Anthropic's input_tokens leaves out cache reads and writes (R-REC-5)
         total = self.input_tokens + (self.cache_read or 0) + (self.cache_creation or 0)
-        return Usage(total, self.output_tokens, self.cache_read or 0)
+        return Usage(total, self.output_tokens, self.cache_read or 0, self.cache_creation or 0)
 
     def feed(self, event: str | None, data: str) -> tuple[Event, ...]:
         self.payload = payload = event_payload(data)

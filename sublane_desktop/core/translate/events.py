@@ -55,6 +55,7 @@ class Usage:
     input_tokens: int | None  # total input, cached included
     output_tokens: int | None
     cached_tokens: int | None
+    written_tokens: int | None = None  # input written to the cache (Anthropic cache creation)
 
 
 @dataclass(slots=True)
@@ -111,6 +112,7 @@ class Tally:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self.cached_tokens: int | None = None
+        self.written_tokens: int | None = None
         self.finished: Finished | None = None
 
     def feed(self, events: tuple[Event, ...] | list[Event]) -> bool:
@@ -124,6 +126,7 @@ class Tally:
                 self.input_tokens = event.input_tokens
                 self.output_tokens = event.output_tokens
                 self.cached_tokens = event.cached_tokens
+                self.written_tokens = event.written_tokens
             elif isinstance(event, Finished):
                 self.finished = event
         return first
