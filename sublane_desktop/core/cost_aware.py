@@ -70,6 +70,15 @@ class ConversationMemory:
     def get(self, group_id: int, digest: str) -> TurnFacts | None:
         return self._turns.get((group_id, digest))
 
+    def active(self, now: float) -> dict[int, int]:
+        """Conversations per account whose last turn is within the cache TTL (still going)."""
+        counts: dict[int, int] = {}
+        for facts in reversed(self._turns.values()):  # newest first: stop at the first old one
+            if now - facts.at >= CACHE_TTL:
+                break
+            counts[facts.account_id] = counts.get(facts.account_id, 0) + 1
+        return counts
+
 
 def warm_chance(facts: TurnFacts | None, account_id: int, now: float) -> float:
     """The chance the conversation's prefix is still cached on `account_id`."""
@@ -105,8 +114,9 @@ def place(scheduler: Scheduler, ordered: list[AccountState], demand: Demand, sta
     """3. A new conversation: the next account in rotation among those that score within
     SWITCH_MARGIN of the best, or None when no account is admissible.
 
-    Rotating among near-equals spreads conversations (and their concurrency) as the seed's
-    rotation does; an account far ahead on perishability takes them all until it is not.
+    Among near-equals the account with the fewest running conversations per slot wins, then
+    the rotation order: conversations (and their concurrency) spread as the seed's rotation
+    spreads them; an account far ahead on perishability takes them all until it is not.
     Accounts over a preemptive ceiling are used only when every admissible one is (placement
     steers, it does not refuse). `start` is the group's rotation cursor.
     """
@@ -120,11 +130,12 @@ def place(scheduler: Scheduler, ordered: list[AccountState], demand: Demand, sta
         return None
     scores = {a.id: scheduler.score(a, demand, now) for a in choices}
     bar = max(scores.values()) / (1.0 + SWITCH_MARGIN)
-    for step in range(n):
-        account = ordered[(start + step) % n]
-        if account.id in scores and scores[account.id] >= bar:
-            return account
-    return None  # unreachable: the best account clears its own bar
+    near_best = [a for a in choices if scores[a.id] >= bar]
+    # Among near-equals, the one with the fewest running conversations per slot: they will
+    # all want their slots again within seconds, and a bound conversation cannot spill.
+    active = scheduler.conversations.active(now)
+    return min(near_best, key=lambda a: (active.get(a.id, 0) / a.max_concurrency,
+                                         (ordered.index(a) - start) % n))
 
 
 def move_target(scheduler: Scheduler, bound: AccountState, candidates: list[AccountState],

@@ -150,7 +150,7 @@ class Pool:
         self.accounts: dict[int, AccountState] = {}
         self.bindings: dict[tuple[int, str], int] = {}
         self.scheduler = Scheduler(clock)
-        self.turns = ConversationMemory()  # last turn per conversation, for cost_aware moves
+        self.turns: ConversationMemory = self.scheduler.conversations
         self._persist = persistence or NoPersistence()
         self._on_change = on_change or (lambda: None)
 

@@ -118,6 +118,9 @@ class Scheduler:
     current: dict[tuple[int, str], int] = field(default_factory=dict)  # main lane anchors
     fable_current: dict[tuple[int, str], int] = field(default_factory=dict)
     last: Decision | None = None
+    # The last turn of recent conversations (cost_aware weighs moves and load with it).
+    conversations: cost_aware.ConversationMemory = field(
+        default_factory=cost_aware.ConversationMemory)
 
     def ceilings_for(self, account: AccountState) -> Ceilings:
         return self.ceilings.merged(account.ceilings)

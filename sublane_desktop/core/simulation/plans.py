@@ -25,7 +25,7 @@ class PoolPlan:
 
 PLANS = {
     "solo": PoolPlan(accounts=2, week_capacity=20e6),
-    "team": PoolPlan(accounts=3, week_capacity=50e6),
+    "team": PoolPlan(accounts=4, week_capacity=55e6),
     "bursty": PoolPlan(accounts=3, week_capacity=20e6),
     "fable-heavy": PoolPlan(accounts=3, week_capacity=50e6),
     "records": PoolPlan(accounts=3, week_capacity=32e6),

@@ -143,7 +143,7 @@ def solo(b: _Builder, start: float, days: float) -> None:
 def team(b: _Builder, start: float, days: float) -> None:
     """Five people in two time zones (three in UTC+1, two in UTC-5), and a nightly CI job."""
     for tz in (1, 1, 1, -5, -5):
-        b.person(Person(tz=tz, start_h=9, end_h=18), start, days)
+        b.person(Person(tz=tz, start_h=8.5, end_h=18.5, parallel=0.6), start, days)
     for day in range(int(days)):
         if day % 7 < 5:
             b.job(start + day * DAY + 2 * H, 120, 6_000, (5, 20))
@@ -165,7 +165,7 @@ def bursty(b: _Builder, start: float, days: float) -> None:
 def fable_heavy(b: _Builder, start: float, days: float) -> None:
     """Three people, two time zones, most sessions on the Fable model."""
     for tz in (0, 0, -8):
-        b.person(Person(tz=tz, start_h=9, end_h=18, fable_share=0.7), start, days)
+        b.person(Person(tz=tz, start_h=9, end_h=18, fable_share=0.5), start, days)
 
 
 GENERATORS: dict[str, Callable[[_Builder, float, float], None]] = {
