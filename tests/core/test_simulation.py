@@ -15,7 +15,7 @@ from sublane_desktop.core.simulation import (
     generate,
     run_trace,
 )
-from sublane_desktop.core.simulation.metrics import JSON_FIELDS, PreviousTurn, classify_turn
+from sublane_desktop.core.simulation.metrics import JSON_FIELDS
 from sublane_desktop.core.simulation.traces import EPOCH, from_records
 from sublane_desktop.core.simulation.upstream import WEEK, SimAccount, Window
 
@@ -69,13 +69,23 @@ def test_two_accounts_two_hours_by_hand():
     assert result.quota_wasted == 0.0  # the week windows did not reset in these two hours
 
 
-def test_cache_break_is_a_switch_within_the_ttl_and_costs_the_previous_prompt():
-    earlier = PreviousTurn(account_id=1, at=0.0, total_input=40_000, cached_tokens=30_000)
-    assert classify_turn(None, 1, 10.0, 5_000, 0) == ("first_turn", 0)
-    assert classify_turn(earlier, 2, 60.0, 45_000, 0) == ("account_switch", 40_000)
-    assert classify_turn(earlier, 1, 301.0, 45_000, 0) == ("ttl_expired", 40_000)
-    assert classify_turn(earlier, 1, 60.0, 45_000, 10_000) == ("prefix_changed", 30_000)
-    assert classify_turn(earlier, 1, 60.0, 45_000, 40_000) == (None, 0)
+def test_a_move_within_the_ttl_is_a_cache_break_that_rereads_the_previous_prompt():
+    """c1 fills 95% of A's 5h window, then the rest; the headers of its second turn show A
+    over its ceiling. cost_aware moves the third turn (10 s after the second ended) to B: one
+    cache break, re-reading the 8.8k tokens the second turn had cached. round_robin keeps it
+    on A, which is full: a 429 and no break."""
+    trace = Trace("hand", 1, T0, T0 + H, (
+        turn(0, "c1", 8_000, 500, 200),
+        turn(20, "c1", 8_700, 100, 0),
+        turn(40, "c1", 8_800, 100, 0),
+    ))
+    moved = Simulation(trace, "cost_aware", [account("A", 10_000), account("B", 50_000)]).run()
+    assert (moved.cache_breaks, moved.reread_tokens, moved.http_429) == (1, 8_800, 0)
+    assert moved.ledger["B"]["five_hour"]["used"] == 8_900
+    stayed = Simulation(trace, "round_robin", [account("A", 10_000), account("B", 50_000)]
+                        ).run()
+    assert (stayed.cache_breaks, stayed.reread_tokens) == (0, 0)
+    assert stayed.http_429 >= 1
 
 
 @pytest.mark.parametrize("name", ["solo", "team", "bursty", "fable-heavy"])

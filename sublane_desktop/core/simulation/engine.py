@@ -24,16 +24,16 @@ from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Demand, Lease, Outcome, Pool
 from sublane_desktop.core.routing import route_model
 from sublane_desktop.core.scheduler import MODES
+from sublane_desktop.core import cache_miss
 from sublane_desktop.core.simulation.metrics import (
-    PreviousTurn,
     RunResult,
     Sample,
-    classify_turn,
+    cache_break,
     quota_fractions,
     window_ledger,
 )
 from sublane_desktop.core.simulation.traces import Trace, Turn
-from sublane_desktop.core.simulation.upstream import CACHE_TTL, SimAccount
+from sublane_desktop.core.simulation.upstream import SimAccount
 
 MAIN = route_model("claude-sonnet-4-5")
 FABLE = route_model("claude-fable-5")
@@ -76,7 +76,7 @@ class Simulation:
         self._events: list[tuple[float, int, int, Any]] = []
         self._seq = 0
         self._polled: dict[int, float] = {}
-        self._previous: dict[str, PreviousTurn] = {}
+        self._previous: dict[str, cache_miss.PreviousTurn] = {}
         self._turned_away: dict[str, float | None] = {"five_hour": None, "seven_day": None,
                                                       "fable": None}
 
@@ -133,7 +133,7 @@ class Simulation:
             return
         account = self.upstream[lease.account.id]
         served = account.serve(turn.stream, turn.fable, turn.prefix_tokens, turn.new_tokens,
-                               turn.output_tokens, now)
+                               turn.output_tokens, now, turn.duration)
         for obs in served.observations:
             lease.account.gauges.apply(obs)
         if served.status == 429:
@@ -167,14 +167,16 @@ class Simulation:
 
     def _cache_metric(self, turn: Turn, lease: Lease, now: float, total: int, cached: int
                       ) -> None:
-        """A cache break: served by another account than the previous turn, within the TTL."""
-        previous = self._previous.get(turn.stream)
-        cause, reread = classify_turn(previous, lease.account.id, now, total, cached)
-        if cause == "account_switch" and previous is not None and \
-                now - previous.at <= CACHE_TTL:
+        """A cache break: another account than the previous turn's, within the cache TTL."""
+        reread = cache_break(self._previous.get(turn.stream),
+                             cache_miss.Turn(lease.account.id, now, total, cached))
+        if reread is not None:
             self.result.cache_breaks += 1
             self.result.reread_tokens += reread
-        self._previous[turn.stream] = PreviousTurn(lease.account.id, now, total, cached)
+        # The simulated client writes its whole prompt to the cache every turn (as Claude Code
+        # does), so all of it is warm when the answer ends.
+        self._previous[turn.stream] = cache_miss.PreviousTurn(
+            lease.account.id, now + turn.duration, total, total)
 
     # --- what the service does around the pool -----------------------------------------------
 

@@ -1,8 +1,8 @@
-"""What one simulated run measured (R-SIM-1), and the one place a turn's cache miss is judged.
+"""What one simulated run measured (R-SIM-1).
 
-`classify_turn` follows R-CF-1 (first_turn / account_switch / ttl_expired / prefix_changed and
-the tokens read again), so a simulated cache break means what a recorded one means. It is the
-seam for core/cache_miss.py: when that module lands, this function becomes a call to it.
+A cache break is judged by core/cache_miss.py, the same rule the request records use (R-CF-1):
+a turn whose cause is `account_switch` while the previous turn's cache was still within its
+TTL. So a simulated cache break and a recorded one mean the same thing.
 """
 
 from __future__ import annotations
@@ -10,37 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sublane_desktop.core.simulation.upstream import CACHE_TTL, SimAccount
+from sublane_desktop.core import cache_miss
+from sublane_desktop.core.simulation.upstream import SimAccount
 
 JSON_FIELDS = ("trace", "policy", "seed", "requests", "quota_used", "quota_wasted", "http_429",
                "refused", "cache_breaks", "reread_tokens")
 
 
-@dataclass(frozen=True)
-class PreviousTurn:
-    account_id: int
-    at: float
-    total_input: int
-    cached_tokens: int
-
-
-def classify_turn(previous: PreviousTurn | None, account_id: int, now: float,
-                  total_input: int, cached_tokens: int) -> tuple[str | None, int]:
-    """(cause, reread_tokens) for one turn of a conversation; cause None is a hit (R-CF-1)."""
-    if previous is None:
-        return "first_turn", 0
-    if previous.account_id != account_id:
-        cause: str | None = "account_switch"
-    elif now - previous.at > CACHE_TTL:
-        cause = "ttl_expired"
-    elif cached_tokens < previous.total_input / 2:
-        cause = "prefix_changed"
-    else:
-        return None, 0
-    # The previous turn cached or wrote its whole input; whatever of it this turn did not get
-    # from the cache was read again at full price.
-    reread = max(0, min(previous.total_input, total_input) - cached_tokens)
-    return cause, reread
+def cache_break(previous: cache_miss.PreviousTurn | None, turn: cache_miss.Turn) -> int | None:
+    """The tokens a turn read again because it moved while its cache was warm, else None."""
+    miss = cache_miss.classify_turn(previous, turn)
+    if miss.cause != cache_miss.ACCOUNT_SWITCH or previous is None:
+        return None
+    if turn.started_at - previous.ended_at > turn.ttl:
+        return None  # the cache had expired anyway: the move broke nothing
+    return miss.reread_tokens
 
 
 @dataclass

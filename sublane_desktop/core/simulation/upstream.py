@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sublane_desktop.core.cache_miss import DEFAULT_TTL
 from sublane_desktop.core.gauges import Observation
 
-CACHE_TTL = 300.0  # the provider's prompt cache: 5 minutes from the last use
+CACHE_TTL = DEFAULT_TTL  # the provider's prompt cache: 5 minutes from the last use
 # What a token costs against the quota, relative to a fresh input token. Subscriptions meter
 # roughly like API prices: cache reads are a tenth of input, output five times input.
 CACHED_COST = 0.1
@@ -95,8 +96,9 @@ class SimAccount:
                      for name, w in self.windows.items())
 
     def serve(self, stream: str, fable: bool, prefix_tokens: int, new_tokens: int,
-              output_tokens: int, now: float) -> Served:
-        """Admit or refuse one request at `now`; an admitted one is charged at once."""
+              output_tokens: int, now: float, duration: float = 0.0) -> Served:
+        """Admit or refuse one request at `now`; an admitted one is charged at once, and its
+        prompt stays cached for the TTL after its answer ends (`duration` later)."""
         self.roll(now)
         names = ("five_hour", "seven_day", "fable") if fable else ("five_hour", "seven_day")
         full = tuple(n for n in names if self.windows[n].full)
@@ -114,5 +116,5 @@ class SimAccount:
         units = (total - cached) + CACHED_COST * cached + OUTPUT_COST * output_tokens
         for name in names:
             self.windows[name].spend(units)
-        self.cache[stream] = (now + CACHE_TTL, total)
+        self.cache[stream] = (now + duration + CACHE_TTL, total)
         return Served(200, cached_tokens=cached, total_input=total, observations=observations)
