@@ -21,11 +21,12 @@ from sublane_desktop.core.cache_miss import PreviousTurn
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
 from sublane_desktop.core.forecast import BURN_WINDOW_S, UsageTrail, forecast
-from sublane_desktop.core.gauges import WINDOWS, Observation
+from sublane_desktop.core.gauges import Observation, windows_for
 from sublane_desktop.core.pool import AccountState, Pool
 from sublane_desktop.core.quota import QuotaRefresher
 from sublane_desktop.core.scheduler import MODES, Ceilings
 from sublane_desktop.core.records import RequestRecord
+from sublane_desktop.service_antigravity import AntigravityAccounts
 from sublane_desktop.service_discovery import ModelDiscovery
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.core.turn_memory import TurnMemory
@@ -181,6 +182,7 @@ class Service:
             self.clock, read=self._read_quota, publish=self._publish_quota,
             take_slot=self.pool.try_metadata_slot, give_slot=self.pool.release_metadata_slot)
         self.discovery = ModelDiscovery(self)
+        self.antigravity = AntigravityAccounts(self)
         self._pending_obs: dict[int, tuple[int, dict[str, Observation]]] = {}
         self.usage_trail = UsageTrail()  # the last hour of readings, for forecasts (R-UI-7)
         self._obs_flush: asyncio.Task | None = None
@@ -368,6 +370,8 @@ class Service:
             self._credentials[account.id] = (account.revision, credential)
         if oauth.needs_refresh(credential, self.clock.now()):
             credential = await self.refresh_credential(account)
+        if account.provider == "antigravity":
+            credential = await self.antigravity.with_project(account, credential)
         return credential
 
     async def refresh_credential(self, account: AccountState) -> dict[str, Any]:
@@ -384,8 +388,8 @@ class Service:
             raw = await self.secrets.aget(account_secret(account.id))
             cached = (account.revision, json.loads(raw or "{}"))
         old = cached[1]
-        base = self.env.get(BASE_URL_ENV["oauth"]) or oauth.DEFAULT_OAUTH_BASE.get(
-            account.provider, DEFAULT_BASE_URLS["oauth"])
+        base = self.env.get(oauth.OAUTH_BASE_ENV.get(account.provider, BASE_URL_ENV["oauth"])) \
+            or oauth.DEFAULT_OAUTH_BASE.get(account.provider, DEFAULT_BASE_URLS["oauth"])
         try:
             fresh = await oauth.refresh(self.http, account.provider, base, old, self.clock.now())
         except oauth.RefreshRejected as exc:
@@ -460,12 +464,13 @@ class Service:
         """Accounts whose quota can be read: OAuth, enabled, signed in, not paused."""
         return [a for a in self.pool.accounts.values()
                 if (provider is None or a.provider == provider)
-                and a.provider in ("anthropic", "codex")
+                and a.provider in ("anthropic", "codex", "antigravity")
                 and a.kind == "oauth" and a.enabled and not a.auth_failed and not a.paused]
 
     def refresh_stale(self, provider: str) -> None:
         now = self.clock.now()
-        stale = [a for a in self.quota_candidates(provider) if a.gauges.any_stale(now)]
+        stale = [a for a in self.quota_candidates(provider)
+                 if a.gauges.any_stale(now, windows_for(a.provider))]
         if stale:
             self.refresher.want(stale)
 
@@ -474,6 +479,8 @@ class Service:
         return len(self.refresher.want(self.quota_candidates(), force=True))
 
     async def _read_quota(self, account: AccountState) -> list[Observation]:
+        if account.provider == "antigravity":
+            return await self.antigravity.read_quota(account)
         credential = await self.credential(account)
         if account.provider == "codex":
             base = (account.base_url or self.base_url("codex")).rstrip("/")
@@ -520,7 +527,7 @@ class Service:
             "failure_streak": account.failure_streak,
             "current": self.pool.scheduler.is_current(account),
             "fable_current": self.pool.scheduler.is_fable_current(account),
-            "gauges": gauges.to_json(now),
+            "gauges": gauges.to_json(now, windows_for(account.provider)),
             "kind": account.kind,
             "forecast": self._forecasts(account, now),
         }
@@ -528,7 +535,7 @@ class Service:
     def _forecasts(self, account: AccountState, now: float) -> dict[str, dict[str, Any]]:
         """R-UI-7: fresh windows that would run out before their reset, at the last hour's pace."""
         out: dict[str, dict[str, Any]] = {}
-        for window in WINDOWS:
+        for window in windows_for(account.provider):
             gauge = account.gauges.get(window)
             if gauge.stale(now):
                 continue

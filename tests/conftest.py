@@ -13,6 +13,7 @@ from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.secrets import SecretStore, account_secret
 from sublane_desktop.service import Service
 from sublane_desktop.store import repositories as repo
+from tests.fake_antigravity import FakeAntigravity
 from tests.fake_codex import FakeCodex
 from tests.fake_upstream import FakeAnthropic
 
@@ -88,6 +89,26 @@ class Harness:
         await self.service._reload_catalog(force=True)
         return account_id
 
+    async def add_antigravity_account(self, name: str, token: str | None = None, *,
+                                      limit: int = 2, group: str = "default",
+                                      project: str | None = "proj-fake-1",
+                                      expires_at: float = 4_000_000_000) -> int:
+        """A Google login (access + refresh token, project id unless `project` is None)."""
+        token = token or f"ya29.{name}"
+
+        def write() -> int:
+            g = repo.get_or_create_group(group)
+            return repo.add_account("antigravity", name, "oauth", g, max_concurrency=limit).id
+
+        account_id = await self.service.store.write(write)
+        secret = {"access_token": token, "refresh_token": "1//rt-" + name,
+                  "expires_at": expires_at}
+        if project:
+            secret["project_id"] = project
+        await self.service.secrets.aset(account_secret(account_id), json.dumps(secret))
+        await self.service._reload_catalog(force=True)
+        return account_id
+
     async def create_key(self, name: str = "test", *, user: str | None = None,
                          group: str = "default") -> str:
         def write() -> str:
@@ -133,5 +154,29 @@ async def codex_harness(tmp_path: Path, upstream: FakeAnthropic, codex_upstream:
     await service.start()
     h = Harness(service, upstream)
     h.codex = codex_upstream
+    yield h
+    await service.stop(drain_timeout=2)
+
+
+@pytest.fixture
+async def antigravity_upstream():
+    fake = FakeAntigravity()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+@pytest.fixture
+async def antigravity_harness(tmp_path: Path, upstream: FakeAnthropic,
+                              antigravity_upstream: FakeAntigravity, secret_store: SecretStore):
+    """A started service whose Antigravity and Google OAuth base URLs are the fake."""
+    service = Service(tmp_path / "data", port=0, secret_store=secret_store,
+                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                           "SUBLANE_OAUTH_BASE_URL": upstream.url,
+                           "SUBLANE_ANTIGRAVITY_BASE_URL": antigravity_upstream.url,
+                           "SUBLANE_GOOGLE_OAUTH_BASE_URL": antigravity_upstream.url})
+    await service.start()
+    h = Harness(service, upstream)
+    h.google = antigravity_upstream
     yield h
     await service.stop(drain_timeout=2)

@@ -12,6 +12,9 @@ from typing import Any
 
 FRESH_SECONDS = 120.0
 WINDOWS = ("five_hour", "seven_day", "fable")
+# Antigravity's quota is per model family, roughly 5 h each (R-AG-4).
+FAMILY_WINDOWS = ("claude", "gemini_pro", "gemini_flash")
+ALL_WINDOWS = WINDOWS + FAMILY_WINDOWS
 # An observation further ahead than this is a clock problem, not a quota fact.
 MAX_FUTURE_SKEW = 300.0
 MAX_RESET_AHEAD = 8 * 86400.0
@@ -21,7 +24,7 @@ MAX_RESET_AHEAD = 8 * 86400.0
 class Observation:
     """One window's reading from one feed."""
 
-    window: str  # five_hour | seven_day | fable
+    window: str  # five_hour | seven_day | fable, or a model family (FAMILY_WINDOWS)
     utilization: float  # fraction; may exceed 1 upstream, stored as seen
     resets_at: float | None
     observed_at: float
@@ -38,7 +41,7 @@ def clean_observation(
     rejected: bool = False,
 ) -> Observation | None:
     """An Observation from untrusted numbers, or None when they cannot be trusted."""
-    if window not in WINDOWS:
+    if window not in ALL_WINDOWS:
         return None
     if isinstance(utilization, bool) or not isinstance(utilization, (int, float)):
         return None
@@ -118,11 +121,28 @@ class Gauge:
         }
 
 
+def family_of(model: str) -> str | None:
+    """The quota family an Antigravity model draws from (None: not a family model)."""
+    if model.startswith("claude-"):
+        return "claude"
+    if model.startswith("gemini-"):
+        return "gemini_flash" if "flash" in model.split("-") else "gemini_pro"
+    return None
+
+
+def windows_for(provider: str | None) -> tuple[str, ...]:
+    """The gauges an account of this provider has (what the API and the windows show)."""
+    return FAMILY_WINDOWS if provider == "antigravity" else WINDOWS
+
+
 @dataclass
 class GaugeSet:
     five_hour: Gauge = field(default_factory=Gauge)
     seven_day: Gauge = field(default_factory=Gauge)
     fable: Gauge = field(default_factory=Gauge)
+    claude: Gauge = field(default_factory=Gauge)
+    gemini_pro: Gauge = field(default_factory=Gauge)
+    gemini_flash: Gauge = field(default_factory=Gauge)
 
     def get(self, window: str) -> Gauge:
         return getattr(self, window)
@@ -131,11 +151,11 @@ class GaugeSet:
         return self.get(obs.window).apply(obs)
 
     def clear(self) -> None:
-        for window in WINDOWS:
+        for window in ALL_WINDOWS:
             self.get(window).clear()
 
     def any_stale(self, now: float, windows: tuple[str, ...] = WINDOWS) -> bool:
         return any(self.get(w).stale(now) for w in windows)
 
-    def to_json(self, now: float) -> dict[str, Any]:
-        return {name: self.get(name).to_json(now) for name in WINDOWS}
+    def to_json(self, now: float, windows: tuple[str, ...] = WINDOWS) -> dict[str, Any]:
+        return {name: self.get(name).to_json(now) for name in windows}

@@ -1,7 +1,8 @@
 """Which account serves a request: the gate order of SPEC §5, top to bottom, in one file.
 
 1. Hard gates (always): disabled, auth-failed, paused, account-wide cooldown, fresh exhausted
-   quota; for Fable requests also the Fable-scope park and a Fable bucket at its ceiling.
+   quota (on Antigravity, the requested model family's); for Fable requests also the
+   Fable-scope park and a Fable bucket at its ceiling.
 2. Capacity: the per-account limit, and one recovery probe after a cooldown (R-POOL-1, -3, -7).
 3. Manual pin: both lanes go to the pinned account for 5 minutes; thresholds, staleness and the
    preemptive Fable exclusion do not break it (R-LANE-2).
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 from sublane_desktop.core import cost_aware
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.errors import GatewayError
-from sublane_desktop.core.gauges import GaugeSet
+from sublane_desktop.core.gauges import GaugeSet, family_of
 
 if TYPE_CHECKING:
     from sublane_desktop.core.pool import AccountState, Demand
@@ -152,6 +153,15 @@ class Scheduler:
                 "quota_exhausted",
                 f"account {account.name} has no quota left",
                 retry_after=self.quota_recheck_in(account, now),
+            )
+        family = family_of(demand.route.upstream_model) \
+            if account.provider == "antigravity" else None
+        if family is not None and account.gauges.get(family).exhausted(now):
+            gauge = account.gauges.get(family)
+            return GatewayError(
+                "quota_exhausted",
+                f"account {account.name} has no {family.replace('_', ' ')} quota left",
+                retry_after=self._recheck(gauge.fresh_until(), now),
             )
         if demand.route.fable:
             if account.fable_cooldown_until is not None and now < account.fable_cooldown_until:

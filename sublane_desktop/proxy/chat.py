@@ -18,7 +18,7 @@ from sublane_desktop.core.translate.prompt import TranslationError
 from sublane_desktop.proxy.errors import openai_error
 from sublane_desktop.proxy.intake import authenticate, json_body
 from sublane_desktop.proxy.relay import Attempt, serve
-from sublane_desktop.proxy.translated import relay_translated, upstream_body
+from sublane_desktop.proxy.translated import refuse_unservable, relay_translated, upstream_body
 
 
 class ChatRoute:
@@ -32,14 +32,11 @@ class ChatRoute:
             if route is None:
                 raise GatewayError("unknown_model", f"unknown model {str(model)[:80]!r}",
                                    param="model")
-            if route.provider not in ("anthropic", "codex"):
-                raise GatewayError("unknown_model", f"model {route.upstream_model!r} is served"
-                                   f" by {route.provider}, which SubLane cannot reach yet",
-                                   param="model")
+            refuse_unservable(route)
             key = conversation_key(request.headers, body)
             try:
                 prompt = prompt_from_chat(body, route.upstream_model)
-                if prompt.cache_key is None and key and route.provider == "codex":
+                if prompt.cache_key is None and key and route.provider != "anthropic":
                     prompt.cache_key = conversation_digest(key, route.provider)
                 upstream = upstream_body(prompt, route.provider)
             except TranslationError as exc:

@@ -28,7 +28,7 @@ from sublane_desktop.proxy.relay import (
     Attempt, PassThrough, anthropic_builder, named_frame, outcome_for_status, passback_headers,
     retry_after_of, serve, start_stream,
 )
-from sublane_desktop.proxy.translated import relay_translated, upstream_body
+from sublane_desktop.proxy.translated import refuse_unservable, relay_translated, upstream_body
 
 __all__ = ["MessagesRoute", "outcome_for_status", "retry_after_of"]
 
@@ -53,17 +53,14 @@ class MessagesRoute:
             return anthropic_error(GatewayError(
                 "unknown_model", f"unknown model {str(body.get('model'))[:80]!r}", param="model"
             ))
-        if route.provider == "codex" and self.operation == "count_tokens":
+        if route.provider != "anthropic" and self.operation == "count_tokens":
             return anthropic_error(GatewayError(
                 "invalid_request", "token counting is only available for Claude models",
                 param="model"))
-        if route.provider not in ("anthropic", "codex"):
-            return anthropic_error(GatewayError(
-                "unknown_model",
-                f"model {route.upstream_model!r} is served by {route.provider}, which SubLane"
-                " cannot reach yet",
-                param="model",
-            ))
+        try:
+            refuse_unservable(route)
+        except GatewayError as err:
+            return anthropic_error(err)
         key = conversation_key(request.headers, body) if self.operation == "messages" else None
         attempt = Attempt(service, identity, route, protocol="anthropic",
                           operation=self.operation, transport=request.transport, body=body)

@@ -37,7 +37,7 @@ from sublane_desktop.core.records import RequestRecord, sanitize_code
 from sublane_desktop.core.routing import BETA_1M, ModelRoute
 from sublane_desktop.core.translate.errors import read_error
 from sublane_desktop.core.translate.events import NOTHING, Event, Tally
-from sublane_desktop.providers import anthropic, anthropic_quota, codex
+from sublane_desktop.providers import anthropic, anthropic_quota, antigravity, codex
 from sublane_desktop.proxy.errors import tag_request_id
 from sublane_desktop.proxy.sse import SSESplitter
 
@@ -249,6 +249,10 @@ class Attempt:
         record = self.record
         try:
             credential = await self.service.credential(account)
+        except antigravity.ProjectUnknown as exc:  # its text is ours and secret-free
+            record.outcome, record.error_code = "error", "project_unknown"
+            raise GatewayError("upstream_error",
+                               f"account {account.name}: {exc}") from None
         except Exception as exc:  # keyring trouble: never echo the secret store's text
             log.error("credential for account %s unavailable: %s", account.id, type(exc).__name__)
             record.outcome, record.error_code = "error", "credential_unavailable"
@@ -258,7 +262,7 @@ class Attempt:
         http = self.service.http
         try:
             self.upstream = await http.post(call.url, data=call.body, headers=call.headers)
-            if self.upstream.status == 401 and "api_key" not in credential:
+            if self.upstream.status in self._auth_statuses() and "api_key" not in credential:
                 # An expired OAuth token: refresh (shared with any concurrent refresh) and
                 # retry once; a second 401 is a real auth failure.
                 self.upstream.close()
@@ -286,6 +290,10 @@ class Attempt:
         call.headers = sendable(call.headers)
         return call
 
+    def _auth_statuses(self) -> tuple[int, ...]:
+        """Answers that mean "this token is no good": Google says 403 as often as 401."""
+        return (401, 403) if self.account.provider == "antigravity" else (401,)
+
     def _observe(self, upstream: aiohttp.ClientResponse) -> None:
         """Every upstream response passes here once: status, quota feeds, blame."""
         account = self.account
@@ -297,6 +305,8 @@ class Attempt:
             if quota is not None and observe is not None:
                 observe(account, quota)
         self.outcome = outcome_for_status(upstream.status)
+        if upstream.status in self._auth_statuses():  # still refused after the refresh
+            self.outcome = Outcome.AUTH_FAILURE
         if self.outcome == Outcome.FAILURE:
             self.retry_after = retry_after_of(upstream.headers, self.service.clock.now())
             if account.provider == "anthropic" and upstream.status == 429 and self.route.fable \
@@ -330,7 +340,13 @@ class Attempt:
         """Record an upstream error answer; (error type, message) for the client's shape."""
         assert self.upstream is not None
         status = self.upstream.status
-        kind, message = read_error(data)
+        if self.account.provider == "antigravity":
+            google = antigravity.read_google_error(data, status)
+            kind, message = (google.status.lower() if google.status else None), google.message
+            if google.retry_after is not None and self.outcome == Outcome.FAILURE:
+                self.retry_after = google.retry_after  # RetryInfo.retryDelay (R-POOL-7)
+        else:
+            kind, message = read_error(data)
         kind = sanitize_code(kind, "") or None if kind else None  # R-FT-10: no upstream prose
         self.record.outcome = "error"
         self.record.error_code = kind or f"http_{status}"
@@ -346,6 +362,17 @@ class Attempt:
         self.record.input_tokens = input_tokens
         self.record.output_tokens = output_tokens
         self.record.cached_tokens = cached_tokens
+
+    def take_whole(self, events: tuple[Event, ...]) -> Tally:
+        """Record a whole (non-streamed) translated answer the way pump records a stream."""
+        tally = Tally()
+        tally.feed(events)
+        self.take_counts(tally.input_tokens, tally.output_tokens, tally.cached_tokens)
+        outcome, code, blame = tally.verdict()
+        self.record.outcome, self.record.error_code = outcome, code
+        if blame:
+            self.outcome = Outcome.FAILURE
+        return tally
 
     # --- streams ----------------------------------------------------------------------------------
 
@@ -602,5 +629,21 @@ def codex_builder(service: Any, account: Any, client_headers: Mapping[str, str],
                                          stream=operation != "compact")
         return UpstreamCall(codex.endpoint(base, credential, operation), headers,
                             json.dumps(shaped).encode())
+
+    return build
+
+
+def antigravity_builder(service: Any, account: Any, route: ModelRoute, request: dict[str, Any],
+                        *, stream: bool) -> Builder:
+    """The v1internal call for a translated Gemini request (the project comes with the
+    credential: imported, or discovered once and kept)."""
+    base = antigravity.base_for(account.base_url, service.base_url("antigravity"))
+    model = antigravity.upstream_model(route.upstream_model)
+
+    def build(credential: Mapping[str, Any]) -> UpstreamCall:
+        body = antigravity.envelope(str(credential.get("project_id") or ""), model, request)
+        return UpstreamCall(antigravity.endpoint(base, stream),
+                            antigravity.upstream_headers(credential, stream=stream),
+                            json.dumps(body).encode())
 
     return build

@@ -26,12 +26,11 @@ from aiohttp import web
 
 from sublane_desktop.proxy import SERVICE
 
-from sublane_desktop.core.affinity import conversation_key
+from sublane_desktop.core.affinity import conversation_digest, conversation_key
 from sublane_desktop.core.errors import WAIT_STATUSES, GatewayError
 from sublane_desktop.core.records import sanitize_code
 from sublane_desktop.core.routing import ModelRoute, route_model
 from sublane_desktop.core.tasks import spawn
-from sublane_desktop.core.translate import anthropic as an
 from sublane_desktop.core.translate import responses as rs
 from sublane_desktop.core.translate.errors import openai_type_for
 from sublane_desktop.core.translate.events import ANTHROPIC_TAG, Tally, Transcript
@@ -40,10 +39,12 @@ from sublane_desktop.providers import codex
 from sublane_desktop.proxy.errors import openai_error, where
 from sublane_desktop.proxy.intake import authenticate, json_body, parse_json_object
 from sublane_desktop.proxy.relay import (
-    Attempt, ClientGone, StallGuard, Fold, Frame, PassThrough, anthropic_builder,
-    codex_builder, named_frame, passback_headers, serve, start_stream,
+    Attempt, ClientGone, StallGuard, Fold, Frame, PassThrough, codex_builder, named_frame,
+    passback_headers, serve, start_stream,
 )
-from sublane_desktop.proxy.translated import relay_translated, upstream_body
+from sublane_desktop.proxy.translated import (
+    refuse_unservable, relay_translated, translated_call, upstream_body,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +65,7 @@ def _route_or_error(body: dict[str, Any]) -> ModelRoute:
     route = route_model(model)
     if route is None:
         raise GatewayError("unknown_model", f"unknown model {str(model)[:80]!r}", param="model")
-    if route.provider not in ("anthropic", "codex"):
-        raise GatewayError("unknown_model", f"model {route.upstream_model!r} is served by "
-                           f"{route.provider}, which SubLane cannot reach yet", param="model")
+    refuse_unservable(route)
     return route
 
 
@@ -75,6 +74,8 @@ def _translated_body(body: dict[str, Any], route: ModelRoute, key: str | None
     """(prompt, Anthropic body) for a Responses request to a Claude model."""
     try:
         prompt = rs.prompt_from_responses(body, route.upstream_model)
+        if prompt.cache_key is None and key:
+            prompt.cache_key = conversation_digest(key, route.provider)
         return prompt, upstream_body(prompt, route.provider)
     except TranslationError as exc:
         raise GatewayError("invalid_request", str(exc)) from None
@@ -90,7 +91,7 @@ class ResponsesRoute:
             body, raw = await json_body(request)
             route = _route_or_error(body)
             key = conversation_key(request.headers, body)
-            if route.provider == "anthropic":
+            if route.provider != "codex":
                 prompt, upstream = _translated_body(body, route, key)
             elif ANTHROPIC_TAG.encode() in raw:  # a conversation that was on a Claude model
                 body = rs.strip_foreign_reasoning(body) or body
@@ -98,7 +99,7 @@ class ResponsesRoute:
             return openai_error(err)
         attempt = Attempt(service, identity, route, protocol="openai-responses",
                           operation="responses", transport=request.transport, body=body)
-        if route.provider == "anthropic":
+        if route.provider != "codex":
             return await serve(attempt, key, lambda a: relay_translated(
                 request, a, prompt, upstream, "responses", str(body["model"])), openai_error)
         return await serve(attempt, key, lambda a: self._native(request, a, body), openai_error)
@@ -404,10 +405,8 @@ class SocketSession:
             build = codex_builder(self.service, attempt.account, headers, route, body)
             reader: Any = rs.ResponsesReader()
         else:
-            build = anthropic_builder(self.service, attempt.account, headers, route,
-                                      json.dumps(dict(translated, model=route.upstream_model))
-                                      .encode())
-            reader = an.AnthropicReader()
+            build, reader = translated_call(self.service, attempt.account, headers, route,
+                                            translated)
             turn.renderer = rs.ResponsesRenderer(str(body.get("model")),
                                                  "resp_" + secrets.token_hex(12),
                                                  int(self.service.clock.now()))
