@@ -165,16 +165,24 @@ def present(row: Mapping[str, Any], *, personal: bool) -> dict[str, Any]:
         "cached_tokens": row["cached_tokens"],
         "cache_miss": row.get("cache_miss"),
         "reread_tokens": row.get("reread_tokens"),
+        "previous_account_id": row.get("previous_account_id"),
+        "idle_seconds": row.get("idle_seconds"),
     }
     if personal:
         record["account_id"] = None
         record["account_name"] = ""
+        record["previous_account_id"] = None
+        record["previous_account_name"] = ""
     elif row["account_id"] is None:
         record["account_name"] = ""
     elif row.get("account_name") is None or row.get("account_deleted"):
         record["account_name"] = DELETED
     else:
         record["account_name"] = row["account_name"]
+    if not personal:
+        record["previous_account_name"] = (
+            "" if row.get("previous_account_id") is None
+            else row.get("previous_account_name") or DELETED)
     record["cache_hit_rate"] = cache_hit_rate(row["input_tokens"], row["cached_tokens"])
     return record
 

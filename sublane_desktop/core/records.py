@@ -35,6 +35,9 @@ class RequestRecord:
     # unbound request, an attempt without usage counts); the input read again on a miss.
     cache_miss: str | None = None
     reread_tokens: int | None = None
+    # On a miss only: who served the previous turn, and how long the conversation sat idle.
+    previous_account_id: int | None = None
+    idle_seconds: float | None = None
     id: int | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -481,9 +481,13 @@ class Attempt:
                     ttl=self.cache_ttl)
         warm = warm_tokens(provider, record.input_tokens, record.cached_tokens,
                            self.written_tokens)
+        previous = turns.previous(self.group_id, self.conversation)
         verdict = turns.settle(self.group_id, self.conversation, turn,
                                ended_at=self.service.clock.now(), warm_tokens=warm)
         record.cache_miss, record.reread_tokens = verdict.cause, verdict.reread_tokens
+        if verdict.is_miss and previous is not None:  # the words of R-CF-3 need these
+            record.previous_account_id = previous.account_id
+            record.idle_seconds = round(max(0.0, record.started_at - previous.ended_at), 3)
 
 
 async def serve(attempt: Attempt, conversation_key: str | None, body: Callable[[Attempt], Any],

@@ -91,6 +91,12 @@ STEPS: dict[int, list[str]] = {
         "ALTER TABLE affinity_bindings ADD COLUMN last_input_tokens INTEGER",
         "ALTER TABLE affinity_bindings ADD COLUMN last_warm_tokens INTEGER",
     ],
+    # What a miss's explanation needs in words (R-CF-3): the account the previous turn used and
+    # how long the conversation sat idle. Set on misses only; numbers, never content.
+    7: [
+        "ALTER TABLE request_records ADD COLUMN previous_account_id INTEGER",
+        "ALTER TABLE request_records ADD COLUMN idle_seconds REAL",
+    ],
 }
 LATEST = max(STEPS)
 

@@ -153,6 +153,8 @@ class RecordRow(BaseModel):
     cached_tokens = IntegerField(null=True)
     cache_miss = TextField(null=True)
     reread_tokens = IntegerField(null=True)
+    previous_account_id = IntegerField(null=True)
+    idle_seconds = FloatField(null=True)
 
     class Meta:
         table_name = "request_records"

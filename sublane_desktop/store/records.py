@@ -51,7 +51,7 @@ _COLUMNS = (
     "id", "request_id", "user_id", "key_id", "group_id", "account_id", "provider", "model",
     "protocol", "operation", "started_at", "duration_ms", "first_token_ms", "outcome",
     "error_code", "upstream_status", "input_tokens", "output_tokens", "cached_tokens",
-    "cache_miss", "reread_tokens",
+    "cache_miss", "reread_tokens", "previous_account_id", "idle_seconds",
 )
 
 
@@ -133,8 +133,9 @@ def read_page(query: HistoryQuery, *, owner: int | None, now: float) -> dict[str
         sql = f"SELECT {columns} FROM request_records r"
     else:
         sql = (f"SELECT {columns}, a.name AS account_name,"
-               " a.deleted_at IS NOT NULL AS account_deleted"
-               " FROM request_records r LEFT JOIN accounts a ON a.id = r.account_id")
+               " a.deleted_at IS NOT NULL AS account_deleted, p.name AS previous_account_name"
+               " FROM request_records r LEFT JOIN accounts a ON a.id = r.account_id"
+               " LEFT JOIN accounts p ON p.id = r.previous_account_id")
     sql += " WHERE " + " AND ".join(where) + " ORDER BY r.id DESC LIMIT ?"
     params.append(PAGE_SIZE + 1)
     cursor = RecordRow._meta.database.execute_sql(sql, params)

@@ -3,6 +3,7 @@ whose usage is scripted per turn; the records say why a turn missed and what it 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import aiohttp
@@ -94,6 +95,8 @@ async def test_a_pause_moves_the_third_turn_and_its_record_says_account_switch(d
     assert third.cache_miss == "account_switch"
     # The second turn left 40,500 tokens warm on the paused account; the third read none.
     assert third.reread_tokens == 40_500
+    assert (third.previous_account_id, third.idle_seconds) == (served, 40.0)
+    assert second.previous_account_id is None  # a hit needs no explanation
     assert work in (served, third.account_id)
 
     await h.service.flush_records()
@@ -102,6 +105,10 @@ async def test_a_pause_moves_the_third_turn_and_its_record_says_account_switch(d
     [item] = page["items"]
     assert item["request_id"] == third.request_id
     assert (item["cache_miss"], item["reread_tokens"]) == ("account_switch", 40_500)
+    names = {work: "work-max"}
+    assert item["previous_account_name"] == names.get(served, "lab-pro")
+    assert item["account_name"] != item["previous_account_name"]
+    assert item["idle_seconds"] == 40.0
     status, page = await api(h, "/api/requests")
     assert [i["cache_miss"] for i in page["items"]] == ["account_switch", None, "first_turn"]
 
@@ -248,7 +255,10 @@ async def test_the_cache_miss_filter_and_summary_respect_personal_scope(desk):
     assert status == 200
     assert [(i["cache_miss"], i["reread_tokens"]) for i in page["items"]] == [
         ("account_switch", 40_000)]
-    assert page["items"][0]["account_id"] is None  # personal views still hide the account
+    hidden = page["items"][0]  # personal views still hide the accounts (R-REC-6)
+    assert hidden["account_id"] is None and hidden["previous_account_id"] is None
+    assert hidden["account_name"] == hidden["previous_account_name"] == ""
+    assert hidden["idle_seconds"] is not None
     status, page = await api(h, "/api/me/requests?cache_miss=account_switch", theirs)
     assert page["items"] == []
     status, page = await api(h, "/api/me/requests?cache_miss=any", theirs)
@@ -296,3 +306,50 @@ async def test_no_session_id_or_digest_reaches_the_record_or_the_database(desk):
     assert digest not in repr(record.to_row())
     data = b"".join(p.read_bytes() for p in (h.service.data_dir).glob("sublane.db*"))
     assert b"sess-SECRET-77aa" not in data
+
+
+async def test_sublane_requests_prints_the_cause_filters_and_sums_misses(desk, tmp_path):
+    from tests.proxy.test_history_cli import sublane
+
+    h = desk
+    await h.add_account("work-max", "tok-work")
+    await h.add_account("lab-pro", "tok-lab")
+    key = await h.create_key()
+    h.upstream.script(None, turn(40_000, 0, written=40_000), turn(40_500, 0, written=40_500))
+    await say(h, key)
+    await h.service.pause(last(h).account_id)
+    h.clock.advance(40)
+    await say(h, key)
+    switched = last(h)
+    await h.service.flush_records()
+    data = h.service.data_dir
+
+    code, out, err = await sublane(tmp_path, data)
+    assert code == 0, err
+    assert "CACHE MISS" in out.splitlines()[0]
+    row = next(line for line in out.splitlines() if switched.request_id in line)
+    assert "account_switch" in row.split() and "40000" in row.split()
+    code, out, err = await sublane(tmp_path, data, "--cache-miss", "account_switch", "--json")
+    assert code == 0, err
+    assert [i["request_id"] for i in json.loads(out)["items"]] == [switched.request_id]
+    code, out, err = await sublane(tmp_path, data, "--cache-miss", "hit")
+    assert code == 1 and out == ""
+    assert err.strip().startswith("sublane: error: --cache-miss: cache_miss must be one of")
+
+    code, out, err = await sublane(tmp_path, data, "--misses")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["CAUSE", "COUNT", "RE-READ", "SHARE", "OF", "INPUT"]
+    switch = next(line for line in lines if line.startswith("account switch"))
+    # 40,000 of the 80,500 input tokens of both turns were read again: 49.7 %.
+    assert switch.split()[2:] == ["1", "40,000", "49.7%"]
+    code, out, err = await sublane(tmp_path, data, "--misses", "--json", "--from",
+                                   str(h.clock.now() + 1))
+    assert code == 0, err
+    assert json.loads(out)["reread_tokens"] == 0
+
+    await h.service.stop(drain_timeout=2)  # offline: the same summary from the database
+    code, out, err = await sublane(tmp_path, data, "--misses", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["reread_tokens"] == 40_000 and summary["input_tokens"] == 80_500

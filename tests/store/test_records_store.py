@@ -52,7 +52,8 @@ async def test_a_record_round_trips_with_exactly_the_spec_fields(service, clock)
         "id", "request_id", "user_id", "key_id", "group_id", "account_id", "provider", "model",
         "protocol", "operation", "started_at", "duration_ms", "first_token_ms", "outcome",
         "error_code", "upstream_status", "input_tokens", "output_tokens", "cached_tokens",
-        "account_name", "cache_hit_rate", "cache_miss", "reread_tokens"}
+        "account_name", "cache_hit_rate", "cache_miss", "reread_tokens", "previous_account_id",
+        "idle_seconds", "previous_account_name"}
     # prose is not an identifier: replaced as a whole, never patched into one (R-FT-10)
     assert item["error_code"] == "error"
     assert item["started_at"] == clock.now()
