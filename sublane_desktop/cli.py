@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--group", default="default")
     add.add_argument("--base-url")
     add.add_argument("--max-concurrency", type=int, default=2)
-    for name in ("import-claude-code", "import-codex"):
+    for name in ("import-claude-code", "import-codex", "import-gemini", "import-antigravity"):
         imp = command(acc, name, "import an installed CLI's login")
         imp.add_argument("--file", type=Path)
         imp.add_argument("--name")
@@ -295,6 +295,17 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
         print(save_account(ctx, "codex", args.name or "codex", args.group, args.base_url, 2,
                            secret, replace=True))
         return 0
+    if which in ("import-gemini", "import-antigravity"):  # Google logins (R-AG-1)
+        kind = which.removeprefix("import-")
+        read = credentials.gemini_cli_secret if kind == "gemini" else \
+            credentials.antigravity_secret
+        try:
+            secret = read(args.file or Path.home() / credentials.LOGIN_FILES[kind])
+        except credentials.CredentialError as exc:
+            raise CliError(str(exc)) from None
+        print(save_account(ctx, "antigravity", args.name or kind, args.group, args.base_url, 2,
+                           secret, replace=True))
+        return 0
     if which == "list":
         runtime = runtime_snapshot(ctx)
         if args.json:
@@ -422,13 +433,18 @@ def print_accounts(runtime: dict[str, Any]) -> None:
           f"{'5H':>5} {'7D':>5} {'FABLE':>5}")
     for a in accounts:
         def gauge(name: str) -> str:
-            g = a["gauges"][name]
+            g = a["gauges"].get(name)
+            if g is None:
+                return "-"
             return "cold" if g["cold"] else f"{round((g['utilization'] or 0) * 100)}%"
 
         mark = "*" if a["current"] else " "
+        # Antigravity's per-family gauges follow the fixed columns (R-AG-4)
+        families = "".join(f"  {name} {gauge(name)}" for name in a["gauges"]
+                           if name not in ("five_hour", "seven_day", "fable"))
         print(f"{a['id']:>3}{mark} {a['name']:<18} {a['provider']:<11} {a['state']:<16} "
               f"{a['in_flight']:>3}/{a['max_concurrency']:<2}  {gauge('five_hour'):>5} "
-              f"{gauge('seven_day'):>5} {gauge('fable'):>5}")
+              f"{gauge('seven_day'):>5} {gauge('fable'):>5}{families}")
 
 
 def cmd_key(ctx: Context, args: argparse.Namespace) -> int:

@@ -20,6 +20,8 @@ class CredentialError(ValueError):
 def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
     if not isinstance(secret, dict):
         raise CredentialError("secret JSON must be an object")
+    if provider == "antigravity":
+        return _google_secret(secret)
     if "api_key" in secret:
         if not isinstance(secret["api_key"], str) or not secret["api_key"].strip():
             raise CredentialError('"api_key" must be a non-empty string')
@@ -42,6 +44,124 @@ def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
     clean = {name: secret[name] for name in required}
     clean["expires_at"] = float(expires)
     return clean
+
+
+# Optional fields of a Google login: the Cloud project (else discovered on first use) and the
+# installed-app OAuth client that issued it (a refresh must name the same client).
+GOOGLE_OPTIONAL = ("project_id", "client_id", "client_secret")
+
+
+def _google_secret(secret: dict[str, Any]) -> dict[str, Any]:
+    """An Antigravity account's secret: a Google OAuth login (R-AG-1); there are no API keys."""
+    if "api_key" in secret:
+        raise CredentialError("antigravity accounts take a Google OAuth login "
+                              '({"access_token","refresh_token","expires_at"}), not an api_key')
+    required = ("access_token", "refresh_token", "expires_at")
+    missing = [name for name in required if not secret.get(name)]
+    if missing:
+        raise CredentialError("a Google login needs " + ", ".join(f'"{n}"' for n in required)
+                              + "; missing " + ", ".join(f'"{n}"' for n in missing)
+                              + (" (without it SubLane cannot renew the login)"
+                                 if "refresh_token" in missing else ""))
+    for name in ("access_token", "refresh_token", *GOOGLE_OPTIONAL):
+        if name in secret and secret[name] is not None and (
+                not isinstance(secret[name], str) or not secret[name].strip()):
+            raise CredentialError(f'"{name}" must be a non-empty string')
+    expires = secret["expires_at"]
+    if isinstance(expires, bool) or not isinstance(expires, (int, float)) or expires <= 0:
+        raise CredentialError('"expires_at" must be unix seconds')
+    clean: dict[str, Any] = {"access_token": secret["access_token"].strip(),
+                             "refresh_token": secret["refresh_token"].strip(),
+                             "expires_at": float(expires)}
+    for name in GOOGLE_OPTIONAL:
+        if secret.get(name):
+            clean[name] = secret[name].strip()
+    if ("client_id" in clean) != ("client_secret" in clean):
+        raise CredentialError('"client_id" and "client_secret" go together')
+    return clean
+
+
+def _read_json(path: Path, what: str, how: str) -> Any:
+    """A login file's JSON, or a CredentialError that says what went wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CredentialError(f"no {what} login at {path} ({how})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
+        raise CredentialError(f"cannot read {path}: {reason}") from None
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise CredentialError(f"{path} is not valid JSON") from None
+
+
+def _expiry(data: dict[str, Any]) -> float | None:
+    """Unix seconds from whichever expiry field a Google login file uses."""
+    for name, scale in (("expiry_date", 0.001), ("expiryDate", 0.001), ("expires_at", 1.0),
+                        ("expiresAt", 1.0), ("expiry_timestamp", 1.0)):
+        value = data.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            seconds = float(value) * scale
+            # a milliseconds value in a seconds field (or the reverse) is obvious by its size
+            return seconds / 1000.0 if seconds > 1e11 else seconds
+    value = data.get("expiry")
+    if isinstance(value, str):
+        from datetime import datetime
+
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def gemini_cli_secret(path: Path) -> dict[str, Any]:
+    """Gemini CLI's `~/.gemini/oauth_creds.json` (tokens, `expiry_date` in ms). The CLI's own
+    installed-app client issued it, so refreshes name that client."""
+    from sublane_desktop.providers.antigravity import CLIENTS
+
+    data = _read_json(path, "Gemini CLI", "run `gemini` and sign in with Google first")
+    if not isinstance(data, dict) or not data.get("access_token"):
+        raise CredentialError(f"{path} is not a Gemini CLI credentials file")
+    client_id, client_secret = CLIENTS["gemini-cli"]
+    return _google_secret({"access_token": data.get("access_token"),
+                           "refresh_token": data.get("refresh_token"),
+                           "expires_at": _expiry(data) or 1.0,
+                           "client_id": client_id, "client_secret": client_secret})
+
+
+def antigravity_secret(path: Path) -> dict[str, Any]:
+    """An Antigravity-style account file: a Google login plus `project_id`, as one object, a
+    list of them or `{"accounts": [...]}` (the first account is imported)."""
+    data = _read_json(path, "Antigravity", "pass --file with an exported Antigravity account")
+    if isinstance(data, dict) and isinstance(data.get("accounts"), list):
+        data = data["accounts"]
+    if isinstance(data, list):
+        data = next((d for d in data if isinstance(d, dict)), None)
+    if isinstance(data, dict) and isinstance(data.get("token"), dict):
+        data = dict(data["token"], **{k: v for k, v in data.items() if k != "token"})
+    if not isinstance(data, dict) or not (data.get("access_token") or data.get("accessToken")):
+        raise CredentialError(f"{path} is not an Antigravity account file")
+    secret: dict[str, Any] = {
+        "access_token": data.get("access_token") or data.get("accessToken"),
+        "refresh_token": data.get("refresh_token") or data.get("refreshToken"),
+        "expires_at": _expiry(data) or 1.0,
+    }
+    for name, alias in (("project_id", "projectId"), ("client_id", "clientId"),
+                        ("client_secret", "clientSecret")):
+        if data.get(name) or data.get(alias):
+            secret[name] = data.get(name) or data.get(alias)
+    return _google_secret(secret)
+
+
+# Where each importable login lives when no --file is given.
+LOGIN_FILES = {
+    "claude-code": Path(".claude") / ".credentials.json",
+    "codex": Path(".codex") / "auth.json",
+    "gemini": Path(".gemini") / "oauth_creds.json",
+    "antigravity": Path(".antigravity") / "oauth_creds.json",
+}
 
 
 def _jwt_exp(token: str) -> float | None:

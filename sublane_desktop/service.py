@@ -611,10 +611,17 @@ class Service:
 
     async def import_login(self, which: str, path: Path | None = None,
                            name: str | None = None) -> dict[str, Any]:
-        """Import the login of an installed Claude Code ("claude-code") or Codex CLI ("codex")."""
+        """Import the login of an installed Claude Code ("claude-code"), Codex CLI ("codex"),
+        Gemini CLI ("gemini") or an Antigravity account file ("antigravity")."""
         from sublane_desktop import credentials
 
         loop = asyncio.get_running_loop()
+        if which in ("gemini", "antigravity"):
+            read = credentials.gemini_cli_secret if which == "gemini" \
+                else credentials.antigravity_secret
+            file = path or Path.home() / credentials.LOGIN_FILES[which]
+            secret = await loop.run_in_executor(None, read, file)
+            return await self.add_account("antigravity", name or which, secret, replace=True)
         if which == "claude-code":
             file = path or Path.home() / ".claude" / ".credentials.json"
             secret = await loop.run_in_executor(None, credentials.claude_code_secret, file)

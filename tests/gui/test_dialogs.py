@@ -90,6 +90,36 @@ async def test_import_buttons_read_the_installed_logins(qtbot, live, tmp_path, m
     assert dialog.error.text().startswith("no Codex login at ")
 
 
+async def test_google_imports(qtbot, live, tmp_path, monkeypatch, secret_store):
+    """Gemini CLI's login from ~/.gemini, an Antigravity account file chosen by the person."""
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    dialog = shown(qtbot, AddAccountDialog(live.bridge))
+    dialog.import_gemini.click()
+    await live.bridge.wait_idle()
+    assert dialog.error.text().startswith("no Gemini CLI login at ")
+    (home / ".gemini" / "oauth_creds.json").write_text(json.dumps({
+        "access_token": "ya29.g", "refresh_token": "1//r", "expiry_date": 4_000_000_000_000}))
+    dialog.import_gemini.click()
+    await live.bridge.wait_idle()
+    assert (await live.runtime("gemini"))["provider"] == "antigravity"
+
+    file = tmp_path / "ag.json"
+    file.write_text(json.dumps({"access_token": "ya29.a", "refresh_token": "1//ra",
+                                "expires_at": 4_000_000_000, "project_id": "p-9"}))
+    monkeypatch.setattr(dialog, "choose_antigravity_file", lambda: None)  # cancelled
+    dialog.import_antigravity.click()
+    await live.bridge.wait_idle()
+    assert [a["name"] for a in live.service.accounts_runtime()["accounts"]] == ["gemini"]
+    monkeypatch.setattr(dialog, "choose_antigravity_file", lambda: file)
+    dialog.import_antigravity.click()
+    await live.bridge.wait_idle()
+    view = await live.runtime("antigravity")
+    assert json.loads(secret_store.get(account_secret(view["id"])))["project_id"] == "p-9"
+    assert dialog.status.text() == "Added antigravity."
+
+
 # --- Settings --------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""Add an account (R-UI-4): import an installed CLI's login, or paste OAuth JSON or an API key.
+"""Add an account (R-UI-4): import an installed CLI's login (Claude Code, Codex, Gemini CLI, an
+Antigravity account file), or paste OAuth JSON or an API key.
 
 The secret goes straight to service.add_account (validated there, stored in the keyring); this
 dialog keeps it only in its text box, which is cleared once the account is added. Errors are the
@@ -8,6 +9,7 @@ service's CredentialError messages, shown inline.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Signal
@@ -15,9 +17,10 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -27,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from sublane_desktop.credentials import PROVIDERS, CredentialError
+from sublane_desktop.credentials import LOGIN_FILES, PROVIDERS, CredentialError
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import error_label, show_error
 
@@ -64,10 +67,19 @@ class AddAccountDialog(QDialog):
         self.import_codex = QPushButton("Import Codex login")
         self.import_codex.setToolTip("Reads ~/.codex/auth.json")
         self.import_codex.clicked.connect(lambda: self._import("codex"))
-        row = QHBoxLayout(imports)
-        row.addWidget(self.import_claude)
-        row.addWidget(self.import_codex)
-        row.addStretch(1)
+        self.import_gemini = QPushButton("Import Gemini CLI login")
+        self.import_gemini.setToolTip("Reads ~/.gemini/oauth_creds.json (an Antigravity "
+                                      "account: Gemini and Claude models)")
+        self.import_gemini.clicked.connect(lambda: self._import("gemini"))
+        self.import_antigravity = QPushButton("Import Antigravity account…")
+        self.import_antigravity.setToolTip("Choose an Antigravity account file (JSON with "
+                                           "access_token, refresh_token and project_id)")
+        self.import_antigravity.clicked.connect(self._import_antigravity_file)
+        grid = QGridLayout(imports)
+        grid.addWidget(self.import_claude, 0, 0)
+        grid.addWidget(self.import_codex, 0, 1)
+        grid.addWidget(self.import_gemini, 1, 0)
+        grid.addWidget(self.import_antigravity, 1, 1)
 
         manual = QGroupBox("Or paste a credential")
         self.provider = QComboBox()
@@ -113,12 +125,26 @@ class AddAccountDialog(QDialog):
         self.resize(520, 0)
 
     def _busy(self, busy: bool) -> None:
-        for widget in (self.import_claude, self.import_codex, self.add_button):
+        for widget in (self.import_claude, self.import_codex, self.import_gemini,
+                       self.import_antigravity, self.add_button):
             widget.setEnabled(not busy)
 
-    def _import(self, which: str) -> None:
+    def _import(self, which: str, path: Path | None = None) -> None:
         show_error(self.error, "")
-        self._watch(self._bridge.import_login(which))
+        self._watch(self._bridge.import_login(which, path))
+
+    def choose_antigravity_file(self) -> Path | None:
+        """Ask for the account file (a separate step so tests can answer it)."""
+        start = Path.home() / LOGIN_FILES["antigravity"]
+        chosen, _ = QFileDialog.getOpenFileName(
+            self, "Antigravity account file", str(start if start.exists() else Path.home()),
+            "JSON files (*.json);;All files (*)")
+        return Path(chosen) if chosen else None
+
+    def _import_antigravity_file(self) -> None:
+        path = self.choose_antigravity_file()
+        if path is not None:
+            self._import("antigravity", path)
 
     def submit(self) -> None:
         show_error(self.error, "")
