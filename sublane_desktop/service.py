@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 
 from sublane_desktop.core.cache_miss import PreviousTurn
+from sublane_desktop import credential_problems as problems
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
 from sublane_desktop.core.forecast import BURN_WINDOW_S, UsageTrail, forecast
@@ -30,6 +31,7 @@ from sublane_desktop.service_antigravity import AntigravityAccounts
 from sublane_desktop.service_discovery import ModelDiscovery
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.core.turn_memory import TurnMemory
+from sublane_desktop.credential_problems import CredentialProblems
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore, account_secret
 from sublane_desktop.providers import anthropic_quota, codex, codex_quota, oauth
 from sublane_desktop.store import quota as quota_store
@@ -162,6 +164,7 @@ class Service:
         self.bus = EventBus()
         self._secrets = secret_store
         self.keyring_problem: str | None = None
+        self.credential_problems = CredentialProblems()  # R-UI-8: why a credential is unusable
         self.store: Store | None = None
         persistence = _StorePersistence(self)
         self.pool = Pool(self.clock, persistence=persistence, on_change=self._changed)
@@ -212,6 +215,9 @@ class Service:
         settings = await self.store.read(repo.all_settings)
         self.settings.update(settings)
         await self._reload_catalog(force=True)
+        if self.keyring_problem:  # every credential is out of reach: say so on each account
+            for account_id in self.pool.accounts:
+                self.credential_problems.note(account_id, problems.KEYRING_UNAVAILABLE)
         self.pool.load_bindings(await self.store.read(repo.load_bindings))
         self.turns.load({key: PreviousTurn(*facts)
                          for key, facts in (await self.store.read(repo.load_turns)).items()})
@@ -363,16 +369,70 @@ class Service:
         if cached is not None and cached[0] == account.revision:
             credential = cached[1]
         else:
-            raw = await self.secrets.aget(account_secret(account.id))
+            try:
+                raw = await self.secrets.aget(account_secret(account.id))
+            except KeyringUnavailable:
+                self._credential_problem(account, problems.KEYRING_UNAVAILABLE)
+                raise
             if not raw:
+                self._credential_problem(account, problems.MISSING, gate=True)
                 raise LookupError("no credential stored")
-            credential = json.loads(raw)
+            try:
+                credential = json.loads(raw)
+            except ValueError:
+                self._credential_problem(account, problems.UNREADABLE, gate=True)
+                raise LookupError("stored credential is not readable") from None
             self._credentials[account.id] = (account.revision, credential)
+            if self.credential_problems.clear(account.id):
+                self._changed()
         if oauth.needs_refresh(credential, self.clock.now()):
             credential = await self.refresh_credential(account)
         if account.provider == "antigravity":
             credential = await self.antigravity.with_project(account, credential)
         return credential
+
+    def _credential_problem(self, account: AccountState, reason: str, gate: bool = False
+                            ) -> None:
+        """R-UI-8: the account shows `auth_failed` with the reason; an unusable credential of
+        its own also gates it (stored) until it is added again."""
+        news = self.credential_problems.note(account.id, reason)
+        if gate and not account.auth_failed:
+            self.pool.mark_auth_failed(account)
+        elif news:
+            self._changed()
+
+    async def open_file_keyring(self, password: str, *, create: bool) -> str:
+        """The GUI's "no keyring" dialog: create (or unlock) the encrypted file keyring and use
+        it from now on. Returns where the secrets live. Raises KeyringUnavailable (wrong
+        password, unreadable file) or ValueError (bad input) and changes nothing then."""
+        from sublane_desktop.secrets import FILE_NAME, EncryptedFileKeyring
+
+        if not isinstance(password, str) or len(password) < 8:
+            raise ValueError("choose a password of at least 8 characters")
+        exists = (self.data_dir / FILE_NAME).exists()
+        if create and exists:
+            raise ValueError(f"{self.data_dir / FILE_NAME} already exists; unlock it instead")
+        if not create and not exists:
+            raise ValueError(f"there is no encrypted keyring at {self.data_dir / FILE_NAME}")
+        loop = asyncio.get_running_loop()
+
+        def open_store() -> tuple[SecretStore, str]:
+            store = SecretStore(self.data_dir, backend=EncryptedFileKeyring(
+                self.data_dir, password))
+            return store, ensure_admin_token(store)  # writes (create) or checks the password
+
+        store, token = await loop.run_in_executor(None, open_store)
+        self._secrets, self.admin_token, self.keyring_problem = store, token, None
+        self._credentials.clear()
+        self.credential_problems.clear_keyring()
+        self._changed()
+        self.bus.publish("accounts.settings")
+        return store.describe()
+
+    def keyring_file_exists(self) -> bool:
+        from sublane_desktop.secrets import FILE_NAME
+
+        return (self.data_dir / FILE_NAME).exists()
 
     async def refresh_credential(self, account: AccountState) -> dict[str, Any]:
         """One refresh in flight per account (R-ST-3); callers share its result."""
@@ -394,6 +454,7 @@ class Service:
             fresh = await oauth.refresh(self.http, account.provider, base, old, self.clock.now())
         except oauth.RefreshRejected as exc:
             log.warning("account %s: %s; marking it auth-failed", account.id, exc)
+            self.credential_problems.note(account.id, problems.REFUSED)
             self.pool.mark_auth_failed(account)
             return old
         except oauth.RefreshFailed as exc:
@@ -513,11 +574,16 @@ class Service:
         account = self.pool.accounts[account_id]
         now = self.clock.now()
         gauges = account.gauges
+        state = self.pool.state_of(account)
+        reason = self.credential_problems.reason(account.id)
+        if reason and state != "disabled":
+            state = "auth_failed"
         return {
             "id": account.id,
             "name": account.name,
             "provider": account.provider,
-            "state": self.pool.state_of(account),
+            "state": state,
+            "auth_reason": reason if state == "auth_failed" else None,
             "in_flight": account.in_flight,
             "max_concurrency": account.max_concurrency,
             "paused": account.paused,
@@ -606,6 +672,7 @@ class Service:
             self.secrets, provider, name, group, base_url, max_concurrency, clean,
             replace=replace))
         self._credentials.pop(account_id, None)
+        self.credential_problems.clear(account_id)
         await self._reload_catalog(force=True)
         return self.account_view(account_id)
 

@@ -298,6 +298,7 @@ class AccountsWindow(QWidget):
     keysRequested = Signal()
     setupToolRequested = Signal()
     requestsRequested = Signal()
+    keyringRequested = Signal()
 
     def __init__(self, bridge: Bridge, *, quit_on_close: bool = False,
                  requests_available: bool = False, parent: QWidget | None = None) -> None:
@@ -308,6 +309,7 @@ class AccountsWindow(QWidget):
         self.quit_on_close = quit_on_close
         self.cards: dict[int, AccountCard] = {}
         self.confirm_box: QMessageBox | None = None
+        self.close_box: QMessageBox | None = None
         self.setWindowTitle("SubLane — Accounts")
         self.setWindowIcon(app_icon())
 
@@ -342,11 +344,17 @@ class AccountsWindow(QWidget):
                        self.settings_button):
             buttons.addWidget(button)
 
+        # R-UI-8: no usable keyring — say so, with the way out one click away.
         self.keyring_banner = QLabel()
         self.keyring_banner.setWordWrap(True)
-        problem = bridge.keyring_problem()
-        self.keyring_banner.setText(f"Accounts unavailable: {problem}" if problem else "")
-        self.keyring_banner.setVisible(bool(problem))
+        self.keyring_button = QPushButton("Set up a keyring…")
+        self.keyring_button.clicked.connect(self.keyringRequested)
+        self.keyring_row = QWidget()
+        keyring_layout = QHBoxLayout(self.keyring_row)
+        keyring_layout.setContentsMargins(0, 0, 0, 0)
+        keyring_layout.addWidget(self.keyring_banner, 1)
+        keyring_layout.addWidget(self.keyring_button)
+        self._refresh_keyring_banner()
 
         self.list_widget = QWidget()
         self.list_layout = QVBoxLayout(self.list_widget)
@@ -378,7 +386,7 @@ class AccountsWindow(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(endpoint_row)
         layout.addLayout(buttons)
-        layout.addWidget(self.keyring_banner)
+        layout.addWidget(self.keyring_row)
         layout.addWidget(scroll, 1)
         layout.addLayout(bottom)
         self.resize(760, 520)
@@ -405,6 +413,14 @@ class AccountsWindow(QWidget):
         in_flight = sum(int(a.get("in_flight") or 0) for a in accounts)
         self.pool_label.setText(f"{in_flight} in flight · cap {settings.get('pool.cap', '?')}")
         self.endpoint.setText(self._bridge.endpoint_url())
+        self._refresh_keyring_banner()
+
+    def _refresh_keyring_banner(self) -> None:
+        problem = self._bridge.keyring_problem()
+        text = f"Accounts unavailable: {problem}" if problem else ""
+        if text != self.keyring_banner.text():
+            self.keyring_banner.setText(text)
+        self.keyring_row.setVisible(bool(problem))
 
     def _rebuild(self, accounts: list[Mapping[str, Any]]) -> None:
         for card in self.cards.values():
@@ -464,9 +480,37 @@ class AccountsWindow(QWidget):
             self._bridge.refresh_quotas()  # R-GAUGE-3: opening the window polls quotas
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        event.ignore()
         if self.quit_on_close:
-            event.accept()
-            self._bridge.request_quit()
+            self.ask_quit_or_serve()
         else:
-            event.ignore()
+            self.hide()
+
+    def ask_quit_or_serve(self) -> None:
+        """No tray (R-UI-8): this window is the only way back in, so closing it asks whether
+        to stop the proxy or keep serving in the background."""
+        if self.close_box is not None:
+            self.close_box.raise_()
+            return
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit SubLane?",
+                          "There is no system tray on this desktop, so this window is "
+                          "SubLane's only window. Stop the proxy, or keep serving in the "
+                          "background? (Run SubLane again to bring this window back.)",
+                          QMessageBox.StandardButton.NoButton, self)
+        self.quit_choice = box.addButton("Quit", QMessageBox.ButtonRole.DestructiveRole)
+        self.serve_choice = box.addButton("Keep serving", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(self.serve_choice)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.finished.connect(lambda _result: self._close_answered(box))
+        self.close_box = box
+        box.open()  # not exec(): a nested event loop would stall the proxy
+
+    def _close_answered(self, box: QMessageBox) -> None:
+        self.close_box = None
+        clicked = box.clickedButton()
+        box.deleteLater()
+        if clicked is self.quit_choice:
+            self._bridge.request_quit()
+        elif clicked is self.serve_choice:
             self.hide()

@@ -154,6 +154,14 @@ class Bridge(QObject):
     def keyring_problem(self) -> str | None:
         return getattr(self._service, "keyring_problem", None)
 
+    def keyring_file_exists(self) -> bool:
+        check = getattr(self._service, "keyring_file_exists", None)
+        return bool(check()) if check is not None else False
+
+    def open_file_keyring(self, password: str, *, create: bool) -> Reply | None:
+        """R-UI-8: create (or unlock) the encrypted file keyring and use it from now on."""
+        return self._launch("open_file_keyring", password, create=create, report=False)
+
     # Levers (same service methods as the CLI and the management API) ---------------------
     # Each returns a Reply (awaitable) or None when the service lacks the method. Failures of
     # levers are also reported on leverFailed; dialogs show their own errors from Reply.failed.

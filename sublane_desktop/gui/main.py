@@ -148,6 +148,8 @@ class _Desktop:
                 windows.show_accounts()
             if self._show_pending:
                 windows.show_accounts()
+            if bridge.keyring_problem():  # R-UI-8: no keyring: offer the encrypted file
+                windows.show_keyring()
             await self.quit_requested.wait()
         finally:
             self._windows = None

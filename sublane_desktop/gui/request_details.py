@@ -28,6 +28,48 @@ from sublane_desktop.gui.requests_model import (
 )
 
 
+# What an error code means, said as a cause a person can act on (R-UI-8). Codes not listed
+# here are the provider's own error types, shown as the provider named them.
+CAUSES = {
+    "upstream_unreachable": "the provider could not be reached (connection refused, DNS or "
+                            "TLS failure, or no answer in time)",
+    "upstream_dropped": "the provider closed the connection before the answer was complete",
+    "upstream_error": "the provider answered with an error",
+    "upstream_timeout": "the provider did not answer in time",
+    "credential_unavailable": "the account's credential could not be read from the keyring",
+    "auth_failed": "the account's sign-in is not usable; add it again",
+    "client_disconnected": "the client went away before the answer was complete",
+    "gateway_error": "SubLane failed while relaying; the log has the details",
+    "account_busy": "every account was at its request limit",
+    "account_cooling": "every account that could serve it was cooling down after errors",
+    "quota_exhausted": "every account that could serve it had used up its quota",
+    "capacity_exhausted": "SubLane's pool-wide cap on simultaneous requests was reached",
+    "no_account": "no account can serve this model",
+    "invalid_request": "the request was not valid",
+    "unknown_model": "no account serves this model",
+    "request_too_large": "the request body was larger than allowed",
+    "unauthorized": "the client key was missing or wrong",
+    "forbidden": "the client key may not do this",
+    "rate_limit_error": "the provider said too many requests",
+    "overloaded_error": "the provider was overloaded",
+    "authentication_error": "the provider refused the account's credential",
+    "permission_error": "the provider refused: the account may not do this",
+    "api_error": "the provider had an internal error",
+}
+
+
+def cause_text(code: str | None, upstream_status: int | None = None) -> str:
+    """`upstream_unreachable` → "the provider could not be reached (…) [upstream_unreachable]"."""
+    if not code:
+        return NONE
+    cause = CAUSES.get(code)
+    if cause is None and code.startswith("http_") and code[5:].isdigit():
+        cause = f"the provider answered HTTP {code[5:]}"
+    if cause is None:
+        return code
+    return f"{cause[0].upper()}{cause[1:]} [{code}]"
+
+
 def detail_rows(record: Record, names: Mapping[str, Mapping[int, str]] | None = None
                 ) -> list[tuple[str, str]]:
     """Label/value pairs for every field of a record (R-REC-2), in reading order.
@@ -50,7 +92,7 @@ def detail_rows(record: Record, names: Mapping[str, Mapping[int, str]] | None = 
     return [
         ("Started", full_time(started) + (f"  ·  {started:.3f}" if started is not None else "")),
         ("Outcome", record.get("outcome") or NONE),
-        ("Error code", record.get("error_code") or NONE),
+        ("Cause", cause_text(record.get("error_code"), record.get("upstream_status"))),
         ("Upstream status", status(record.get("upstream_status"))),
         ("Duration", milliseconds(record.get("duration_ms"))),
         ("First output", milliseconds(record.get("first_token_ms"))),
@@ -61,12 +103,10 @@ def detail_rows(record: Record, names: Mapping[str, Mapping[int, str]] | None = 
         ("Account", account or NONE),
         ("Member", named("users", record.get("user_id"))),
         ("Client key", named("keys", record.get("key_id"))),
-        ("Group", str(record["group_id"]) if record.get("group_id") is not None else NONE),
         ("Input tokens", tokens(record.get("input_tokens"))),
         ("Output tokens", tokens(record.get("output_tokens"))),
         ("Cached tokens", tokens(record.get("cached_tokens"))),
         ("Cache-hit rate", record.get("cache_hit_rate") or NONE),
-        ("Record", str(record.get("id", NONE))),
     ]
 
 

@@ -50,6 +50,7 @@ class Windows(QObject):
             window.keysRequested.connect(self.show_keys)
             window.setupToolRequested.connect(self.show_setup_tool)
             window.requestsRequested.connect(self.show_requests)
+            window.keyringRequested.connect(self.show_keyring)
             self.accounts = window
         return self.accounts
 
@@ -88,6 +89,11 @@ class Windows(QObject):
         dialog = self._dialog("settings", SettingsDialog)
         dialog.load()  # the stored values now, not those of the last time it was open
         return dialog
+
+    def show_keyring(self) -> QWidget:
+        from sublane_desktop.gui.dialogs.keyring_setup import KeyringDialog
+
+        return self._dialog("keyring", KeyringDialog)
 
     def show_keys(self) -> QWidget:
         from sublane_desktop.gui.dialogs.client_keys import ClientKeysDialog

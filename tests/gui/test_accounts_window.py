@@ -81,11 +81,23 @@ def test_close_hides_with_a_tray_and_quits_without_one(qtbot, service):
     with qtbot.assertNotEmitted(bridge.quitRequested):
         hiding.close()
     assert not hiding.isVisible()
+    # Without a tray the window is the app: closing it asks (R-UI-8).
     main = make_window(qtbot, bridge, quit_on_close=True)
     main.show()
     qtbot.waitExposed(main)
+    with qtbot.assertNotEmitted(bridge.quitRequested):
+        main.close()
+        assert main.close_box is not None and "no system tray" in main.close_box.text()
+        main.close_box.button(main.close_box.StandardButton.Cancel).click()
+    assert main.isVisible() and main.close_box is None
+    with qtbot.assertNotEmitted(bridge.quitRequested):
+        main.close()
+        main.serve_choice.click()  # keep serving: the window goes, the proxy stays
+    assert not main.isVisible()
+    main.show()
     with qtbot.waitSignal(bridge.quitRequested, timeout=1000):
         main.close()
+        main.quit_choice.click()
 
 
 # --- on a real service -----------------------------------------------------------------------------

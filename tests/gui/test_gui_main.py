@@ -65,10 +65,12 @@ def test_app_exit_bypassing_quit_still_stops_service(qapp, tmp_path):
     assert service.stopped
 
 
-def test_closing_the_only_window_quits(qapp, tmp_path):
+def test_closing_the_only_window_asks_then_quits(qapp, tmp_path):
     def close_window(service):
         (window,) = [w for w in accounts_windows() if w.isVisible()]
         window.close()
+        assert window.close_box is not None and window.isVisible()  # asked, not gone
+        window.quit_choice.click()
 
     service = AfterStart(close_window)
     assert gui_main.run(lambda: service, tmp_path) == 0

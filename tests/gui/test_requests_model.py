@@ -111,7 +111,20 @@ def test_details_list_every_field_with_names() -> None:
     assert rows["Account"] == "work (3)"
     assert rows["First output"] == "830 ms"
     assert rows["Cache-hit rate"] == "75%"
-    assert rows["Record"] == "7"
+    assert "Record" not in rows and "Group" not in rows  # internal ids say nothing to a person
     personal = dict(detail_rows(present({**api_record(), "account_name": None},
                                         personal=True)))
     assert personal["Account"] == "—"
+
+
+def test_details_say_the_cause_not_only_the_code() -> None:
+    from sublane_desktop.gui.request_details import cause_text
+
+    failed = {**api_record(), "outcome": "error", "error_code": "upstream_unreachable"}
+    assert dict(detail_rows(failed))["Cause"] == (
+        "The provider could not be reached (connection refused, DNS or TLS failure, or no "
+        "answer in time) [upstream_unreachable]")
+    assert cause_text("http_502") == "The provider answered HTTP 502 [http_502]"
+    assert cause_text("overloaded_error") == "The provider was overloaded [overloaded_error]"
+    assert cause_text("something_new") == "something_new"
+    assert cause_text(None) == "—"

@@ -206,9 +206,9 @@ def test_double_click_opens_details_with_the_full_id(desk: Desk) -> None:
     assert shown["Client key"] == f"laptop ({desk.admin_key_id})"
     assert shown["Account"].startswith("work (") or shown["Account"].startswith("home (")
     # Every stored field has a row.
-    for label in ("Started", "Error code", "Upstream status", "Duration", "First output",
-                  "Provider", "Protocol", "Operation", "Member", "Group", "Output tokens",
-                  "Cached tokens", "Record"):
+    for label in ("Started", "Cause", "Upstream status", "Duration", "First output",
+                  "Provider", "Protocol", "Operation", "Member", "Output tokens",
+                  "Cached tokens"):
         assert label in shown
     # The table itself shows only the compact id.
     assert newest.request_id not in window.model.index(0, Column.STARTED).data()

@@ -1,0 +1,166 @@
+"""R-UI-8: failures reach the person, driven by real conditions — a keyring backend that fails,
+a credential removed from the keyring."""
+
+from __future__ import annotations
+
+import aiohttp
+import keyring
+import keyring.core
+import pytest
+from PySide6.QtWidgets import QLineEdit
+
+from sublane_desktop import credential_problems as problems
+from sublane_desktop.gui.accounts_window import AccountsWindow
+from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.dialogs.keyring_setup import KeyringDialog
+from sublane_desktop.gui.pool_status import tooltip_text
+from sublane_desktop.gui.tray import Tray
+from sublane_desktop.secrets import FILE_NAME, account_secret
+from sublane_desktop.service import Service
+from tests.conftest import Harness
+
+BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "hi"}],
+}
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def failing_keyring(monkeypatch):
+    """The machine's keyring is keyring's `fail` backend: nothing can be stored."""
+    for name in ("SUBLANE_KEYRING", "SUBLANE_KEYRING_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    previous = keyring.get_keyring()
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    keyring.core.init_backend()
+    yield
+    keyring.core.set_keyring(previous)
+
+
+async def started(tmp_path, upstream, **kwargs) -> Service:
+    service = Service(
+        tmp_path / "data", port=0, env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url}, **kwargs
+    )
+    await service.start()
+    return service
+
+
+async def test_no_keyring_dialog_creates_the_encrypted_file_after_two_matching_passwords(
+    qtbot, qapp, tmp_path, upstream, failing_keyring
+):
+    service = await started(tmp_path, upstream)
+    bridge = Bridge(service)
+    try:
+        assert service.keyring_problem.startswith("no usable OS keyring")
+        window = AccountsWindow(bridge)
+        qtbot.addWidget(window)
+        assert not window.keyring_row.isHidden()
+        assert window.keyring_button.text() == "Set up a keyring…"
+
+        dialog = KeyringDialog(bridge)
+        qtbot.addWidget(dialog)
+        assert dialog.create and dialog.ok_button.text() == "Create encrypted keyring"
+        assert dialog.password.echoMode() is QLineEdit.EchoMode.Password
+        dialog.password.show_toggle.click()  # the Show toggle reveals, for checking a typo
+        assert dialog.password.echoMode() is QLineEdit.EchoMode.Normal
+
+        dialog.password.setText(PASSWORD)
+        dialog.confirm.setText(PASSWORD + "x")
+        dialog.ok_button.click()
+        assert dialog.error.text() == "The two passwords differ; type them again."
+        assert not (tmp_path / "data" / FILE_NAME).exists()
+
+        dialog.confirm.setText(PASSWORD)
+        with qtbot.waitSignal(dialog.opened, timeout=10000) as opened:
+            dialog.ok_button.click()
+            await bridge.wait_idle()
+        assert opened.args[0].startswith("encrypted file: ")
+        assert (tmp_path / "data" / FILE_NAME).stat().st_mode & 0o777 == 0o600
+        assert service.keyring_problem is None
+        qtbot.waitUntil(lambda: window.keyring_row.isHidden(), timeout=2000)
+
+        # it works at once: the management API answers and an account can be added
+        async with (
+            aiohttp.ClientSession() as s,
+            s.get(
+                service.endpoint_url + "/api/accounts/runtime",
+                headers={"Authorization": f"Bearer {service.admin_token}"},
+            ) as r,
+        ):
+            assert r.status == 200
+        reply = bridge.add_account("anthropic", "work", {"api_key": "sk-ant-api03-w"})
+        assert (await reply)["state"] == "ok"
+    finally:
+        bridge.close()
+        await service.stop(drain_timeout=1)
+
+    # Next start: the OS keyring still fails; the file exists, so the dialog asks once.
+    again = await started(tmp_path, upstream)
+    bridge = Bridge(again)
+    try:
+        work = again.accounts_runtime()["accounts"][0]
+        assert work["state"] == "auth_failed"
+        assert work["auth_reason"] == problems.KEYRING_UNAVAILABLE
+        dialog = KeyringDialog(bridge)
+        qtbot.addWidget(dialog)
+        assert not dialog.create and dialog.ok_button.text() == "Unlock"
+        assert not dialog.confirm.isVisibleTo(dialog)
+        dialog.password.setText("wrong password!")
+        dialog.ok_button.click()
+        await bridge.wait_idle()
+        assert (
+            dialog.error.text() == "Could not open the keyring: encrypted keyring: wrong password"
+        )
+        assert again.keyring_problem is not None
+        dialog.password.setText(PASSWORD)
+        dialog.ok_button.click()
+        await bridge.wait_idle()
+        assert again.keyring_problem is None
+        assert again.accounts_runtime()["accounts"][0]["state"] == "ok"
+        assert (await again.credential(again.pool.find("work")))["api_key"] == "sk-ant-api03-w"
+    finally:
+        bridge.close()
+        await again.stop(drain_timeout=1)
+
+
+async def test_a_credential_removed_from_the_keyring_turns_the_account_auth_failed(
+    qtbot, tmp_path, upstream, secret_store
+):
+    service = await started(tmp_path, upstream, secret_store=secret_store)
+    h = Harness(service, upstream)
+    bridge = Bridge(service)
+    try:
+        acc = await h.add_account("work", "tok-w")
+        key = await h.create_key()
+        tray = Tray(bridge)
+        secret_store.delete(account_secret(acc))  # gone from the keyring behind our back
+
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(
+                service.endpoint_url + "/v1/messages", json=BODY, headers={"x-api-key": key}
+            ) as r,
+        ):
+            body = await r.json()
+        assert r.status >= 400
+        assert "credential for account work is unavailable" in body["error"]["message"]
+        view = service.account_view(acc)
+        assert view["state"] == "auth_failed"
+        assert view["auth_reason"] == problems.MISSING
+        qtbot.waitUntil(
+            lambda: f"work: auth failed: {problems.MISSING}" in tray.icon.toolTip(), timeout=2000
+        )
+        assert tooltip_text("u", [view]).splitlines()[1:3] == [
+            "No account can serve a request now",
+            f"work: auth failed: {problems.MISSING}",
+        ]
+
+        # adding it again (a new credential) repairs it
+        await service.add_account("anthropic", "work", {"api_key": "tok-w"}, replace=True)
+        assert service.account_view(acc)["state"] == "ok"
+        assert service.account_view(acc)["auth_reason"] is None
+    finally:
+        bridge.close()
+        await service.stop(drain_timeout=1)
