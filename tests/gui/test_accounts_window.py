@@ -253,3 +253,28 @@ async def test_history_button_charts_the_stored_readings_of_7_days(qtbot, live):
     assert abs((plot.bottom() - point.y()) / plot.height() - 0.55) < 0.01
     card.history_button.click()
     assert card.chart.isHidden()
+
+
+async def test_antigravity_family_gauges_from_fetch_available_models(qtbot, live,
+                                                                     antigravity_upstream):
+    """R-AG-4 in the window: opening it reads the account's quota from the (fake) upstream,
+    and the card draws whatever gauges the account has — here its three model families."""
+    live.service.env["SUBLANE_ANTIGRAVITY_BASE_URL"] = antigravity_upstream.url
+    await live.add_antigravity_account("google")
+    now = live.clock.now()
+    antigravity_upstream.quota = {
+        "gemini-3-pro-high": {"quotaInfo": {"remainingFraction": 0.6,
+                                            "resetTime": iso(now + 2 * 3600)}},
+        "claude-sonnet-4-5": {"quotaInfo": {"remainingFraction": 0.0,
+                                            "resetTime": iso(now + 3600)}}}
+    window = make_window(qtbot, live.bridge)
+    card = window.card_named("google")
+    assert list(card.gauges) == ["claude", "gemini_pro", "gemini_flash"]
+    window.show()  # opening the window polls (R-GAUGE-3)
+    await live.bridge.wait_idle()
+    await asyncio.gather(*live.service.refresher._running.values())
+    qtbot.waitUntil(lambda: card.gauges["gemini_pro"].caption.startswith("40%"), timeout=3000)
+    assert card.gauges["gemini_pro"].caption == "40% · resets in 2h 00m"
+    assert card.gauges["claude"].caption == "100% · resets in 1h 00m"
+    assert card.gauges["gemini_flash"].look is GaugeLook.COLD  # not listed: unknown, not 0%
+    assert antigravity_upstream.quota_reads == [("ya29.google", "proj-fake-1")]
