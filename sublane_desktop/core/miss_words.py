@@ -105,3 +105,30 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
                  f"{reread:>12,} {share:>14.1f}%")
     lines.append(f"of {total_input:,} input tokens in the window")
     return lines
+
+
+def reread_today(summary: Mapping[str, Any] | None) -> str:
+    """The Accounts window's line: today's re-read tokens per cause (R-CF-3)."""
+    if not summary:
+        return ""
+    parts = [f"{LABELS[e['cause']]} {compact_tokens(int(e['reread_tokens']))}"
+             for e in summary.get("causes", []) if e.get("reread_tokens")]
+    if not parts:
+        return "No cache miss made input be read again today"
+    return "Read again today: " + " · ".join(parts)
+
+
+def reread_today_by_account(summary: Mapping[str, Any] | None) -> str:
+    """Its tooltip: the same per account that served the missed turn, largest first."""
+    rows = [a for a in (summary or {}).get("accounts", []) if a.get("reread_tokens")]
+    rows.sort(key=lambda a: -int(a["reread_tokens"]))
+    return "\n".join(f"{a['account_name']}: {LABELS.get(a['cause'], a['cause'])} "
+                     f"{compact_tokens(int(a['reread_tokens']))} ({a['count']} turns)"
+                     for a in rows)
+
+
+def switched_today(summary: Mapping[str, Any] | None) -> int:
+    for entry in (summary or {}).get("causes", []):
+        if entry.get("cause") == ACCOUNT_SWITCH:
+            return int(entry.get("reread_tokens") or 0)
+    return 0

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from sublane_desktop.core.miss_words import reread_today, reread_today_by_account
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
 from sublane_desktop.gui.dashboard import account_row
@@ -371,6 +372,9 @@ class AccountsWindow(QWidget):
         scroll.setWidget(self.list_widget)
 
         self.pool_label = QLabel()
+        # Today's cache misses by cause (R-CF-3): what switching and idling cost in input.
+        self.misses_label = QLabel()
+        self.misses_label.setWordWrap(True)
         self.error_label = QLabel()
         error_palette = self.error_label.palette()
         error_palette.setColor(QPalette.ColorRole.WindowText, tone_colour(Tone.BAD, error_palette))
@@ -388,6 +392,7 @@ class AccountsWindow(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.keyring_row)
         layout.addWidget(scroll, 1)
+        layout.addWidget(self.misses_label)
         layout.addLayout(bottom)
         self.resize(760, 520)
 
@@ -395,8 +400,11 @@ class AccountsWindow(QWidget):
         bridge.settingsChanged.connect(self.refresh)
         bridge.ticked.connect(self.refresh)
         bridge.leverFailed.connect(self._lever_failed)
+        bridge.missesChanged.connect(self.show_misses)
         bridge.refresh_snapshot()
         self.refresh()
+        self.show_misses()
+        bridge.refresh_misses()
 
     # state ------------------------------------------------------------------------------------
 
@@ -421,6 +429,12 @@ class AccountsWindow(QWidget):
         if text != self.keyring_banner.text():
             self.keyring_banner.setText(text)
         self.keyring_row.setVisible(bool(problem))
+
+    def show_misses(self) -> None:
+        summary = self._bridge.misses_today()
+        self.misses_label.setText(reread_today(summary))
+        self.misses_label.setToolTip(reread_today_by_account(summary))
+        self.misses_label.setVisible(bool(self.misses_label.text()))
 
     def _rebuild(self, accounts: list[Mapping[str, Any]]) -> None:
         for card in self.cards.values():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 
 
 COALESCE_MS = 100  # how long a burst of account events may last before one re-read
+# Today's cache misses (R-CF-3) are a database read: at most one a second, after records land.
+MISSES_COALESCE_MS = 1000
 TICK_MS = 1000
 
 
@@ -58,6 +61,7 @@ class Bridge(QObject):
     recordAdded = Signal(object)  # the event payload (a record dict); object avoids QVariantMap
     leverFailed = Signal(str, str)  # service method name, error message
     quitRequested = Signal()
+    missesChanged = Signal()  # today's cache-miss summary changed; read it with misses_today()
 
     def __init__(self, service: Any, parent: QObject | None = None, *,
                  tick_ms: int = TICK_MS) -> None:
@@ -73,12 +77,19 @@ class Bridge(QObject):
         self._tick.setInterval(tick_ms)
         self._tick.timeout.connect(self._on_tick)
         self._tick.start()
+        self._misses: dict[str, Any] | None = None
+        self._misses_day: float | None = None
+        self._misses_timer = QTimer(self)
+        self._misses_timer.setSingleShot(True)
+        self._misses_timer.setInterval(MISSES_COALESCE_MS)
+        self._misses_timer.timeout.connect(self.refresh_misses)
         self._unsubscribe = service.bus.subscribe("*", self._on_event)
 
     def close(self) -> None:
         """Stop listening to the bus (the bus would otherwise keep calling a dead QObject)."""
         self._tick.stop()
         self._coalesce.stop()
+        self._misses_timer.stop()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -91,6 +102,8 @@ class Bridge(QObject):
                 self._coalesce.start()
         elif topic == "records.added":
             self.recordAdded.emit(payload)
+            if self._misses_day is not None and not self._misses_timer.isActive():
+                self._misses_timer.start()
 
     def refresh_snapshot(self) -> bool:
         """Re-read the in-memory runtime; emit accountsChanged when it differs."""
@@ -103,6 +116,8 @@ class Bridge(QObject):
 
     def _on_tick(self) -> None:
         self.refresh_snapshot()
+        if self._misses_day is not None and start_of_day(self.now()) != self._misses_day:
+            self.refresh_misses()  # midnight: "today" starts again
         self.ticked.emit()
 
     def snapshot(self) -> list[dict[str, Any]]:
@@ -140,6 +155,32 @@ class Bridge(QObject):
         if query is None:
             return await log_.filters(owner=owner)
         return await log_.page(query, owner=owner)
+
+    def misses_today(self) -> dict[str, Any] | None:
+        """Cache misses since local midnight, by cause and account, as last read (R-CF-3)."""
+        return self._misses
+
+    def refresh_misses(self) -> asyncio.Task[None] | None:
+        """Read today's misses again; emits missesChanged when they differ. Once called, new
+        records keep the summary fresh. Without a running loop (widgets built before the
+        service starts) there is nothing to read yet: None."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        day = start_of_day(self.now())
+        self._misses_day = day
+        return spawn(self._load_misses(day), name="history.misses")
+
+    async def _load_misses(self, day: float) -> None:
+        try:
+            summary = await self._service.request_log.misses(owner=None, since=day)
+        except Exception as exc:  # a summary is a nicety; the windows keep their last one
+            log.warning("could not read today's cache misses: %s", type(exc).__name__)
+            return
+        if summary != self._misses:
+            self._misses = summary
+            self.missesChanged.emit()
 
     def usage_history(self, account_id: int, days: int = 7
                       ) -> asyncio.Task[dict[str, list[Any]]]:
@@ -245,3 +286,9 @@ class Bridge(QObject):
         self._pending.add(reply.task)
         reply.task.add_done_callback(self._pending.discard)
         return reply
+
+
+def start_of_day(now: float) -> float:
+    """Local midnight before `now`: where "today" begins for the person at this desk."""
+    local = time.localtime(now)
+    return time.mktime((local.tm_year, local.tm_mon, local.tm_mday, 0, 0, 0, 0, 0, -1))

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from sublane_desktop.core.miss_words import LABELS, explain
 from sublane_desktop.gui.requests_model import (
     NONE,
     Record,
@@ -107,7 +108,19 @@ def detail_rows(record: Record, names: Mapping[str, Mapping[int, str]] | None = 
         ("Output tokens", tokens(record.get("output_tokens"))),
         ("Cached tokens", tokens(record.get("cached_tokens"))),
         ("Cache-hit rate", record.get("cache_hit_rate") or NONE),
+        ("Cache miss", _miss(record)),
+        ("Read again", tokens(record.get("reread_tokens"))),
     ]
+
+
+def _miss(record: Record) -> str:
+    """The cause and, in words, what happened (R-CF-3); a hit or an unbound request says so."""
+    cause = record.get("cache_miss")
+    if cause in LABELS:
+        return f"{LABELS[cause]}: {explain(record)}"
+    if record.get("reread_tokens") == 0:
+        return "no (the cache served this turn)"
+    return NONE
 
 
 class RequestDetailsDialog(QDialog):

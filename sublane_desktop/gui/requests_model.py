@@ -16,6 +16,8 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
+from sublane_desktop.core.miss_words import LABELS, MARKS, explain
+
 Record = dict[str, Any]
 Index = QModelIndex | QPersistentModelIndex
 
@@ -55,7 +57,7 @@ HEADER_TIPS = {
     Column.FIRST_OUTPUT: "Time from the gateway start to the first text, reasoning or tool delta",
     Column.INPUT: "Total input tokens (cache reads and writes included)",
     Column.CACHED: "Input tokens served from the upstream cache",
-    Column.CACHE_HIT: "Cached input ÷ total input",
+    Column.CACHE_HIT: "Cached input ÷ total input; below it, why a turn missed the cache",
 }
 NUMERIC = frozenset({Column.STATUS, Column.DURATION, Column.FIRST_OUTPUT, Column.INPUT,
                      Column.OUTPUT, Column.CACHED, Column.CACHE_HIT})
@@ -67,6 +69,10 @@ OUTCOME_COLORS = {
     "incomplete": QColor("#b8860b"),
     "canceled": QColor("#8a8a8a"),
 }
+
+# A miss that cost something stands out; a conversation's first turn is expected and stays muted.
+MISS_COLOR = QColor("#d9822b")
+FIRST_TURN_COLOR = QColor("#8a8a8a")
 
 RecordRole = Qt.ItemDataRole.UserRole + 1  # the whole record dict
 RequestIdRole = Qt.ItemDataRole.UserRole + 2  # the full request id
@@ -151,7 +157,23 @@ def cell_text(record: Record, column: Column) -> str:
         return tokens(record.get("output_tokens"))
     if column == Column.CACHED:
         return tokens(record.get("cached_tokens"))
-    return record.get("cache_hit_rate") or NONE
+    return cache_cell(record)
+
+
+def cache_cell(record: Record) -> str:
+    """The hit rate, and under it the miss's cause mark and name (R-CF-3)."""
+    rate = record.get("cache_hit_rate") or NONE
+    cause = record.get("cache_miss")
+    if cause not in LABELS:
+        return rate
+    return f"{rate}\n{MARKS[cause]} {LABELS[cause]}"
+
+
+def cache_tooltip(record: Record) -> str:
+    counts = (f"{tokens(record.get('cached_tokens'))} of {tokens(record.get('input_tokens'))}"
+              " input tokens from the cache")
+    why = explain(record)
+    return f"{why[:1].upper()}{why[1:]}\n{counts}" if why else counts
 
 
 # --- the model --------------------------------------------------------------------------------
@@ -197,12 +219,15 @@ class RequestsModel(QAbstractTableModel):
             return _alignment(column)
         if role == Qt.ItemDataRole.ForegroundRole and column == Column.OUTCOME:
             return OUTCOME_COLORS.get(record.get("outcome") or "")
+        if role == Qt.ItemDataRole.ForegroundRole and column == Column.CACHE_HIT:
+            cause = record.get("cache_miss")
+            if cause in LABELS:
+                return FIRST_TURN_COLOR if cause == "first_turn" else MISS_COLOR
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == Column.STARTED:
                 return f"{record.get('request_id')}\n{full_time(record.get('started_at'))}"
             if column == Column.CACHE_HIT:
-                return (f"{tokens(record.get('cached_tokens'))} of "
-                        f"{tokens(record.get('input_tokens'))} input tokens from the cache")
+                return cache_tooltip(record)
         return None
 
     # Ours

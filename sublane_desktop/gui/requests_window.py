@@ -52,7 +52,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from sublane_desktop.core.history import PAGE_SIZE, HistoryQuery, InvalidQuery, parse_query
+from sublane_desktop.core.cache_miss import CAUSES
+from sublane_desktop.core.history import (
+    ANY_MISS,
+    PAGE_SIZE,
+    HistoryQuery,
+    InvalidQuery,
+    parse_query,
+)
+from sublane_desktop.core.miss_words import LABELS
 from sublane_desktop.gui.request_details import RequestDetailsDialog
 from sublane_desktop.gui.requests_model import Column, RequestsModel
 
@@ -69,6 +77,9 @@ TIME_PRESETS: list[tuple[str, Any]] = [
     ("Last 24 hours", 86_400),
     ("Custom range…", CUSTOM),
 ]
+# The cache filter (R-CF-3): every miss, or one cause, worded as the cells word them.
+MISS_CHOICES: list[tuple[str, str]] = [("Any miss", ANY_MISS)] + [
+    (LABELS[cause].capitalize(), cause) for cause in CAUSES]
 
 
 class TwoLineDelegate(QStyledItemDelegate):
@@ -258,6 +269,10 @@ class RequestsWindow(QWidget):
         self.key_filter = self._combo("All keys", 14)
         self.user_filter = self._combo("All members", 10)
         self.account_filter = self._combo("All accounts", 11)
+        self.miss_filter = self._combo("All turns", 12)
+        self.miss_filter.setToolTip("Show only the turns that missed the prompt cache, by cause")
+        for label, value in MISS_CHOICES:
+            self.miss_filter.addItem(label, value)
         self.time_filter = QComboBox()
         for label, value in TIME_PRESETS:
             self.time_filter.addItem(label, value)
@@ -275,7 +290,7 @@ class RequestsWindow(QWidget):
         for label, widget in (("Outcome", self.outcome_filter), ("Model", self.model_filter),
                               ("Key", self.key_filter), (self.user_label, self.user_filter),
                               (self.account_label, self.account_filter),
-                              ("Time", self.time_filter)):
+                              ("Cache", self.miss_filter), ("Time", self.time_filter)):
             filters.addWidget(label if isinstance(label, QLabel) else QLabel(label))
             filters.addWidget(widget)
             filters.addSpacing(6)
@@ -300,6 +315,8 @@ class RequestsWindow(QWidget):
         self._outcome_delegate = TwoLineDelegate(self.table)
         self.table.setItemDelegateForColumn(Column.STARTED, self._started_delegate)
         self.table.setItemDelegateForColumn(Column.OUTCOME, self._outcome_delegate)
+        self._cache_delegate = TwoLineDelegate(self.table)
+        self.table.setItemDelegateForColumn(Column.CACHE_HIT, self._cache_delegate)
         metrics = QFontMetrics(self.table.font())
         rows = self.table.verticalHeader()
         rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
@@ -432,7 +449,8 @@ class RequestsWindow(QWidget):
 
     def clear_filters(self) -> None:
         for combo in (self.outcome_filter, self.model_filter, self.key_filter,
-                      self.user_filter, self.account_filter, self.time_filter):
+                      self.user_filter, self.account_filter, self.miss_filter,
+                      self.time_filter):
             combo.blockSignals(True)
             combo.setCurrentIndex(0)
             combo.blockSignals(False)
@@ -479,7 +497,8 @@ class RequestsWindow(QWidget):
             params["cursor"] = str(cursor)
         for name, combo in (("outcome", self.outcome_filter), ("model", self.model_filter),
                             ("key_id", self.key_filter), ("user_id", self.user_filter),
-                            ("account_id", self.account_filter)):
+                            ("account_id", self.account_filter),
+                            ("cache_miss", self.miss_filter)):
             value = combo.currentData()
             if value is not None:
                 params[name] = str(value)
@@ -690,7 +709,7 @@ class RequestsWindow(QWidget):
 
     def _filtered(self) -> bool:
         combos = (self.outcome_filter, self.model_filter, self.key_filter, self.user_filter,
-                  self.account_filter, self.time_filter)
+                  self.account_filter, self.miss_filter, self.time_filter)
         return any(c.currentIndex() > 0 for c in combos) or bool(
             self.request_id_filter.text().strip())
 

@@ -12,6 +12,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QMenu, QSystemTrayIcon
 
+from sublane_desktop.core.miss_words import switch_warning, switched_today
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dashboard import AccountRow, account_rows, updated_line
 from sublane_desktop.gui.icons import health_icon
@@ -46,7 +47,9 @@ class Tray(QObject):
         bridge.accountsChanged.connect(self.refresh)
         bridge.settingsChanged.connect(self.refresh)
         bridge.ticked.connect(self._refresh_tooltip)
+        bridge.missesChanged.connect(self._refresh_tooltip)
         self.refresh()
+        bridge.refresh_misses()
 
     def show(self) -> None:
         self.icon.show()
@@ -64,6 +67,9 @@ class Tray(QObject):
     def _refresh_tooltip(self) -> None:
         text = tooltip_text(self._bridge.endpoint_url(), self._bridge.snapshot(),
                             self._bridge.settings(), self._bridge.now())
+        warning = switch_warning(switched_today(self._bridge.misses_today()))
+        if warning:  # R-CF-3: the hidden cost of switching, once it is worth a glance
+            text += "\n" + warning
         if text != self.icon.toolTip():
             self.icon.setToolTip(text)
 
