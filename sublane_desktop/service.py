@@ -698,6 +698,25 @@ class Service:
         secret = await loop.run_in_executor(None, credentials.codex_secret, file)
         return await self.add_account("codex", name or "codex", secret, replace=True)
 
+    # --- first run (R-UI-9): the welcome window ------------------------------------------------
+
+    def found_logins(self) -> list[dict[str, str]]:
+        from sublane_desktop.first_run import found_logins
+
+        return found_logins()
+
+    async def test_request(self, key: str) -> dict[str, Any]:
+        """One tiny request through this proxy with a client key; it is recorded like any."""
+        from sublane_desktop.first_run import send_test_request
+
+        providers = [a.provider for a in self.pool.accounts.values() if a.enabled]
+        result = await send_test_request(self.http, self.endpoint_url, key,
+                                         providers[0] if providers else "anthropic")
+        latest = self.records[-1] if self.records else None
+        if latest is not None and latest.account_id in self.pool.accounts:
+            result["account"] = self.pool.accounts[latest.account_id].name
+        return result
+
     async def remove_account(self, ref: str | int) -> None:
         """Delete an account: its secret leaves the keyring, its history stays ("deleted")."""
         account = self.pool.find(ref)

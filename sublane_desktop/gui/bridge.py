@@ -250,6 +250,15 @@ class Bridge(QObject):
     def list_keys(self) -> Reply | None:
         return self._launch("list_keys", report=False)
 
+    # First run (R-UI-9) ---------------------------------------------------------------------
+
+    def found_logins(self) -> list[dict[str, str]]:
+        find = getattr(self._service, "found_logins", None)
+        return list(find()) if find is not None else []
+
+    def test_request(self, key: str) -> Reply | None:
+        return self._launch("test_request", key, report=False)
+
     def request_quit(self) -> None:
         """Ask the app to stop the service and exit; main.run owns the shutdown order."""
         self.quitRequested.emit()

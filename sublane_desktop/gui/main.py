@@ -150,6 +150,8 @@ class _Desktop:
                 windows.show_accounts()
             if bridge.keyring_problem():  # R-UI-8: no keyring: offer the encrypted file
                 windows.show_keyring()
+            elif not bridge.snapshot():  # R-UI-9: first run: the welcome window
+                windows.show_welcome()
             await self.quit_requested.wait()
         finally:
             self._windows = None

@@ -90,6 +90,20 @@ class Windows(QObject):
         dialog.load()  # the stored values now, not those of the last time it was open
         return dialog
 
+    def show_welcome(self) -> QWidget:
+        """First run (R-UI-9): the four steps from no account to a working request."""
+        from sublane_desktop.gui.welcome import WelcomeWindow
+
+        welcome = self.dialogs.get("welcome")
+        if welcome is None:
+            welcome = WelcomeWindow(self._bridge)
+            welcome.addAccountRequested.connect(self.show_add_account)
+            welcome.setupToolRequested.connect(self.show_setup_tool)
+            welcome.requestsRequested.connect(self.show_requests)
+            self.dialogs["welcome"] = welcome
+        _raise(welcome)
+        return welcome
+
     def show_keyring(self) -> QWidget:
         from sublane_desktop.gui.dialogs.keyring_setup import KeyringDialog
 

@@ -261,3 +261,20 @@ def test_start_at_login_follows_the_setting(qtbot, tmp_path, monkeypatch):
     desktop._sync_autostart(bridge)
     assert not entry.exists()
     bridge.close()
+
+
+def test_first_run_with_no_accounts_opens_the_welcome_window(qapp, tmp_path, monkeypatch):
+    from sublane_desktop.gui.welcome import WelcomeWindow
+
+    monkeypatch.setattr(QSystemTrayIcon, "isSystemTrayAvailable", staticmethod(lambda: True))
+    seen = []
+
+    def look_then_quit(service):
+        seen.extend(w.windowTitle() for w in QApplication.topLevelWidgets()
+                    if isinstance(w, WelcomeWindow) and w.isVisible())
+        QApplication.quit()
+
+    service = AfterStart(look_then_quit)
+    service.set_accounts([])
+    assert gui_main.run(lambda: service, tmp_path) == 0
+    assert seen == ["Welcome to SubLane"]

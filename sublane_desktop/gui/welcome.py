@@ -1,0 +1,251 @@
+"""The welcome window (R-UI-9): shown when there are no accounts yet.
+
+Four steps, top to bottom, each one click: import the logins found on this computer, create a
+client key, point a tool at SubLane, and send a test request — which then appears in the
+Requests window, so the person sees the whole path work before they rely on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.dialogs.common import (
+    copy_text,
+    error_label,
+    secret_field,
+    show_error,
+)
+from sublane_desktop.gui.icons import app_icon
+
+KEY_NAME = "desktop"
+
+
+class WelcomeWindow(QWidget):
+    addAccountRequested = Signal()
+    setupToolRequested = Signal()
+    requestsRequested = Signal()
+
+    def __init__(self, bridge: Bridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self.key: str | None = None
+        self.setWindowTitle("Welcome to SubLane")
+        self.setWindowIcon(app_icon())
+
+        intro = QLabel(
+            "SubLane pools your subscription accounts behind one local endpoint, "
+            f"{bridge.endpoint_url()}. Four steps and your tools use it."
+        )
+        intro.setWordWrap(True)
+
+        # 1. logins -----------------------------------------------------------------------------
+        self.logins_box = QGroupBox("1. Import your logins")
+        logins = QVBoxLayout(self.logins_box)
+        self.import_buttons: dict[str, QPushButton] = {}
+        self.import_status: dict[str, QLabel] = {}
+        found = bridge.found_logins()
+        for login in found:
+            button = QPushButton(f"Import {login['title']} login")
+            button.setToolTip(login["path"])
+            button.clicked.connect(lambda _=False, w=login["which"]: self.import_login(w))
+            status = QLabel(f"found at {login['path']}")
+            status.setWordWrap(True)
+            row = QHBoxLayout()
+            row.addWidget(button)
+            row.addWidget(status, 1)
+            logins.addLayout(row)
+            self.import_buttons[login["which"]] = button
+            self.import_status[login["which"]] = status
+        self.none_found = QLabel(
+            "No Claude Code, Codex or Gemini login was found on this computer."
+        )
+        self.none_found.setWordWrap(True)
+        self.none_found.setVisible(not found)
+        logins.addWidget(self.none_found)
+        self.add_button = QPushButton("Add an account by hand…")
+        self.add_button.clicked.connect(self.addAccountRequested)
+        add_row = QHBoxLayout()
+        add_row.addWidget(self.add_button)
+        add_row.addStretch(1)
+        logins.addLayout(add_row)
+        self.import_error = error_label()
+        logins.addWidget(self.import_error)
+
+        # 2. client key ----------------------------------------------------------------------
+        key_box = QGroupBox("2. Create a client key")
+        self.key_button = QPushButton("Create a client key")
+        self.key_button.clicked.connect(self.create_key)
+        self.key_field, key_row = secret_field("Client key")
+        self.key_field.setReadOnly(True)
+        self.key_field.setPlaceholderText("your tools use this key instead of your logins")
+        self.copy_key = QPushButton("Copy")
+        self.copy_key.setEnabled(False)
+        self.copy_key.clicked.connect(lambda: copy_text(self.key or ""))
+        row = QHBoxLayout(key_box)
+        row.addWidget(self.key_button)
+        row.addWidget(key_row, 1)
+        row.addWidget(self.copy_key)
+        self.key_error = error_label()
+        key_outer = QVBoxLayout()
+        key_outer.addWidget(key_box)
+        key_outer.addWidget(self.key_error)
+
+        # 3. tool -----------------------------------------------------------------------------
+        tool_box = QGroupBox("3. Point a tool at SubLane")
+        self.tool_button = QPushButton("Set up a tool…")
+        self.tool_button.clicked.connect(self.setupToolRequested)
+        tool_note = QLabel("Claude Code, Codex CLI or the SDKs: the exact lines to paste.")
+        tool_note.setWordWrap(True)
+        row = QHBoxLayout(tool_box)
+        row.addWidget(self.tool_button)
+        row.addWidget(tool_note, 1)
+
+        # 4. test -----------------------------------------------------------------------------
+        test_box = QGroupBox("4. Send a test request")
+        self.test_button = QPushButton("Send a test request")
+        self.test_button.clicked.connect(self.send_test)
+        self.test_result = QLabel("Import a login and create a key first.")
+        self.test_result.setWordWrap(True)
+        self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.requests_button = QPushButton("Open Requests")
+        self.requests_button.clicked.connect(self.requestsRequested)
+        self.requests_button.hide()
+        row = QHBoxLayout(test_box)
+        row.addWidget(self.test_button)
+        row.addWidget(self.test_result, 1)
+        row.addWidget(self.requests_button)
+
+        self.close_button = QPushButton("Close")
+        self.close_button.setToolTip("SubLane keeps running; open this again from Accounts")
+        self.close_button.clicked.connect(self.close)
+        bottom = QHBoxLayout()
+        bottom.addStretch(1)
+        bottom.addWidget(self.close_button)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(self.logins_box)
+        layout.addLayout(key_outer)
+        layout.addWidget(tool_box)
+        layout.addWidget(test_box)
+        layout.addStretch(1)
+        layout.addLayout(bottom)
+        bridge.accountsChanged.connect(self._update_steps)
+        self._update_steps()
+        self.resize(self.sizeHint().expandedTo(self.minimumSizeHint()).width() + 40, 460)
+
+    def _has_account(self) -> bool:
+        return bool(self._bridge.snapshot())
+
+    def _update_steps(self) -> None:
+        ready = self._has_account() and self.key is not None
+        self.test_button.setEnabled(ready)
+        if not ready and not self.requests_button.isVisible():
+            missing = []
+            if not self._has_account():
+                missing.append("import a login")
+            if self.key is None:
+                missing.append("create a key")
+            self.test_result.setText(" and ".join(missing).capitalize() + " first.")
+
+    # step 1 ------------------------------------------------------------------------------------
+
+    def import_login(self, which: str) -> None:
+        show_error(self.import_error, "")
+        reply = self._bridge.import_login(which)
+        if reply is None:
+            return
+        button = self.import_buttons[which]
+        button.setEnabled(False)
+        reply.done.connect(lambda view: self._imported(which, view))
+        reply.failed.connect(lambda message: self._import_failed(which, message))
+
+    def _imported(self, which: str, view: Any) -> None:
+        name = view.get("name", which) if isinstance(view, dict) else which
+        self.import_status[which].setText(f"✓ imported as {name}")
+        self.import_buttons[which].setText("Imported")
+        self._bridge.refresh_snapshot()
+        self._update_steps()
+
+    def _import_failed(self, which: str, message: str) -> None:
+        self.import_buttons[which].setEnabled(True)
+        show_error(self.import_error, message)
+
+    # step 2 ------------------------------------------------------------------------------------
+
+    def create_key(self) -> None:
+        show_error(self.key_error, "")
+        reply = self._bridge.create_key(KEY_NAME)
+        if reply is None:
+            return
+        self.key_button.setEnabled(False)
+        reply.done.connect(self._key_created)
+        reply.failed.connect(self._key_failed)
+
+    def _key_created(self, result: Any) -> None:
+        _info, key = result
+        self.key = key
+        self.key_field.setText(key)
+        self.key_field.setCursorPosition(0)
+        self.copy_key.setEnabled(True)
+        self.key_button.setText("Key created")
+        self._update_steps()
+
+    def _key_failed(self, message: str) -> None:
+        self.key_button.setEnabled(True)
+        show_error(self.key_error, message)
+
+    # step 4 ------------------------------------------------------------------------------------
+
+    def send_test(self) -> None:
+        if self.key is None:
+            return
+        reply = self._bridge.test_request(self.key)
+        if reply is None:
+            return
+        self.test_button.setEnabled(False)
+        self.test_result.setText("Sending…")
+        reply.done.connect(self._tested)
+        reply.failed.connect(self._test_failed)
+
+    def _tested(self, result: Any) -> None:
+        self.test_button.setEnabled(True)
+        if result.get("ok"):
+            by = f" by {result['account']}" if result.get("account") else ""
+            self.test_result.setText(
+                f"✓ {result['model']} answered{by} in {result['ms']} ms. "
+                "It is in the Requests window."
+            )
+            self.requests_button.show()
+        else:
+            self.test_result.setText(
+                f"✗ The test request failed: {result.get('error')}. "
+                "The Requests window has the details."
+            )
+            self.requests_button.show()
+
+    def _test_failed(self, message: str) -> None:
+        self.test_button.setEnabled(True)
+        self.test_result.setText(f"✗ The test request could not be sent: {message}")
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        # Closing never stops the proxy (R-UI-5), and the key leaves the screen with it.
+        self.key_field.clear()
+        self.key = None
+        self.copy_key.setEnabled(False)
+        self.key_button.setEnabled(True)
+        self.key_button.setText("Create a client key")
+        event.ignore()
+        self.hide()

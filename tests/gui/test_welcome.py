@@ -1,0 +1,137 @@
+"""R-UI-9: first run end to end against the fake upstream — the welcome window finds the Claude
+Code login, imports it with one click, creates a client key, sends a test request through the
+proxy, and that request is in the Requests window.
+
+A qasync loop runs the service and the widgets together (as in requests_fixtures), so every
+qtbot wait also runs the asyncio side; nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from pathlib import Path
+
+import pytest
+import qasync
+from PySide6.QtWidgets import QLineEdit
+
+from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.windows import Windows
+from sublane_desktop.secrets import SecretStore
+from sublane_desktop.service import Service
+from tests.conftest import file_keyring
+from tests.fake_upstream import FakeAnthropic
+
+WAIT_MS = 10000
+
+
+@pytest.fixture
+def first_run(qapp, qtbot, tmp_path: Path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    gc.collect()
+    gc.disable()
+    loop = qasync.QEventLoop(qapp)
+    asyncio.events._set_running_loop(loop)
+
+    def run(coro):
+        task = loop.create_task(coro)
+        qtbot.waitUntil(task.done, timeout=WAIT_MS)
+        return task.result()
+
+    upstream = FakeAnthropic()
+    run(upstream.start())
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        clock=FakeClock(),
+        secret_store=SecretStore(tmp_path, backend=file_keyring(tmp_path / "keyring.cfg")),
+        env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url},
+    )
+    run(service.start())
+    bridge = Bridge(service)
+    windows = Windows(bridge)
+    try:
+        yield home, service, bridge, windows, upstream, run
+    finally:
+        windows.close_all()
+        run(bridge.wait_idle())
+        bridge.close()
+        run(service.stop(drain_timeout=1))
+        run(upstream.stop())
+        asyncio.events._set_running_loop(None)
+        loop.close()
+        del loop
+        gc.enable()
+        gc.collect()
+
+
+def write_claude_code_login(home: Path) -> Path:
+    path = home / ".claude" / ".credentials.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        json.dumps(
+            {
+                "claudeAiOauth": {
+                    "accessToken": "sk-ant-oat01-welcome",
+                    "refreshToken": "sk-ant-ort01-welcome",
+                    "expiresAt": 1_900_000_000_000,
+                }
+            }
+        )
+    )
+    return path
+
+
+def test_first_run_from_no_account_to_a_request_in_the_requests_window(first_run, qtbot):
+    home, service, bridge, windows, upstream, run = first_run
+    path = write_claude_code_login(home)
+    welcome = windows.show_welcome()
+    qtbot.waitExposed(welcome)
+    assert list(welcome.import_buttons) == ["claude-code"]  # only what is on this computer
+    assert welcome.import_status["claude-code"].text() == f"found at {path}"
+    assert not welcome.test_button.isEnabled()
+    assert welcome.test_result.text() == "Import a login and create a key first."
+
+    welcome.import_buttons["claude-code"].click()
+    qtbot.waitUntil(
+        lambda: welcome.import_status["claude-code"].text().startswith("✓"), timeout=WAIT_MS
+    )
+    assert welcome.import_status["claude-code"].text() == "✓ imported as claude-code"
+    assert [a["name"] for a in service.accounts_runtime()["accounts"]] == ["claude-code"]
+
+    welcome.key_button.click()
+    qtbot.waitUntil(lambda: welcome.key is not None, timeout=WAIT_MS)
+    assert welcome.key.startswith("sl-")
+    assert welcome.key_field.echoMode() is QLineEdit.EchoMode.Password  # masked by default
+    assert welcome.test_button.isEnabled()
+
+    welcome.send_test()
+    qtbot.waitUntil(lambda: welcome.test_result.text().startswith("✓"), timeout=WAIT_MS)
+    assert welcome.test_result.text().startswith("✓ claude-haiku-4-5 answered by claude-code in ")
+    assert upstream.tokens_served() == ["sk-ant-oat01-welcome"]  # the imported login served it
+    assert not welcome.requests_button.isHidden()
+
+    run(service.flush_records())
+    welcome.requests_button.click()
+    requests = windows.requests
+    assert requests is not None
+    qtbot.waitUntil(lambda: requests.model.rowCount() == 1, timeout=WAIT_MS)
+    record = requests.model.record(0)
+    assert record["model"] == "claude-haiku-4-5" and record["outcome"] == "success"
+
+    welcome.close()  # closing forgets the key on screen; the proxy keeps serving
+    assert welcome.key_field.text() == "" and not welcome.isVisible()
+    assert service.endpoint_url
+
+
+def test_no_login_found_offers_adding_by_hand(first_run, qtbot):
+    _home, _service, _bridge, windows, _upstream, _run = first_run
+    welcome = windows.show_welcome()
+    assert welcome.import_buttons == {}
+    assert not welcome.none_found.isHidden()
+    welcome.add_button.click()
+    assert windows.dialogs["add_account"].isVisible()
