@@ -19,7 +19,7 @@ import aiohttp
 from sublane_desktop.core.catalog import OWNERS, ModelCatalog, model_ids
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
-from sublane_desktop.providers import anthropic, codex
+from sublane_desktop.providers import anthropic, antigravity, codex
 
 log = logging.getLogger(__name__)
 
@@ -116,12 +116,19 @@ class ModelDiscovery:
             pool.release_metadata_slot()
 
     async def _get(self, account: AccountState, credential: Any) -> Answer:
-        url, headers = self._call(account, credential)
+        payload: dict[str, Any] | None = None
+        if account.provider == "antigravity":  # fetchAvailableModels is a POST
+            url, headers, payload = antigravity.models_call(
+                antigravity.base_for(account.base_url, self.service.base_url("antigravity")),
+                credential)
+        else:
+            url, headers = self._call(account, credential)
         if url is None:
             return Answer(None, detail=f"{account.provider} has no model list")
         try:
-            async with self.service.http.get(
-                    url, headers=headers,
+            async with self.service.http.request(
+                    "POST" if payload is not None else "GET", url, headers=headers,
+                    json=payload,
                     timeout=aiohttp.ClientTimeout(total=ASK_TIMEOUT_SECONDS)) as resp:
                 try:
                     body = await resp.json(content_type=None)

@@ -294,6 +294,15 @@ async def read_quota(
     return quota_observations(body, now)
 
 
+def models_call(base: str, credential: Mapping[str, Any]
+                ) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """(url, headers, JSON body) of the one cheap authenticated call that lists what this
+    login can use: model discovery and verify (a POST, unlike the other providers' lists)."""
+    return (method_url(base, "fetchAvailableModels"),
+            upstream_headers(credential, stream=False),
+            {"project": credential.get("project_id") or ""})
+
+
 def available_models(body: Any) -> list[str]:
     """Model ids a `fetchAvailableModels` answer lists (for model discovery)."""
     models = body.get("models") if isinstance(body, dict) else None

@@ -382,3 +382,37 @@ async def test_bad_input_gets_one_clear_message_and_the_server_keeps_serving(rea
     await h.service.resume(h.account_id)
     message = await sdk(h, key).messages.create(model="gemini-3-flash", max_tokens=8, messages=ASK)
     assert message.content[0].text.startswith("Hello")
+
+
+async def test_a_responses_socket_turn_on_gemini(ready):
+    """Codex-style WebSocket turns reach Gemini too: translated each way, continued by
+    previous_response_id with the signed reasoning and the call kept for the next turn."""
+    h, key = ready
+    h.google.script(TOOL_TURN, AgReply(text="Done."))
+    tools = [{"type": "function", "name": "Bash", "parameters": TOOLS[0]["input_schema"]}]
+
+    async def turn(ws, message) -> list[dict]:
+        await ws.send_str(json.dumps(message))
+        events = []
+        while True:
+            event = json.loads((await asyncio.wait_for(ws.receive(), 5)).data)
+            events.append(event)
+            if event["type"] in ("response.completed", "response.failed", "error"):
+                return events
+
+    async with aiohttp.ClientSession() as s, s.ws_connect(
+            h.url + "/v1/responses", headers={"Authorization": f"Bearer {key}"}) as ws:
+        first = await turn(ws, {"type": "response.create", "model": "gemini-3-pro-high",
+                                "input": "list the files", "tools": tools})
+        assert first[-1]["type"] == "response.completed", first[-1]
+        output = first[-1]["response"]["output"]
+        call = next(i for i in output if i["type"] == "function_call")
+        second = await turn(ws, {"type": "response.create", "model": "gemini-3-pro-high",
+                                 "previous_response_id": first[-1]["response"]["id"],
+                                 "tools": tools, "input": [
+                                     {"type": "function_call_output",
+                                      "call_id": call["call_id"], "output": "a.txt"}]})
+    assert second[-1]["type"] == "response.completed"
+    assert "Done." in json.dumps(second[-1]["response"]["output"])
+    parts = h.google.seen[-1].body["request"]["contents"][1]["parts"]
+    assert parts[-1]["thoughtSignature"] == "sig-call-1"

@@ -162,3 +162,19 @@ async def test_a_rate_limited_quota_read_waits_out_its_retry_delay(clocked):
     h.google.quota_status = 200
     assert h.service.refresh_quotas() == 1
     await until(lambda: len(h.google.quota_reads) == 2, "the read after the delay")
+
+
+async def test_models_and_verify_ask_fetch_available_models(clocked):
+    """R-AG-5 / R-AG-6 plumbing for Antigravity: /v1/models lists what the login can use, and
+    verify is the same one cheap call."""
+    h = clocked
+    h.google.quota = {"gemini-3-pro-high": {}, "claude-sonnet-4-5": {}}
+    async with aiohttp.ClientSession() as s, s.get(h.url + "/v1/models", headers={
+            "Authorization": f"Bearer {h.key}"}) as r:
+        listed = [m["id"] for m in (await r.json())["data"]]
+    assert listed == ["gemini-3-pro-high", "claude-sonnet-4-5"]
+    assert h.google.quota_reads == [("ya29.google", "proj-fake-1")]
+    account = h.service.pool.accounts[h.account_id]
+    assert (await h.service.discovery.verify(account))["result"] == "ok"
+    h.google.expired.add("ya29.google")  # refresh token unknown upstream: the login is gone
+    assert (await h.service.discovery.verify(account))["result"] == "auth_failed"
