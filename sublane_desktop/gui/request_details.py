@@ -167,6 +167,7 @@ class RequestDetailsDialog(QDialog):
         while len(self._values) < len(rows):
             label, value = QLabel(), QLabel()
             value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            value.setWordWrap(True)  # a cache miss is explained in a sentence (R-CF-3)
             self._form.addRow(label, value)
             self._values.append((label, value))
         for (label, value), (name, text) in zip(self._values, rows, strict=False):

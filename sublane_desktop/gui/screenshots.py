@@ -174,6 +174,8 @@ def seed_records(service: Any, clock: Any, member_id: int, keys: dict[str, int],
     gaps = [rng.uniform(15, 85) for _ in range(count)]
     started = now - 6 - sum(gaps[1:])  # the newest a few seconds ago
     featured = None
+    talk = DemoConversations([a.id for a in service.pool.accounts.values()
+                              if a.provider == "anthropic" and not a.paused])
     for i in range(count):
         started += gaps[i] if i else 0
         model, provider, protocol, operation, _ = rng.choices(
@@ -221,10 +223,69 @@ def seed_records(service: Any, clock: Any, member_id: int, keys: dict[str, int],
             duration_ms=duration, first_token_ms=first, outcome=outcome, error_code=code,
             upstream_status=status, input_tokens=total, output_tokens=output,
             cached_tokens=cached)
+        talk.turn(record)
         service.record(record)
         if outcome == "success" and cached and operation == "messages" and i >= count - 12:
             featured = i  # the newest such one: near the top of the first page
     return count - 1 - featured if featured is not None else 2
+
+
+class DemoConversations:
+    """Claude conversation turns for the demo history, judged by the real cache-miss rule
+    (core.cache_miss through core.turn_memory, as the relay does), so the Requests window's
+    cache cells, tooltips and filter show what a person would see (R-CF-3).
+
+    A separate seeded RNG, so the records' own random stream (and the rest of the pictures)
+    stays as it was. A conversation keeps its account, and now and then moves (a pause, a
+    cooldown); the upstream's answer follows: warm on the same account within the TTL, cold
+    after a move or a long pause, and sometimes cold because the client changed its prompt.
+    """
+
+    COUNT = 2
+    MOVE = 0.14
+    PREFIX_CHANGE = 0.06
+
+    def __init__(self, account_ids: list[int]) -> None:
+        from sublane_desktop.core.turn_memory import TurnMemory
+
+        self.rng = random.Random(515)
+        self.memory = TurnMemory()
+        self.accounts = [a for a in account_ids if a is not None]
+        self.bound: dict[int, int | None] = {}
+        self.size: dict[int, int] = {}
+
+    def turn(self, record: Any) -> None:
+        from sublane_desktop.core.cache_miss import DEFAULT_TTL, Turn
+
+        if (record.provider != "anthropic" or record.operation != "messages"
+                or record.outcome != "success" or record.input_tokens is None):
+            return
+        rng = self.rng
+        conversation = rng.randrange(self.COUNT)
+        account = self.bound.get(conversation, record.account_id)
+        if conversation in self.bound and rng.random() < self.MOVE and len(self.accounts) > 1:
+            account = rng.choice([a for a in self.accounts if a != account])
+        self.bound[conversation] = account
+        record.account_id = account
+        size = self.size.get(conversation, rng.randint(8_000, 20_000)) + rng.randint(300, 4_000)
+        self.size[conversation] = size
+        previous = self.memory.previous(1, str(conversation))
+        warm = (previous is not None and previous.account_id == account
+                and record.started_at - previous.ended_at <= DEFAULT_TTL
+                and rng.random() >= self.PREFIX_CHANGE)
+        record.input_tokens = size
+        record.cached_tokens = size - rng.randint(300, 3_000) if warm else rng.choice(
+            [0, 0, rng.randint(2_000, 6_000)])
+        verdict = self.memory.settle(
+            1, str(conversation),
+            Turn(account_id=account or 0, started_at=record.started_at, input_tokens=size,
+                 cached_tokens=record.cached_tokens),
+            ended_at=record.started_at + (record.duration_ms or 0) / 1000,
+            warm_tokens=size)  # Claude Code's last breakpoint: the whole prompt is written
+        record.cache_miss, record.reread_tokens = verdict.cause, verdict.reread_tokens
+        if verdict.is_miss and previous is not None:
+            record.previous_account_id = previous.account_id
+            record.idle_seconds = round(record.started_at - previous.ended_at, 3)
 
 
 # --- rendering --------------------------------------------------------------------------------
@@ -328,6 +389,32 @@ async def _requests(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any
     shots.save(dialog, "request-details")
 
     dialog.hide()
+    # "Why was that a cache miss?" (R-CF-3): the history filtered by one cause, and one such
+    # turn's details in words.
+    misses = getattr(window, "miss_filter", None)
+    if misses is not None and misses.findData("account_switch") >= 0:
+        misses.setCurrentIndex(misses.findData("account_switch"))
+        task = window.reload()
+        if task is not None:
+            await task
+        await settle(bridge)
+        if window.model.rowCount():
+            # The newest switch that happened while the cache was still warm: the costly kind.
+            quick = [row for row, r in enumerate(window.model.records())
+                     if (r.get("idle_seconds") or 0) < 300] or [0]
+            window.table.selectRow(quick[0])
+            window.table.clearFocus()
+            await settle()
+            shots.save(window, "requests-account-switch")
+            switched = window.open_details(quick[0])
+            if switched is not None:
+                switched.adjustSize()
+                await settle()
+                shots.save(switched, "request-details-account-switch")
+                switched.hide()
+        window.clear_filters()
+        await settle(bridge)
+
     window.set_mine(True)  # "My requests": the personal view, accounts blanked
     for task in (window.reload_filters(), window.reload()):
         if task is not None:

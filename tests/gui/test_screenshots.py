@@ -18,7 +18,8 @@ def test_renders_every_built_window_into_png_files(qapp, tmp_path, capsys) -> No
     summary = json.loads(out.strip().splitlines()[-1])
     written = summary["written"]
     # The Requests window and its details dialog are always there; so is the tray menu.
-    for name in ("requests.png", "request-details.png", "requests-mine.png", "tray-menu.png"):
+    for name in ("requests.png", "request-details.png", "requests-mine.png", "tray-menu.png",
+                 "requests-account-switch.png", "request-details-account-switch.png"):
         assert name in written, out
     # Only the retired status window may be missing; a window or dialog that failed to build
     # is a failure, not a skip.
