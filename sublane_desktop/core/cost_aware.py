@@ -34,10 +34,13 @@ CACHE_TTL = 300.0  # Anthropic's default prompt-cache lifetime, refreshed on eve
 # A window this close below its ceiling is "about to hit a limit" for a cold conversation; it
 # costs a cold conversation nothing to leave, and leaving early spares the warm ones a move.
 NEAR_LIMIT = 0.10
-# A warm prefix of this many tokens raises the bar for a move by one more SWITCH_MARGIN: a
-# typical Claude Code turn re-sends ~50k-100k tokens, and re-reading them at full price costs
-# as much quota as several turns served from cache.
-PREFIX_PRICE_TOKENS = 100_000
+# Each warm prefix of this many tokens raises the bar for a move by one more SWITCH_MARGIN.
+# Re-reading 10k tokens at full price instead of from cache costs ~9k quota units, about one
+# average agentic turn; so a warm 100k-token conversation moves for perishability only when the
+# target scores >11x better, i.e. in practice warm conversations move only to avoid a limit,
+# cold ones whenever the gain clears the margin (measured: 10k beat 30k and 100k on every
+# built-in trace, see README "Scheduling yield").
+PREFIX_PRICE_TOKENS = 10_000
 # What a conversation we know nothing about is assumed to carry (warm, typical size): moving
 # blind is the costly mistake.
 UNKNOWN_PREFIX_TOKENS = 50_000
@@ -128,12 +131,14 @@ def place(scheduler: Scheduler, ordered: list[AccountState], demand: Demand, sta
     choices = steered or admissible
     if not choices:
         return None
+    # An account already running a conversation per slot would make the next one wait (a bound
+    # conversation cannot spill), so accounts with a free slot come first.
+    active = scheduler.conversations.active(now)
+    free = [a for a in choices if active.get(a.id, 0) < a.max_concurrency]
+    choices = free or choices
     scores = {a.id: scheduler.score(a, demand, now) for a in choices}
     bar = max(scores.values()) / (1.0 + SWITCH_MARGIN)
     near_best = [a for a in choices if scores[a.id] >= bar]
-    # Among near-equals, the one with the fewest running conversations per slot: they will
-    # all want their slots again within seconds, and a bound conversation cannot spill.
-    active = scheduler.conversations.active(now)
     return min(near_best, key=lambda a: (active.get(a.id, 0) / a.max_concurrency,
                                          (ordered.index(a) - start) % n))
 

@@ -107,7 +107,7 @@ def test_warm_conversation_stays_near_the_ceiling_cold_one_leaves_first():
     observe(b, clock, "five_hour", 0.82, 3 * H)
     pool.turns.note(1, "warm", TurnFacts(a.id, clock.now() - 10, 60_000))
     pool.turns.note(1, "cold", TurnFacts(a.id, clock.now() - CACHE_TTL - 5, 60_000))
-    # Warm, 60k tokens: a move must beat 1.25 + 0.6 = 1.85x; 1.6x does not. It stays.
+    # Warm, 60k tokens: a move must beat 1.25 + 6 = 7.25x; 1.6x does not. It stays.
     assert turn(pool, clock, "warm").id == a.id
     # Cold: nothing to lose, and a is within NEAR_LIMIT of its ceiling: it leaves first.
     assert turn(pool, clock, "cold").id == b.id
@@ -120,18 +120,17 @@ def test_a_warm_prefix_raises_the_bar_for_a_perishability_move():
     pool, clock = make(4, 4)
     a = turn(pool, clock, "c", total_input=150_000)
     b = pool.accounts[2] if a.id == 1 else pool.accounts[1]
-    observe(a, clock, "seven_day", 0.5, 6 * 86400)  # a: headroom 0.49, ramp ~1.4
+    observe(a, clock, "seven_day", 0.5, 6 * 86400)  # a: headroom 0.49 x ramp ~1.4
     observe(a, clock, "five_hour", 0.1, 3 * H)
-    observe(b, clock, "seven_day", 0.0, 3 * H)  # b: headroom 0.89 x ramp ~3.9: far ahead
+    observe(b, clock, "seven_day", 0.0, 3 * H)  # b: headroom 0.89 x ramp ~4: ~5x better
     observe(b, clock, "five_hour", 0.1, 3 * H)
-    # Warm, 150k tokens: bar 1.25 + 1.5 = 2.75x; b's score is ~5x: it still moves.
-    assert turn(pool, clock, "c", total_input=150_000).id == b.id
-    # Back to a, and make b only ~2x better: a warm big prefix stays, a cold one moves.
-    pool.bindings[(1, "c")] = a.id
-    pool.turns.note(1, "c", TurnFacts(a.id, clock.now(), 150_000))
-    observe(b, clock, "seven_day", 0.0, 5.5 * 86400)
-    observe(b, clock, "five_hour", 0.1, 3 * H)
+    # Warm with 150k tokens: the bar is 1.25 + 15 = 16.25x; 5x does not pay for the re-read.
     assert turn(pool, clock, "c", total_input=150_000).id == a.id
+    # Warm with a 5k prefix: 1.75x; 5x does.
+    pool.turns.note(1, "c", TurnFacts(a.id, clock.now(), 5_000))
+    assert turn(pool, clock, "c", total_input=5_000).id == b.id
+    # Cold with 150k: nothing to re-read that was not lost already; it moves.
+    pool.bindings[(1, "c")] = a.id
     pool.turns.note(1, "c", TurnFacts(a.id, clock.now() - CACHE_TTL - 1, 150_000))
     assert turn(pool, clock, "c").id == b.id
 
@@ -163,3 +162,14 @@ def test_fable_gates_hold_for_moves():
     assert err.value.code == "quota_exhausted"
     observe(b, clock, "fable", 0.5, 20 * H)
     assert turn(pool, clock, "f", route=FABLE).id == b.id
+
+
+def test_new_conversations_fill_the_perishable_account_only_up_to_its_slots():
+    """A swarm of new conversations: the perishable account takes one per slot, then the rest
+    go elsewhere (a bound conversation could not spill when they all want a slot at once)."""
+    pool, clock = make(2, 2)
+    observe(pool.accounts[2], clock, "seven_day", 0.1, 2 * H)  # resets soon, nearly unused
+    observe(pool.accounts[1], clock, "seven_day", 0.1, 6 * 86400)
+    assert [turn(pool, clock, f"s{i}").id for i in range(4)] == [2, 2, 1, 1]
+    clock.advance(CACHE_TTL)  # the swarm is over: its conversations no longer count
+    assert turn(pool, clock, "later").id == 2
