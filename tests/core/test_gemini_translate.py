@@ -247,6 +247,26 @@ def test_responses_reasoning_items_carry_the_signatures():
     assert parts[2]["thoughtSignature"] == "sig-call"
 
 
+def test_schemas_in_the_subset_gemini_takes():
+    schema = {"type": "object", "properties": {
+        "url": {"type": "string", "format": "uri"},
+        "when": {"type": "string", "format": "date-time"},
+        "n": {"type": "integer", "format": "int64", "default": 3},
+        "pair": {"type": "array", "items": [{"type": "string"}, {"type": "number"}]},
+        "opts": {"type": "object", "properties": {}, "additionalProperties": True},
+        "kind": {"enum": [1, 2]}},
+        "required": ["url", "missing"]}
+    assert gm.clean_schema(schema) == {"type": "object", "properties": {
+        "url": {"type": "string"},
+        "when": {"type": "string", "format": "date-time"},
+        "n": {"type": "integer", "format": "int64"},
+        "pair": {"type": "array", "items": {"type": "string"}},
+        "opts": {"type": "object"},
+        "kind": {"enum": ["1", "2"], "type": "string"}},
+        "required": ["url"]}
+    assert gm.clean_schema({"type": "object", "required": ["x"]}) == {"type": "object"}
+
+
 def test_messages_request_table():
     body = {
         "model": "gemini-3-pro-high",
@@ -356,6 +376,9 @@ def test_chat_request_table_and_lost_signatures():
     assert [p["functionResponse"]["name"] for p in results["parts"]] == ["weather", "time"]
     assert [p["functionResponse"]["id"] for p in results["parts"]] == ["c1", "c2"]
     assert request["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}}
+    # a tool without arguments declares no parameters (an empty OBJECT is a 400 upstream)
+    assert request["tools"] == [{"functionDeclarations": [{"name": "weather",
+                                                           "description": ""}]}]
     assert request["generationConfig"] == {"maxOutputTokens": 50}
     # Claude models behind Antigravity get no Gemini placeholder
     claude = gm.gemini_request(chat.prompt_from_chat(body, "claude-sonnet-4-5"))

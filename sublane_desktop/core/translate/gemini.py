@@ -44,6 +44,7 @@ from sublane_desktop.core.translate.prompt import (
     Prompt,
     Reasoning,
     Text,
+    Tool,
     ToolCall,
     ToolResult,
     TranslationError,
@@ -107,6 +108,11 @@ SCHEMA_KEYS = frozenset(
 )
 
 
+# String formats Gemini's schema accepts per type; any other format is refused with a 400.
+FORMATS = {"string": ("enum", "date-time"), "integer": ("int32", "int64"),
+           "number": ("float", "double")}
+
+
 # --- Prompt -> Gemini request ---------------------------------------------------------------------
 
 
@@ -135,8 +141,18 @@ def clean_schema(schema: Any) -> Any:
     if isinstance(out.get("enum"), list):
         out["enum"] = [str(v) for v in out["enum"]]  # Gemini enums are strings
         out.setdefault("type", "string")
-    if isinstance(out.get("required"), list) and isinstance(out.get("properties"), dict):
-        out["required"] = [r for r in out["required"] if r in out["properties"]]
+    if out.get("format") not in FORMATS.get(str(out.get("type")), ()):
+        out.pop("format", None)  # "uri", "email"…: a 400 upstream, and only a hint anyway
+    if isinstance(out.get("items"), list):  # tuple-style items: Gemini takes one schema
+        out["items"] = out["items"][0] if out["items"] else {}
+    if out.get("properties") == {}:
+        del out["properties"]  # "should be non-empty for OBJECT type"
+    if isinstance(out.get("required"), list):
+        properties = out.get("properties")
+        names: dict[str, Any] = properties if isinstance(properties, dict) else {}
+        out["required"] = [r for r in out["required"] if r in names]
+        if not out["required"]:
+            del out["required"]
     return out
 
 
@@ -225,6 +241,14 @@ def _user_parts(parts: list[Any], names: dict[str, str]) -> list[dict[str, Any]]
     return responses + rest
 
 
+def _declaration(tool: Tool) -> dict[str, Any]:
+    declaration: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    parameters = clean_schema(tool.parameters)
+    if isinstance(parameters, dict) and parameters.get("properties"):
+        declaration["parameters"] = parameters  # a tool without arguments declares none
+    return declaration
+
+
 def gemini_request(prompt: Prompt) -> dict[str, Any]:
     """The inner Gemini request for a Prompt (the provider wraps it in the v1internal
     envelope). Raises TranslationError for what cannot cross."""
@@ -269,18 +293,7 @@ def gemini_request(prompt: Prompt) -> dict[str, Any]:
     if config:
         body["generationConfig"] = config
     if prompt.tools:
-        body["tools"] = [
-            {
-                "functionDeclarations": [
-                    {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": clean_schema(t.parameters),
-                    }
-                    for t in prompt.tools
-                ]
-            }
-        ]
+        body["tools"] = [{"functionDeclarations": [_declaration(t) for t in prompt.tools]}]
         mode = {"none": "NONE", "required": "ANY", "tool": "ANY"}.get(
             prompt.tool_choice or "", "AUTO"
         )
