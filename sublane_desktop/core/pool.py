@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from sublane_desktop.core.clock import Clock
@@ -102,6 +102,9 @@ class Demand:
     group_id: int
     route: ModelRoute
     conversation: str | None = None  # digest from core.affinity, or None
+
+
+Chooser = Callable[[list[AccountState], Demand, float], AccountState]
 
 
 class Outcome:
@@ -206,9 +209,9 @@ class Pool:
                     if target is not None:
                         return self._bind(target, demand, key, now)
                 return self._admit_bound(bound, demand, now)
-            account = self.scheduler.place_conversation(self._candidates(demand), demand, now)
+            account = self._place(demand, now, self.scheduler.place_conversation)
             return self._bind(account, demand, key, now)
-        account = self.scheduler.select_independent(self._candidates(demand), demand, now)
+        account = self._place(demand, now, self.scheduler.select_independent)
         return self._admit(account, now, bound=False)
 
     def _bind(self, account: AccountState, demand: Demand, key: tuple[int, str], now: float
@@ -218,6 +221,27 @@ class Pool:
         self.bindings[key] = account.id
         self._persist.save_binding(demand.group_id, demand.conversation, account.id)
         return lease
+
+    def _place(self, demand: Demand, now: float, choose: Chooser) -> AccountState:
+        """The route's own provider first; its spill providers only when none of its accounts
+        can take the request (R-AG-3). The spilled choice runs as that provider's demand, so
+        its lanes and anchors are that provider's and the preferred provider's stay intact."""
+        try:
+            return choose(self._candidates(demand), demand, now)
+        except GatewayError as refusal:
+            if refusal.code == "capacity_exhausted":
+                raise
+            for provider in demand.route.spill:
+                spilled = replace(demand, route=replace(demand.route, provider=provider,
+                                                        spill=()))
+                candidates = self._candidates(spilled)
+                if not candidates:
+                    continue
+                try:
+                    return choose(candidates, spilled, now)
+                except GatewayError:
+                    continue
+            raise refusal
 
     def _candidates(self, demand: Demand) -> list[AccountState]:
         self._check_cap()

@@ -18,6 +18,9 @@ class ModelRoute:
     explicit_provider: bool
     long_context: bool
     fable: bool
+    # Providers that may take the request when no account of `provider` is eligible
+    # (R-AG-3, R-POOL-5 "across providers"), in order of preference.
+    spill: tuple[str, ...] = ()
 
 
 def _split(model: str) -> tuple[str | None, str, str | None]:
@@ -43,6 +46,17 @@ def provider_for(model: str) -> str | None:
     return None
 
 
+def spill_providers(provider: str, explicit: bool, fable: bool) -> tuple[str, ...]:
+    """Antigravity also serves Claude models, so it is the overflow for Anthropic accounts.
+
+    An explicit `provider/` prefix means exactly that provider; Fable models are Anthropic's own
+    (no other provider serves them).
+    """
+    if provider == "anthropic" and not explicit and not fable:
+        return ("antigravity",)
+    return ()
+
+
 def is_fable_model(model: str) -> bool:
     _, bare, _ = _split(model)
     return "fable" in bare.split("-")
@@ -58,10 +72,12 @@ def route_model(model: object) -> ModelRoute | None:
     provider = prefix or provider_for(bare)
     if provider is None:
         return None
+    fable = is_fable_model(model)
     return ModelRoute(
         provider=provider,
         upstream_model=bare,
         explicit_provider=prefix is not None,
         long_context=(suffix or "").lower() == "1m",
-        fable=is_fable_model(model),
+        fable=fable,
+        spill=spill_providers(provider, prefix is not None, fable),
     )
