@@ -7,6 +7,7 @@ Responses and streamed back as Anthropic SSE, so Claude Code can drive GPT model
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -53,6 +54,8 @@ class MessagesRoute:
             return anthropic_error(GatewayError(
                 "unknown_model", f"unknown model {str(body.get('model'))[:80]!r}", param="model"
             ))
+        if self.operation == "count_tokens":
+            route = replace(route, spill=())  # only Anthropic counts tokens: never spill
         if route.provider != "anthropic" and self.operation == "count_tokens":
             return anthropic_error(GatewayError(
                 "invalid_request", "token counting is only available for Claude models",
@@ -65,8 +68,8 @@ class MessagesRoute:
         attempt = Attempt(service, identity, route, protocol="anthropic",
                           operation=self.operation, transport=request.transport, body=body)
         if route.provider == "anthropic":
-            return await serve(attempt, key, lambda a: self._native(request, a, body, raw),
-                               anthropic_error)
+            return await serve(attempt, key, lambda a: self._native_or_spilled(
+                request, a, body, raw, key), anthropic_error)
         try:
             prompt = prompt_from_messages(body, route.upstream_model)
             if prompt.cache_key is None and key:
@@ -79,6 +82,23 @@ class MessagesRoute:
             lambda a: relay_translated(request, a, prompt, upstream, "anthropic",
                                        str(body.get("model"))),
             anthropic_error)
+
+    async def _native_or_spilled(self, request: web.Request, attempt: Attempt,
+                                 body: dict[str, Any], raw: bytes, key: str | None
+                                 ) -> web.StreamResponse:
+        """A Claude request admitted on an Anthropic account goes through untouched; one that
+        spilled to an Antigravity account (R-AG-3) is translated like any foreign route."""
+        if attempt.route.provider == "anthropic":
+            return await self._native(request, attempt, body, raw)
+        try:
+            prompt = prompt_from_messages(body, attempt.route.upstream_model)
+            if prompt.cache_key is None and key:
+                prompt.cache_key = conversation_digest(key, attempt.route.provider)
+        except TranslationError as exc:
+            attempt.record.outcome, attempt.record.error_code = "error", "invalid_request"
+            raise GatewayError("invalid_request", str(exc)) from None
+        return await relay_translated(request, attempt, prompt, {}, "anthropic",
+                                      str(body.get("model")))
 
     async def _native(self, request: web.Request, attempt: Attempt, body: dict[str, Any],
                       raw: bytes) -> web.StreamResponse:

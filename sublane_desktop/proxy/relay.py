@@ -19,7 +19,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import aiohttp
@@ -191,6 +191,7 @@ class Attempt:
         )
         self.group_id = identity.group_id
         self.conversation: str | None = None  # the digest, kept in memory only
+        self.spilled_from: str | None = None  # the provider asked for, when another served
         # How long the provider keeps this request's prompt cache (R-CF-1).
         self.cache_ttl = cache_ttl(route.provider, body) if body is not None else DEFAULT_TTL
         self.written_tokens: int | None = None
@@ -237,6 +238,13 @@ class Attempt:
             raise
         self.record.account_id = self.lease.account.id
         self.conversation = demand.conversation
+        provider = self.lease.account.provider
+        if provider != self.route.provider:
+            # Spilled to another provider (R-AG-3): from here on the request is that
+            # provider's, and its record says which provider served it.
+            self.spilled_from = self.route.provider
+            self.route = replace(self.route, provider=provider, spill=())
+            self.record.provider = provider
 
     # --- the upstream exchange --------------------------------------------------------------------
 

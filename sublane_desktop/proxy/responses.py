@@ -377,6 +377,9 @@ class SocketSession:
             await self.refuse(err, attempt.request_id)
             return
         try:
+            if attempt.spilled_from is not None:  # R-AG-3: now the serving provider's turn
+                route = attempt.route
+                translated = _translated_body(dict(body, stream=True), route, key)[1]
             await self._exchange(attempt, turn, body, route, translated)
         except GatewayError as err:
             await self.refuse(err, attempt.request_id)

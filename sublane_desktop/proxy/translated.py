@@ -21,7 +21,7 @@ from sublane_desktop.core.translate import chat
 from sublane_desktop.core.translate import gemini as gm
 from sublane_desktop.core.translate import responses as rs
 from sublane_desktop.core.translate.events import Transcript
-from sublane_desktop.core.translate.prompt import Prompt
+from sublane_desktop.core.translate.prompt import Prompt, TranslationError
 from sublane_desktop.providers import antigravity
 from sublane_desktop.proxy.errors import upstream_error
 from sublane_desktop.proxy.relay import (
@@ -84,6 +84,12 @@ async def relay_translated(request: web.Request, attempt: Attempt, prompt: Promp
                            body: dict[str, Any], client: str, model: str) -> web.StreamResponse:
     """`client` is chat | anthropic | responses; `model` the name the client asked for."""
     service, route = attempt.service, attempt.route
+    if attempt.spilled_from is not None:  # the body was made for the provider asked for
+        try:
+            body = upstream_body(prompt, route.provider)
+        except TranslationError as exc:
+            attempt.record.outcome, attempt.record.error_code = "error", "invalid_request"
+            raise GatewayError("invalid_request", str(exc)) from None
     whole = route.provider == "antigravity" and not prompt.stream
     build, reader = translated_call(service, attempt.account, request.headers, route, body,
                                     stream=not whole)
