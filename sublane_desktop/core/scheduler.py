@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from sublane_desktop.core import cost_aware
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.errors import GatewayError
-from sublane_desktop.core.gauges import GaugeSet, family_of
+from sublane_desktop.core.gauges import FAMILY_WINDOWS, GaugeSet, family_of
 
 if TYPE_CHECKING:
     from sublane_desktop.core.pool import AccountState, Demand
@@ -189,12 +189,17 @@ class Scheduler:
         return None
 
     def quota_exhausted(self, account: AccountState, now: float) -> bool:
-        """Account-wide exhaustion on fresh data: the 5h or 7d window denies or is at 100%."""
+        """Account-wide exhaustion on fresh data: the 5h or 7d window denies or is at 100%
+        (on Antigravity, whose quota is per model family: every family is spent)."""
+        if account.provider == "antigravity":
+            return all(account.gauges.get(w).exhausted(now) for w in FAMILY_WINDOWS)
         return account.gauges.five_hour.exhausted(now) or account.gauges.seven_day.exhausted(now)
 
     def quota_recheck_in(self, account: AccountState, now: float) -> float:
         """A recheck hint, not a promise: the next freshness deadline or reset (R-LANE-1)."""
-        deadlines = [g.fresh_until() for g in (account.gauges.five_hour, account.gauges.seven_day)
+        windows = FAMILY_WINDOWS if account.provider == "antigravity" else (
+            "five_hour", "seven_day")
+        deadlines = [g.fresh_until() for g in map(account.gauges.get, windows)
                      if g.exhausted(now)]
         return self._recheck(min((d for d in deadlines if d is not None), default=None), now)
 

@@ -149,6 +149,12 @@ async def test_an_exhausted_family_refuses_its_models_only(clocked):
     await sdk(h).messages.create(model="antigravity/claude-sonnet-4-5", max_tokens=8, messages=ASK)
     assert len(h.google.seen) == served + 2
     assert h.service.account_view(h.account_id)["state"] == "ok"
+    # every family spent: the account as a whole reads quota_exhausted
+    h.clock.advance(301)
+    h.google.quota = {m: {"quotaInfo": {"remainingFraction": 0.0}} for m in h.google.quota}
+    h.service.refresh_quotas()
+    await until(lambda: h.service.account_view(h.account_id)["state"] == "quota_exhausted",
+                "an exhausted account")
 
 
 async def test_a_rate_limited_quota_read_waits_out_its_retry_delay(clocked):
