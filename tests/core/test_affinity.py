@@ -29,3 +29,19 @@ def test_digest_hides_the_session_and_depends_on_provider():
     assert "secret-session" not in a
     assert a != conversation_digest("s:secret-session", "codex")
     assert a == conversation_digest("s:secret-session", "anthropic")
+
+
+def test_odd_metadata_user_ids_are_independent_requests_not_errors():
+    for uid in (123, ["s"], None, "", '{"session_id": 5}', '{"session_id": ""}',
+                '{"other": "x"}'):
+        assert conversation_key({}, {"metadata": {"user_id": uid}}) is None, uid
+    padded = '  {"session_id": "sess-pad"}'  # leading whitespace before the JSON object
+    assert conversation_key({}, {"metadata": {"user_id": padded}}) == "s:sess-pad"
+
+
+def test_digest_is_stable_across_releases():
+    """Stored bindings survive restarts and upgrades only if the digest never changes."""
+    import hashlib
+
+    expected = hashlib.sha256(b"anthropic\0s:abc").hexdigest()[:32]
+    assert conversation_digest("s:abc", "anthropic") == expected

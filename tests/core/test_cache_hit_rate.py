@@ -11,6 +11,7 @@ from sublane_desktop.core.records import cache_hit_rate
     (100, 0, "0%"),  # a reported zero with positive input is a real 0%
     (3, 1, "33.3%"),  # at most one decimal
     (3, 2, "66.7%"),  # rounded, not truncated
+    (13, 6, "46.2%"),  # 46.15...: rounded once, to one decimal (not 46.15 -> 46.1)
     (100, 50, "50%"),  # no trailing ".0"
     (1000, 125, "12.5%"),
     (100, 100, "100%"),
@@ -35,3 +36,17 @@ def test_never_more_than_one_decimal():
                 text = cache_hit_rate(total, cached)
                 number = text.rstrip("%")
                 assert text.endswith("%") and (len(number.partition(".")[2]) <= 1), text
+
+
+def test_error_codes_are_identifiers_never_prose():
+    from sublane_desktop.core.records import RequestRecord
+
+    def code(raw: str) -> str | None:
+        return RequestRecord("req_1", 1, 1, 1, "anthropic", "m", "anthropic", "messages", 0.0,
+                             error_code=raw).error_code
+
+    assert code("rate_limit_error") == "rate_limit_error"
+    assert code("http_429.v-2") == "http_429.v-2"
+    assert code("Bad thing: see https://x") == "Bad_thing__see_https___x"
+    assert code("") == "error"
+    assert len(code("x" * 500)) == 64

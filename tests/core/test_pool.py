@@ -291,3 +291,62 @@ def test_reauth_voids_the_old_credentials_gauges():
     assert a.gauges.five_hour.utilization == 0.7
     pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic", revision=2)])
     assert a.gauges.five_hour.cold and a.revision == 2
+
+
+def test_each_resume_starts_a_new_runtime_revision():
+    pool, clock, rec = make_pool(2)
+    pool.resume("acc1")
+    between = pool.acquire(conv(None))  # admitted after the first resume
+    pool.resume("acc1")
+    between.release(Outcome.FAILURE)  # admitted before the second: ignored
+    assert pool.state_of(pool.accounts[1]) == "ok"
+    assert rec.runtime[-1] == (1, {"paused": False, "auth_failed": False, "cooldown_until": None,
+                                   "failure_streak": 0, "runtime_revision": 2})
+
+
+def test_enabling_again_persists_the_next_runtime_revision():
+    pool, clock, rec = make_pool(2)
+    pool.resume("acc1")  # runtime revision 1
+    pool.set_enabled("acc1", False)
+    pool.set_enabled("acc1", False)  # no change: nothing written
+    assert len(rec.lifecycle) == 1
+    pool.set_enabled("acc1", True)
+    assert rec.runtime[-1] == (1, {"paused": False, "auth_failed": False, "cooldown_until": None,
+                                   "failure_streak": 0, "runtime_revision": 2})
+
+
+def test_limits_are_1_to_8_inclusive_and_a_bad_one_says_so():
+    pool, _, _ = make_pool(2)
+    assert pool.set_limit("acc1", 8).max_concurrency == 8
+    assert pool.set_limit(1, 1).max_concurrency == 1
+    with pytest.raises(ValueError, match="^max_concurrency must be an integer from 1 to 8$"):
+        pool.set_limit("acc1", 9)
+
+
+def test_pause_and_auth_failure_are_persisted_for_that_account():
+    pool, _, rec = make_pool(2, 2)
+    pool.set_paused("acc2", True)
+    assert rec.runtime[-1] == (2, {"paused": True, "auth_failed": False, "cooldown_until": None,
+                                   "failure_streak": 0, "runtime_revision": 0})
+    pool.mark_auth_failed(pool.accounts[1])
+    assert rec.runtime[-1] == (1, {"paused": False, "auth_failed": True, "cooldown_until": None,
+                                   "failure_streak": 0, "runtime_revision": 0})
+
+
+def test_switch_frees_only_the_other_same_provider_accounts_conversations():
+    clock = FakeClock()
+    rec = Recorder()
+    pool = Pool(clock, persistence=rec)
+    pool.sync_accounts([
+        AccountState(id=1, name="a1", provider="anthropic", max_concurrency=4),
+        AccountState(id=2, name="a2", provider="anthropic", max_concurrency=4),
+        AccountState(id=3, name="c1", provider="codex", max_concurrency=4)])
+    gpt = route_model("gpt-5")
+    for name in ("x", "y"):
+        pool.acquire(conv(name)).release(Outcome.SUCCESS)
+    pool.acquire(Demand(group_id=1, route=gpt, conversation="g")).release(Outcome.SUCCESS)
+    assert pool.bindings == {(1, "x"): 1, (1, "y"): 2, (1, "g"): 3}
+    pool.switch("a2")
+    assert pool.bindings == {(1, "y"): 2, (1, "g"): 3}  # a2's own and codex's stay bound
+    assert rec.deleted == [1]
+    assert pool.acquire(conv("x")).account.id == 2  # re-placed on the pinned account

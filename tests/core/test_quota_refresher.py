@@ -203,3 +203,11 @@ async def test_a_quota_read_never_clears_a_cooldown():
     assert up.reads == [1]
     assert account.cooldown_until == until_before and account.failure_streak == 1
     assert pool.state_of(account) == "cooling"
+
+
+async def test_a_failed_read_says_why_in_the_log(caplog):
+    refresher, up, clock = make()
+    up.fail = QuotaReadError("usage endpoint answered 503")
+    with caplog.at_level("WARNING", logger="sublane_desktop.core.quota"):
+        await settle(refresher.want([Acc(7)]))
+    assert "quota read for account 7 failed: usage endpoint answered 503" in caplog.text
