@@ -37,16 +37,3 @@ def test_never_more_than_one_decimal():
                 number = text.rstrip("%")
                 assert text.endswith("%") and (len(number.partition(".")[2]) <= 1), text
 
-
-def test_error_codes_are_identifiers_never_prose():
-    from sublane_desktop.core.records import RequestRecord
-
-    def code(raw: str) -> str | None:
-        return RequestRecord("req_1", 1, 1, 1, "anthropic", "m", "anthropic", "messages", 0.0,
-                             error_code=raw).error_code
-
-    assert code("rate_limit_error") == "rate_limit_error"
-    assert code("http_429.v-2") == "http_429.v-2"
-    assert code("Bad thing: see https://x") == "Bad_thing__see_https___x"
-    assert code("") == "error"
-    assert len(code("x" * 500)) == 64

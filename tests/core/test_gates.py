@@ -1,5 +1,6 @@
 """What a client is told when the pool says no (R-LANE-1, R-POOL-4, R-PX-8): the stable code,
-the sentence, and the bounded Retry-After, gate by gate, on a fake clock."""
+the sentence, and the bounded Retry-After (every 429 and 503 carries one, at least 1 s), gate by
+gate, on a fake clock."""
 
 from __future__ import annotations
 
@@ -41,15 +42,15 @@ def test_disabled_signed_out_and_paused_accounts_say_which_and_why():
     pool, _ = make()
     pool.accounts[1].enabled = False
     assert refusal(pool) == ("no_account", "no usable anthropic account: account acc1 is"
-                             " disabled", None)
+                             " disabled", 1)
     pool.accounts[1].enabled = True
     pool.accounts[1].auth_failed = True
     assert refusal(pool) == ("no_account", "no usable anthropic account: account acc1 needs to"
-                             " be signed in again", None)
+                             " be signed in again", 1)
     pool.accounts[1].auth_failed = False
     pool.set_paused(1, True)
     assert refusal(pool) == ("no_account", "no usable anthropic account: account acc1 is paused",
-                             None)
+                             1)
 
 
 def test_a_bound_conversation_hears_its_own_accounts_gate():
@@ -57,7 +58,7 @@ def test_a_bound_conversation_hears_its_own_accounts_gate():
     pool.acquire(Demand(group_id=1, route=MAIN, conversation="c")).release(Outcome.SUCCESS)
     pool.accounts[1].auth_failed = True
     assert refusal(pool, conversation="c") == (
-        "auth_failed", "account acc1 needs to be signed in again", None)
+        "auth_failed", "account acc1 needs to be signed in again", 1)
     pool.accounts[1].auth_failed = False
     pool.acquire(Demand(group_id=1, route=MAIN, conversation="c")).release(Outcome.FAILURE)
     clock.advance(4.5)
@@ -125,7 +126,7 @@ def test_busy_beats_waiting_beats_gone():
 def test_nothing_in_the_group_serves_the_model():
     pool, _ = make()
     assert refusal(pool, route_model("gpt-5")) == (
-        "no_account", "no codex account in your group serves gpt-5", None)
+        "no_account", "no codex account in your group serves gpt-5", 1)
     with pytest.raises(GatewayError) as err:
         pool.acquire(Demand(group_id=1, route=route_model("gpt-5"), conversation="c"))
     assert err.value.message == "no codex account in your group serves gpt-5"
