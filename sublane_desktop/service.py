@@ -170,6 +170,7 @@ class Service:
         self.pool = Pool(self.clock, persistence=persistence, on_change=self._changed)
         # Each conversation's last turn, for the cache-miss rule (R-CF-1).
         self.turns = TurnMemory(save=persistence.save_turn)
+        self.pool.scheduler.conversations = self.turns  # cost_aware reads the same facts
         self.admin_token: str | None = None
         self.http: aiohttp.ClientSession | None = None
         # The latest records of this process, in memory for live views and quick checks; the

@@ -37,3 +37,21 @@ async def test_add_import_and_remove(harness, tmp_path):
     assert await s.secrets.aget(account_secret(view["id"])) is None
     await client.messages.create(**BODY)
     assert harness.upstream.tokens_served()[-1] == "sk-ant-oat01-cc"
+
+
+async def test_cost_aware_reads_the_turns_the_relay_settles(harness):
+    """The scheduler's conversation memory is the service's: what the relay settles for the
+    cache-miss rule is what cost_aware weighs a move with (R-SIM-4, R-CF-1)."""
+    s = harness.service
+    await s.update_settings({"scheduler.mode": "cost_aware"})
+    await s.add_account("anthropic", "a1", {"api_key": "sk-ant-api-1"})
+    key = await harness.create_key()
+    client = anthropic.AsyncAnthropic(base_url=harness.url, api_key=key, max_retries=0,
+                                      default_headers={"x-claude-code-session-id": "sess-1"})
+    await client.messages.create(**BODY)
+    await s.flush_records()
+    assert s.pool.scheduler.mode == "cost_aware"
+    assert s.pool.scheduler.conversations is s.turns
+    [(group, digest)] = list(s.pool.bindings)
+    facts = s.pool.scheduler.conversations.previous(group, digest)
+    assert facts is not None and facts.account_id == s.pool.bindings[(group, digest)]

@@ -22,15 +22,15 @@ here awaits; the pool calls it inside its atomic select-and-reserve step.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from sublane_desktop.core.cache_miss import DEFAULT_TTL, PreviousTurn
 
 if TYPE_CHECKING:
     from sublane_desktop.core.pool import AccountState, Demand
     from sublane_desktop.core.scheduler import Scheduler
 
-CACHE_TTL = 300.0  # Anthropic's default prompt-cache lifetime, refreshed on every hit
+CACHE_TTL = DEFAULT_TTL  # the prompt cache's default lifetime after the last use (5 min)
 # A window this close below its ceiling is "about to hit a limit" for a cold conversation; it
 # costs a cold conversation nothing to leave, and leaving early spares the warm ones a move.
 NEAR_LIMIT = 0.10
@@ -44,56 +44,21 @@ PREFIX_PRICE_TOKENS = 10_000
 # What a conversation we know nothing about is assumed to carry (warm, typical size): moving
 # blind is the costly mistake.
 UNKNOWN_PREFIX_TOKENS = 50_000
-MEMORY_SIZE = 4096  # conversations remembered; the oldest is forgotten first
 
 
-@dataclass(frozen=True)
-class TurnFacts:
-    """What the last served turn of a conversation left behind (no prompt content)."""
-
-    account_id: int
-    at: float
-    total_input: int  # the prompt the upstream cached (or wrote) for that turn
-
-
-class ConversationMemory:
-    """The last turn of recent conversations, keyed like the affinity table (group, digest)."""
-
-    def __init__(self, size: int = MEMORY_SIZE) -> None:
-        self._size = size
-        self._turns: OrderedDict[tuple[int, str], TurnFacts] = OrderedDict()
-
-    def note(self, group_id: int, digest: str, facts: TurnFacts) -> None:
-        key = (group_id, digest)
-        self._turns[key] = facts
-        self._turns.move_to_end(key)
-        while len(self._turns) > self._size:
-            self._turns.popitem(last=False)
-
-    def get(self, group_id: int, digest: str) -> TurnFacts | None:
-        return self._turns.get((group_id, digest))
-
-    def active(self, now: float) -> dict[int, int]:
-        """Conversations per account whose last turn is within the cache TTL (still going)."""
-        counts: dict[int, int] = {}
-        for facts in reversed(self._turns.values()):  # newest first: stop at the first old one
-            if now - facts.at >= CACHE_TTL:
-                break
-            counts[facts.account_id] = counts.get(facts.account_id, 0) + 1
-        return counts
-
-
-def warm_chance(facts: TurnFacts | None, account_id: int, now: float) -> float:
-    """The chance the conversation's prefix is still cached on `account_id`."""
+def warm_chance(facts: PreviousTurn | None, account_id: int, now: float) -> float:
+    """The chance the conversation's prefix is still cached on `account_id`: the last turn
+    (core.turn_memory, the same facts the cache-miss rule reads) ended there within the TTL."""
     if facts is None:
         return 1.0
-    if facts.account_id != account_id:
+    if facts.account_id != account_id or facts.warm_tokens <= 0:
         return 0.0
-    return 1.0 if now - facts.at < CACHE_TTL else 0.0
+    return 1.0 if now - facts.ended_at <= CACHE_TTL else 0.0
 
 
-def prefix_tokens(facts: TurnFacts | None) -> int:
-    return UNKNOWN_PREFIX_TOKENS if facts is None else facts.total_input
+def prefix_tokens(facts: PreviousTurn | None) -> int:
+    """What a move would read again: the input the last turn left warm."""
+    return UNKNOWN_PREFIX_TOKENS if facts is None else facts.warm_tokens
 
 
 def near_limit(scheduler: Scheduler, account: AccountState, demand: Demand, now: float,
@@ -133,7 +98,7 @@ def place(scheduler: Scheduler, ordered: list[AccountState], demand: Demand, sta
         return None
     # An account already running a conversation per slot would make the next one wait (a bound
     # conversation cannot spill), so accounts with a free slot come first.
-    active = scheduler.conversations.active(now)
+    active = scheduler.conversations.active(now, CACHE_TTL)
     free = [a for a in choices if active.get(a.id, 0) < a.max_concurrency]
     choices = free or choices
     scores = {a.id: scheduler.score(a, demand, now) for a in choices}
@@ -144,7 +109,7 @@ def place(scheduler: Scheduler, ordered: list[AccountState], demand: Demand, sta
 
 
 def move_target(scheduler: Scheduler, bound: AccountState, candidates: list[AccountState],
-                demand: Demand, facts: TurnFacts | None, now: float) -> AccountState | None:
+                demand: Demand, facts: PreviousTurn | None, now: float) -> AccountState | None:
     """4./5. Where a bound conversation should go instead of `bound`, or None to stay."""
     from sublane_desktop.core.scheduler import SWITCH_MARGIN
 

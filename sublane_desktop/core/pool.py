@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.cooldown import cooldown_seconds
-from sublane_desktop.core.cost_aware import ConversationMemory
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import GaugeSet
 from sublane_desktop.core.routing import ModelRoute
@@ -153,7 +152,6 @@ class Pool:
         self.accounts: dict[int, AccountState] = {}
         self.bindings: dict[tuple[int, str], int] = {}
         self.scheduler = Scheduler(clock)
-        self.turns: ConversationMemory = self.scheduler.conversations
         self._persist = persistence or NoPersistence()
         self._on_change = on_change or (lambda: None)
 
@@ -205,7 +203,8 @@ class Pool:
                 if self.scheduler.mode == "cost_aware":
                     target = self.scheduler.move_conversation(
                         bound, self._candidates(demand), demand,
-                        self.turns.get(demand.group_id, demand.conversation), now)
+                        self.scheduler.conversations.previous(demand.group_id,
+                                                              demand.conversation), now)
                     if target is not None:
                         return self._bind(target, demand, key, now)
                 return self._admit_bound(bound, demand, now)

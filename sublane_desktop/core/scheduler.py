@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sublane_desktop.core import cost_aware
+from sublane_desktop.core.cache_miss import PreviousTurn
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import FAMILY_WINDOWS, GaugeSet, family_of
+from sublane_desktop.core.turn_memory import TurnMemory
 
 if TYPE_CHECKING:
     from sublane_desktop.core.pool import AccountState, Demand
@@ -119,9 +121,9 @@ class Scheduler:
     current: dict[tuple[int, str], int] = field(default_factory=dict)  # main lane anchors
     fable_current: dict[tuple[int, str], int] = field(default_factory=dict)
     last: Decision | None = None
-    # The last turn of recent conversations (cost_aware weighs moves and load with it).
-    conversations: cost_aware.ConversationMemory = field(
-        default_factory=cost_aware.ConversationMemory)
+    # Each conversation's last turn (core.turn_memory; the service shares its own, the one the
+    # cache-miss rule fills): cost_aware weighs moves and load with it.
+    conversations: TurnMemory = field(default_factory=TurnMemory)
 
     def ceilings_for(self, account: AccountState) -> Ceilings:
         return self.ceilings.merged(account.ceilings)
@@ -372,7 +374,7 @@ class Scheduler:
         raise self._why_none(ordered, demand, now)
 
     def move_conversation(self, bound: AccountState, candidates: list[AccountState],
-                          demand: Demand, facts: cost_aware.TurnFacts | None, now: float
+                          demand: Demand, facts: PreviousTurn | None, now: float
                           ) -> AccountState | None:
         """Where a bound conversation goes instead (cost_aware only; the seeds never move it)."""
         if self.mode != "cost_aware":

@@ -50,5 +50,17 @@ class TurnMemory:
         self._save(group_id, digest, facts)
         return verdict
 
+    def active(self, now: float, within: float) -> dict[int, int]:
+        """Conversations per account whose last turn ended less than `within` seconds ago
+        (still going: the cost_aware scheduling mode spreads new ones by this)."""
+        counts: dict[int, int] = {}
+        for facts in reversed(self._turns.values()):  # newest settled first
+            age = now - facts.ended_at
+            if age >= 2 * within:
+                break  # settled long ago: nothing older can still be going
+            if age < within:
+                counts[facts.account_id] = counts.get(facts.account_id, 0) + 1
+        return counts
+
     def __len__(self) -> int:
         return len(self._turns)

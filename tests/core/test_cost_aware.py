@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from sublane_desktop.core.clock import FakeClock
-from sublane_desktop.core.cost_aware import CACHE_TTL, TurnFacts
+from sublane_desktop.core.cache_miss import Turn
+from sublane_desktop.core.cost_aware import CACHE_TTL
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
@@ -65,10 +66,17 @@ def observe(account: AccountState, clock: FakeClock, window: str, util: float,
                                      "headers"))
 
 
+def remember(pool: Pool, name: str, account_id: int, ended_at: float, total_input: int
+             ) -> None:
+    """The relay's part: the turn's facts go to the memory the scheduler reads."""
+    pool.scheduler.conversations.settle(1, name, Turn(account_id, ended_at, total_input, 0),
+                                        ended_at=ended_at, warm_tokens=total_input)
+
+
 def turn(pool: Pool, clock: FakeClock, name: str, total_input: int = 60_000,
          route=MAIN) -> AccountState:
     lease = pool.acquire(Demand(group_id=1, route=route, conversation=name))
-    pool.turns.note(1, name, TurnFacts(lease.account.id, clock.now(), total_input))
+    remember(pool, name, lease.account.id, clock.now(), total_input)
     lease.release(Outcome.SUCCESS)
     return lease.account
 
@@ -105,14 +113,14 @@ def test_warm_conversation_stays_near_the_ceiling_cold_one_leaves_first():
     # a nears its 5h ceiling (0.90); b has a little more room: 0.08 vs 0.05 headroom, 1.6x.
     observe(a, clock, "five_hour", 0.85, 3 * H)
     observe(b, clock, "five_hour", 0.82, 3 * H)
-    pool.turns.note(1, "warm", TurnFacts(a.id, clock.now() - 10, 60_000))
-    pool.turns.note(1, "cold", TurnFacts(a.id, clock.now() - CACHE_TTL - 5, 60_000))
+    remember(pool, "warm", a.id, clock.now() - 10, 60_000)
+    remember(pool, "cold", a.id, clock.now() - CACHE_TTL - 5, 60_000)
     # Warm, 60k tokens: a move must beat 1.25 + 6 = 7.25x; 1.6x does not. It stays.
     assert turn(pool, clock, "warm").id == a.id
     # Cold: nothing to lose, and a is within NEAR_LIMIT of its ceiling: it leaves first.
     assert turn(pool, clock, "cold").id == b.id
     observe(a, clock, "five_hour", 0.905, 3 * H)
-    pool.turns.note(1, "warm", TurnFacts(a.id, clock.now() - 10, 60_000))
+    remember(pool, "warm", a.id, clock.now() - 10, 60_000)
     assert turn(pool, clock, "warm").id == b.id  # over the ceiling: nobody is stranded
 
 
@@ -127,11 +135,11 @@ def test_a_warm_prefix_raises_the_bar_for_a_perishability_move():
     # Warm with 150k tokens: the bar is 1.25 + 15 = 16.25x; 5x does not pay for the re-read.
     assert turn(pool, clock, "c", total_input=150_000).id == a.id
     # Warm with a 5k prefix: 1.75x; 5x does.
-    pool.turns.note(1, "c", TurnFacts(a.id, clock.now(), 5_000))
+    remember(pool, "c", a.id, clock.now(), 5_000)
     assert turn(pool, clock, "c", total_input=5_000).id == b.id
     # Cold with 150k: nothing to re-read that was not lost already; it moves.
     pool.bindings[(1, "c")] = a.id
-    pool.turns.note(1, "c", TurnFacts(a.id, clock.now() - CACHE_TTL - 1, 150_000))
+    remember(pool, "c", a.id, clock.now() - CACHE_TTL - 1, 150_000)
     assert turn(pool, clock, "c").id == b.id
 
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sublane_desktop.core.clock import FakeClock
-from sublane_desktop.core.cost_aware import TurnFacts
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Demand, Lease, Outcome, Pool
@@ -28,12 +27,13 @@ from sublane_desktop.core import cache_miss
 from sublane_desktop.core.simulation.metrics import (
     RunResult,
     Sample,
-    cache_break,
+    is_cache_break,
     quota_fractions,
     window_ledger,
 )
 from sublane_desktop.core.simulation.traces import Trace, Turn
 from sublane_desktop.core.simulation.upstream import SimAccount
+from sublane_desktop.core.turn_memory import TurnMemory
 
 MAIN = route_model("claude-sonnet-4-5")
 FABLE = route_model("claude-fable-5")
@@ -76,7 +76,10 @@ class Simulation:
         self._events: list[tuple[float, int, int, Any]] = []
         self._seq = 0
         self._polled: dict[int, float] = {}
-        self._previous: dict[str, cache_miss.PreviousTurn] = {}
+        # Conversations settle their turns in the pool's own memory (as the relay does into the
+        # service's, which the scheduler shares); keyless jobs, which the pool never binds, in
+        # one of their own, only for the metric.
+        self._keyless = TurnMemory(capacity=1_000_000)
         self._turned_away: dict[str, float | None] = {"five_hour": None, "seven_day": None,
                                                       "fable": None}
 
@@ -145,10 +148,7 @@ class Simulation:
             self._retry(attempt, served.retry_after)
             return
         self.result.served += 1
-        self._cache_metric(turn, lease, now, served.total_input, served.cached_tokens)
-        if turn.keyed:
-            self.pool.turns.note(GROUP, turn.stream,
-                                 TurnFacts(lease.account.id, now, served.total_input))
+        self._settle(turn, lease, now, served.total_input, served.cached_tokens)
         self._push(now + turn.duration, _DONE, lease)
 
     def _retry(self, attempt: _Attempt, retry_after: float | None) -> None:
@@ -165,18 +165,18 @@ class Simulation:
         for name in windows:
             self._turned_away[name] = now
 
-    def _cache_metric(self, turn: Turn, lease: Lease, now: float, total: int, cached: int
-                      ) -> None:
-        """A cache break: another account than the previous turn's, within the cache TTL."""
-        reread = cache_break(self._previous.get(turn.stream),
-                             cache_miss.Turn(lease.account.id, now, total, cached))
-        if reread is not None:
-            self.result.cache_breaks += 1
-            self.result.reread_tokens += reread
+    def _settle(self, turn: Turn, lease: Lease, now: float, total: int, cached: int) -> None:
+        """Remember the turn; count it when it broke a warm cache by moving."""
+        memory = self.pool.scheduler.conversations if turn.keyed else self._keyless
+        previous = memory.previous(GROUP, turn.stream)
+        this = cache_miss.Turn(lease.account.id, now, total, cached)
         # The simulated client writes its whole prompt to the cache every turn (as Claude Code
         # does), so all of it is warm when the answer ends.
-        self._previous[turn.stream] = cache_miss.PreviousTurn(
-            lease.account.id, now + turn.duration, total, total)
+        miss = memory.settle(GROUP, turn.stream, this, ended_at=now + turn.duration,
+                             warm_tokens=total)
+        if is_cache_break(previous, this, miss):
+            self.result.cache_breaks += 1
+            self.result.reread_tokens += miss.reread_tokens
 
     # --- what the service does around the pool -----------------------------------------------
 

@@ -1,8 +1,9 @@
 """What one simulated run measured (R-SIM-1).
 
-A cache break is judged by core/cache_miss.py, the same rule the request records use (R-CF-1):
-a turn whose cause is `account_switch` while the previous turn's cache was still within its
-TTL. So a simulated cache break and a recorded one mean the same thing.
+A cache break is judged by core/cache_miss.py through core/turn_memory.py, the same rule and
+memory the request records use (R-CF-1): a turn whose cause is `account_switch` while the
+previous turn's cache was still within its TTL. So a simulated cache break and a recorded one
+mean the same thing.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ JSON_FIELDS = ("trace", "policy", "seed", "requests", "quota_used", "quota_waste
                "refused", "cache_breaks", "reread_tokens")
 
 
-def cache_break(previous: cache_miss.PreviousTurn | None, turn: cache_miss.Turn) -> int | None:
-    """The tokens a turn read again because it moved while its cache was warm, else None."""
-    miss = cache_miss.classify_turn(previous, turn)
-    if miss.cause != cache_miss.ACCOUNT_SWITCH or previous is None:
-        return None
-    if turn.started_at - previous.ended_at > turn.ttl:
-        return None  # the cache had expired anyway: the move broke nothing
-    return miss.reread_tokens
+def is_cache_break(previous: cache_miss.PreviousTurn | None, turn: cache_miss.Turn,
+                   miss: cache_miss.CacheMiss) -> bool:
+    """A move while the cache was warm: `account_switch`, and the previous turn ended within
+    the TTL (after it, the cache had expired anyway and the move broke nothing)."""
+    return (miss.cause == cache_miss.ACCOUNT_SWITCH and previous is not None
+            and turn.started_at - previous.ended_at <= turn.ttl)
 
 
 @dataclass
