@@ -5,11 +5,16 @@ clear stderr line and changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
+import aiohttp
+import anthropic
+
 from sublane_desktop.providers.antigravity import CLIENTS
 from sublane_desktop.secrets import account_secret
+from tests.fake_antigravity import AgReply
 
 from .conftest import Sublane
 from .test_cli import one_error_line
@@ -106,3 +111,65 @@ def test_bad_google_logins_are_one_clear_line_and_change_nothing(sublane: Sublan
     assert "not an Antigravity account file" in one_error_line(
         sublane.run("account", "import-antigravity", "--file", str(wrong)))
     assert sublane.accounts() == []
+
+
+async def test_done_when_a_gemini_cli_login_drives_gemini_from_claude_code(
+        sublane: Sublane, antigravity_upstream) -> None:
+    """Issue 12's "done when", through the real command: import the Gemini CLI login (expired,
+    no project), serve, and let the anthropic SDK drive gemini-3-pro-high with a tool call over
+    two streamed turns; the history shows tokens and cache-hit rate, the pool its quota."""
+    google = antigravity_upstream
+    creds = sublane.home / ".gemini" / "oauth_creds.json"
+    creds.parent.mkdir()
+    creds.write_text(json.dumps(dict(GEMINI_CREDS, expiry_date=1_000_000_000_000)))  # expired
+    google.refresh_tokens["1//rt-gemini"] = "ya29.renewed"
+    sublane.env.update({"SUBLANE_ANTIGRAVITY_BASE_URL": google.url,
+                        "SUBLANE_GOOGLE_OAUTH_BASE_URL": google.url})
+    sublane.ok("account", "import-gemini")
+    key = sublane.ok("key", "create", "--name", "claude-code").stdout.split()[0]
+    admin = sublane.ok("admin-token").stdout.strip()
+    server = sublane.serve()
+    google.script(AgReply(text="Listing.", thought="I should run ls.",
+                          tool_calls=[("Bash", {"command": "ls"})]),
+                  AgReply(text="a.txt and b.txt."))
+    client = anthropic.AsyncAnthropic(base_url=server.url, api_key=key, max_retries=0,
+                                      default_headers={"x-claude-code-session-id": "cc-1"})
+    tools = [{"name": "Bash", "description": "Run a command", "input_schema": {
+        "type": "object", "properties": {"command": {"type": "string"}}}}]
+    ask = [{"role": "user", "content": "what files are here?"}]
+    async with client.messages.stream(model="gemini-3-pro-high", max_tokens=1024,
+                                      messages=ask, tools=tools) as stream:
+        first = await stream.get_final_message()
+    call = first.content[-1]
+    assert (call.type, call.input) == ("tool_use", {"command": "ls"})
+    async with client.messages.stream(model="gemini-3-pro-high", max_tokens=1024, tools=tools,
+                                      messages=[*ask, {"role": "assistant", "content": [
+                                          b.model_dump() for b in first.content]},
+                                          {"role": "user", "content": [{
+                                              "type": "tool_result", "tool_use_id": call.id,
+                                              "content": "a.txt b.txt"}]}]) as stream:
+        second = await stream.get_final_message()
+    assert second.content[0].text == "a.txt and b.txt."
+    # the expired login was renewed with Gemini CLI's own client; the project was discovered
+    assert google.refreshes[0]["client_id"] == CLIENTS["gemini-cli"][0]
+    assert google.load_calls == ["ya29.renewed"]
+    assert {s.token for s in google.seen} == {"ya29.renewed"}
+
+    async def api(path: str) -> dict:
+        async with aiohttp.ClientSession() as s, s.get(server.url + path, headers={
+                "Authorization": f"Bearer {admin}"}) as r:
+            return await r.json()
+
+    deadline = asyncio.get_running_loop().time() + 10
+    while True:  # the server writes records and quota from its own process
+        items = (await api("/api/requests"))["items"]
+        gauges = (await api("/api/accounts/runtime"))["accounts"][0]["gauges"]
+        if len(items) == 2 and not gauges["gemini_pro"]["cold"]:
+            break
+        assert asyncio.get_running_loop().time() < deadline, (items, gauges)
+        await asyncio.sleep(0.05)
+    assert {(i["provider"], i["model"], i["outcome"], i["cache_hit_rate"]) for i in items} == {
+        ("antigravity", "gemini-3-pro-high", "success", "75%")}
+    assert items[0]["input_tokens"] == 200 and items[0]["cached_tokens"] == 150
+    assert gauges["gemini_pro"]["utilization"] == 0.0
+    assert server.interrupt() == 0
