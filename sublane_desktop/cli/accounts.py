@@ -1,0 +1,154 @@
+"""`sublane account add|import-claude-code|import-codex|list` (SPEC §2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from sublane_desktop import credentials
+from sublane_desktop.cli.context import CliError, Context
+
+PROVIDERS = ("anthropic", "codex", "antigravity")
+
+
+def read_secret_json(provider: str) -> dict[str, Any]:
+    if sys.stdin is None or sys.stdin.isatty():
+        raise CliError("the account secret is read from stdin as JSON (never from arguments)")
+    text = sys.stdin.read()
+    if not text.strip():
+        raise CliError("no secret on stdin: pipe the account's secret JSON into this command")
+    try:
+        secret = json.loads(text)
+    except ValueError:
+        raise CliError("secret on stdin is not valid JSON") from None
+    return validate_secret(provider, secret)
+
+
+def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
+    try:
+        return credentials.validate_secret(provider, secret)
+    except credentials.CredentialError as exc:
+        raise CliError(str(exc)) from None
+
+
+def claude_code_secret(path: Path) -> dict[str, Any]:
+    try:
+        return credentials.claude_code_secret(path)
+    except credentials.CredentialError as exc:
+        raise CliError(str(exc)) from None
+
+
+def codex_secret(path: Path) -> dict[str, Any]:
+    try:
+        return credentials.codex_secret(path)
+    except credentials.CredentialError as exc:
+        raise CliError(str(exc)) from None
+
+
+def save_account(ctx: Context, provider: str, name: str, group: str, base_url: str | None,
+                 limit: int, secret: dict[str, Any], replace: bool = False) -> str:
+    try:
+        with ctx.store.db.atomic():
+            account_id, verb, kind = credentials.store_account(
+                ctx.secrets, provider, name, group, base_url, limit, secret, replace=replace)
+    except credentials.CredentialError as exc:
+        raise CliError(str(exc)) from None
+    return f"{verb} {provider} account {name} (id {account_id}, {kind})"
+
+
+def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
+    which = args.account_command
+    if which == "add":
+        if args.provider not in PROVIDERS:
+            raise CliError(f"unknown provider {args.provider!r} (choose from "
+                           f"{', '.join(PROVIDERS)})")
+        if not 1 <= args.max_concurrency <= 8:
+            raise CliError("--max-concurrency must be from 1 to 8")
+        secret = read_secret_json(args.provider)
+        print(save_account(ctx, args.provider, args.name, args.group, args.base_url,
+                           args.max_concurrency, secret))
+        return 0
+    if which == "import-claude-code":
+        path = args.file or Path.home() / ".claude" / ".credentials.json"
+        secret = claude_code_secret(path)
+        print(save_account(ctx, "anthropic", args.name or "claude-code", args.group,
+                           args.base_url, 2, secret, replace=True))
+        return 0
+    if which == "import-codex":
+        path = args.file or Path.home() / ".codex" / "auth.json"
+        secret = codex_secret(path)
+        print(save_account(ctx, "codex", args.name or "codex", args.group, args.base_url, 2,
+                           secret, replace=True))
+        return 0
+    if which in ("import-gemini", "import-antigravity"):  # Google logins (R-AG-1)
+        kind = which.removeprefix("import-")
+        read = credentials.gemini_cli_secret if kind == "gemini" else \
+            credentials.antigravity_secret
+        try:
+            secret = read(args.file or Path.home() / credentials.LOGIN_FILES[kind])
+        except credentials.CredentialError as exc:
+            raise CliError(str(exc)) from None
+        print(save_account(ctx, "antigravity", args.name or kind, args.group, args.base_url, 2,
+                           secret, replace=True))
+        return 0
+    if which == "list":
+        runtime = runtime_snapshot(ctx)
+        if args.json:
+            print(json.dumps(runtime["accounts"], indent=2))
+        else:
+            print_accounts(runtime)
+        return 0
+    from sublane_desktop.cli.levers import cmd_account_lever
+
+    return cmd_account_lever(ctx, args)
+
+
+
+def runtime_snapshot(ctx: Context) -> dict[str, Any]:
+    """The live pool from a running server, or the stored one built by the same service code."""
+    server = ctx.running_server()
+    if server is not None:
+        return ctx.api(server, "GET", "/api/accounts/runtime")
+    from sublane_desktop.service import Service, load_account_states
+
+    ctx.store  # noqa: B018 - opens and migrates
+    from sublane_desktop.store.quota import load_observations
+
+    service = Service(ctx.data_dir, secret_store=_NoSecrets())
+    service.pool.sync_accounts(load_account_states())
+    for account_id, observations in load_observations().items():
+        for obs in observations:
+            service.pool.accounts[account_id].gauges.apply(obs)
+    return service.accounts_runtime()
+
+
+class _NoSecrets:
+    """Listing accounts offline needs no keyring."""
+
+
+def print_accounts(runtime: dict[str, Any]) -> None:
+    accounts = runtime["accounts"]
+    if not accounts:
+        print("no accounts yet: add one with `sublane account import-claude-code` or "
+              "`sublane account add`")
+        return
+    print(f"{'ID':>3}  {'NAME':<18} {'PROVIDER':<11} {'STATE':<16} {'FLIGHT':>6}  "
+          f"{'5H':>5} {'7D':>5} {'FABLE':>5}")
+    for a in accounts:
+        def gauge(name: str) -> str:
+            g = a["gauges"].get(name)
+            if g is None:
+                return "-"
+            return "cold" if g["cold"] else f"{round((g['utilization'] or 0) * 100)}%"
+
+        mark = "*" if a["current"] else " "
+        # Antigravity's per-family gauges follow the fixed columns (R-AG-4)
+        families = "".join(f"  {name} {gauge(name)}" for name in a["gauges"]
+                           if name not in ("five_hour", "seven_day", "fable"))
+        print(f"{a['id']:>3}{mark} {a['name']:<18} {a['provider']:<11} {a['state']:<16} "
+              f"{a['in_flight']:>3}/{a['max_concurrency']:<2}  {gauge('five_hour'):>5} "
+              f"{gauge('seven_day'):>5} {gauge('fable'):>5}{families}")
+

@@ -1,0 +1,72 @@
+"""The levers on a running pool: account pause/unpause/clear-cooldown/switch/set-limit, and
+`sublane reset-usage`. With a server running they go through its management API, so the live
+state and the database never disagree; with none they change the database directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from sublane_desktop.cli.context import CliError, Context
+
+
+def cmd_account_lever(ctx: Context, args: argparse.Namespace) -> int:
+    """pause, unpause, clear-cooldown, switch or set-limit one account (by name or id)."""
+    from sublane_desktop.store import repositories as repo
+
+    which = args.account_command
+    server = ctx.running_server()
+    if server is not None:
+        account = ctx.api(server, "GET", "/api/accounts/runtime")
+        match = [a for a in account["accounts"] if a["name"] == args.account
+                 or str(a["id"]) == args.account]
+        if not match:
+            raise CliError(f"unknown account {args.account!r}")
+        acc_id = match[0]["id"]
+        if which == "switch":
+            ctx.api(server, "POST", "/llmux/switch", {"account": acc_id})
+        elif which in ("pause", "unpause"):
+            ctx.api(server, "POST", "/llmux/pause-account",
+                    {"account": acc_id, "paused": which == "pause"})
+        elif which == "clear-cooldown":
+            ctx.api(server, "POST", f"/api/accounts/{acc_id}/resume", {})
+        elif which == "set-limit":
+            ctx.api(server, "PATCH", f"/api/accounts/{acc_id}/limits",
+                    {"max_concurrency": args.limit})
+    else:
+        try:
+            account = repo.find_account(args.account) if ctx.store else None
+        except repo.NotFound as exc:
+            raise CliError(str(exc)) from None
+        if which == "switch":
+            raise CliError("switch pins the live pool for 5 minutes: start the server first "
+                           "(`sublane serve` or the tray app)")
+        with ctx.store.db.atomic():
+            if which in ("pause", "unpause"):
+                repo.save_runtime(account.id, paused=which == "pause")
+            elif which == "clear-cooldown":
+                from sublane_desktop.store.models import AccountRuntime
+
+                row = AccountRuntime.get_or_none(AccountRuntime.account == account.id)
+                repo.save_runtime(account.id, cooldown_until=None, failure_streak=0,
+                                  runtime_revision=(row.runtime_revision if row else 0) + 1)
+            elif which == "set-limit":
+                if not 1 <= args.limit <= 8:
+                    raise CliError("limit must be from 1 to 8")
+                repo.set_max_concurrency(account.id, args.limit)
+    print(f"{which}: {args.account}")
+    return 0
+
+
+def cmd_reset_usage(ctx: Context, args: argparse.Namespace) -> int:
+    server = ctx.running_server()
+    if server is not None:
+        ctx.api(server, "POST", "/llmux/reset-usage", {})
+    else:
+        from sublane_desktop.store.quota import clear_observations
+
+        with ctx.store.db.atomic():
+            clear_observations()
+    print("every gauge is cold again; headers and polls will repopulate them")
+    return 0
+

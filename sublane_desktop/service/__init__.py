@@ -1,0 +1,325 @@
+"""The service: the one API that the proxy routes, the CLI and the tray all call (R-ARCH-2).
+
+`Service` is a thin façade. It owns the shared parts (the store, the secret store, the pool, the
+HTTP session and server) and their lifecycle, keeps the blocking parts (SQLite, keyring) off the
+event loop (R-ARCH-3), and hands each job to one collaborator:
+
+- `accounts.AccountCatalog`: stored accounts and client keys, kept in step with the database;
+- `credentials.CredentialCache`: account credentials from the keyring, refreshed in one flight;
+- `quota.QuotaFeed`: response headers and usage reads into the gauges;
+- `levers.OperatorLevers`: pause, limits, switch, reset-usage, settings;
+- `records.RequestHistory`: request records, queued and written by one writer;
+- `settings` and `views`: the settings' defaults and validation, and what an account looks like.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from sublane_desktop.core.clock import Clock, SystemClock
+from sublane_desktop.core.events import EventBus
+from sublane_desktop.core.gauges import Observation
+from sublane_desktop.core.pool import AccountState, Pool
+from sublane_desktop.core.records import RequestRecord
+from sublane_desktop.core.tasks import spawn
+from sublane_desktop.core.turn_memory import TurnMemory
+from sublane_desktop.providers import codex
+from sublane_desktop.secrets import KeyringUnavailable, SecretStore
+from sublane_desktop.service.accounts import (
+    IDENTITY_TTL,
+    AccountCatalog,
+    StorePersistence,
+    load_account_states,
+)
+from sublane_desktop.service.credentials import ADMIN_TOKEN, CredentialCache, ensure_admin_token
+from sublane_desktop.service.levers import OperatorLevers
+from sublane_desktop.service.quota import QuotaFeed
+from sublane_desktop.service.records import RECENT_RECORDS, RequestHistory, recorded_requests
+from sublane_desktop.service.settings import (
+    BASE_URL_ENV,
+    DEFAULT_BASE_URLS,
+    DEFAULT_MAX_BODY,
+    DEFAULT_PORT,
+    SCHEDULER_SETTINGS,
+    put_in_force,
+    validate_settings,
+)
+from sublane_desktop.service.views import account_view, pool_view
+from sublane_desktop.service_antigravity import AntigravityAccounts
+from sublane_desktop.service_discovery import ModelDiscovery
+from sublane_desktop.store import repositories as repo
+from sublane_desktop.store.connection import Store
+
+__all__ = [
+    "ADMIN_TOKEN", "BASE_URL_ENV", "DEFAULT_BASE_URLS", "DEFAULT_MAX_BODY", "DEFAULT_PORT",
+    "IDENTITY_TTL", "RECENT_RECORDS", "SCHEDULER_SETTINGS", "STATUS_FILE", "TICK_SECONDS",
+    "Service", "ensure_admin_token", "load_account_states", "recorded_requests",
+    "validate_settings",
+]
+
+log = logging.getLogger(__name__)
+
+STATUS_FILE = "server.json"
+TICK_SECONDS = 30.0
+
+
+class Service:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int | None = DEFAULT_PORT,
+        clock: Clock | None = None,
+        secret_store: SecretStore | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = host
+        self.port = port
+        self.clock = clock or SystemClock()
+        self.env = dict(os.environ if env is None else env)
+        self.bus = EventBus()
+        self._secrets = secret_store
+        self.keyring_problem: str | None = None
+        self.store: Store | None = None
+        persistence = StorePersistence(self)
+        self.pool = Pool(self.clock, persistence=persistence, on_change=self._changed)
+        # Each conversation's last turn, for the cache-miss rule (R-CF-1).
+        self.turns = TurnMemory(save=persistence.save_turn)
+        self.admin_token: str | None = None
+        self.http: aiohttp.ClientSession | None = None
+        self.history = RequestHistory(self.clock, self.bus)
+        self.records = self.history.recent
+        self.request_log = self.history.log
+        self.catalog = AccountCatalog(self)
+        self.credentials = CredentialCache(self)
+        self.quota = QuotaFeed(self)
+        self.refresher = self.quota.refresher
+        self.usage_trail = self.quota.usage_trail
+        self.discovery = ModelDiscovery(self)
+        self.antigravity = AntigravityAccounts(self)
+        self.levers = OperatorLevers(self)
+        self._server: Any = None
+        self._tick: asyncio.Task | None = None
+        self.settings: dict[str, Any] = dict(SCHEDULER_SETTINGS)
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from sublane_desktop.proxy.server import ProxyServer, build_app
+
+        loop = asyncio.get_running_loop()
+        self.store = await loop.run_in_executor(None, Store, self.data_dir / "sublane.db")
+        await self.store.write(repo.ensure_admin)
+        self.request_log.start(self.store)
+        try:
+            if self._secrets is None:
+                self._secrets = await loop.run_in_executor(None, SecretStore, self.data_dir)
+            self.admin_token = await loop.run_in_executor(None, ensure_admin_token, self._secrets)
+        except KeyringUnavailable as exc:
+            # Serve anyway: the user sees why accounts and the management API are unavailable.
+            self.keyring_problem = str(exc)
+            log.warning("%s", exc)
+        settings = await self.store.read(repo.all_settings)
+        self.settings.update(settings)
+        await self.catalog.load()
+        await self.quota.load()
+        self._tick = spawn(self._evaluation_tick(), name="scheduler-tick")
+        self.http = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, connect=15, sock_read=600),
+            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+            skip_auto_headers=("User-Agent",),
+        )
+        max_body = int(settings.get("proxy.max_body_bytes", DEFAULT_MAX_BODY))
+        if self.port is None:
+            self.port = int(self.settings["server.port"])
+        self._server = ProxyServer(build_app(self, max_body=max_body), self.host, self.port)
+        self.port = await self._server.start()
+        self._write_status()
+
+    async def stop(self, drain_timeout: float = 10.0) -> None:
+        """Let in-flight requests finish (bounded), then close everything (R-UI-5)."""
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
+        if self._server is not None:
+            try:
+                await asyncio.wait_for(self._idle.wait(), drain_timeout)
+            except asyncio.TimeoutError:
+                log.warning("quit with %s requests still in flight", self.pool.in_flight)
+            await self._server.stop()
+            self._server = None
+        await self.quota.cancel_reads()
+        if self.http is not None:
+            await self.http.close()
+            self.http = None
+        await self.request_log.stop()
+        if self.store is not None:
+            store, self.store = self.store, None
+            await asyncio.get_running_loop().run_in_executor(None, store.close)
+        try:
+            (self.data_dir / STATUS_FILE).unlink()
+        except FileNotFoundError:
+            pass
+
+    @property
+    def secrets(self) -> SecretStore:
+        if self._secrets is None:
+            raise KeyringUnavailable(self.keyring_problem or "no keyring has been opened")
+        return self._secrets
+
+    @property
+    def endpoint_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def _write_status(self) -> None:
+        status = {"pid": os.getpid(), "host": self.host, "port": self.port,
+                  "url": self.endpoint_url}
+        (self.data_dir / STATUS_FILE).write_text(json.dumps(status))
+
+    def _changed(self) -> None:
+        if self.pool.in_flight == 0:
+            self._idle.set()
+        else:
+            self._idle.clear()
+        self.bus.publish("accounts.changed")
+
+    async def _evaluation_tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            self.pool.evaluate()
+
+    def base_url(self, provider: str) -> str:
+        return self.env.get(BASE_URL_ENV[provider]) or DEFAULT_BASE_URLS[provider]
+
+    def apply_settings(self) -> None:
+        put_in_force(self.settings, self.pool, self.refresher)
+
+    # --- catalog: accounts and client keys ------------------------------------------------------
+
+    async def _reload_catalog(self, force: bool = False) -> None:
+        await self.catalog.reload(force)
+
+    async def refresh_catalog(self) -> None:
+        """Pick up accounts another process (the CLI) added or re-authorized."""
+        await self.catalog.reload()
+
+    async def identify(self, key: str) -> repo.KeyIdentity | None:
+        return await self.catalog.identify(key)
+
+    async def create_key(self, name: str, user: str | None = None, group: str = "default"
+                         ) -> tuple[dict[str, Any], str]:
+        return await self.catalog.create_key(name, user, group)
+
+    async def revoke_key(self, ref: str | int) -> None:
+        await self.catalog.revoke_key(ref)
+
+    async def list_keys(self) -> list[dict[str, Any]]:
+        return await self.catalog.list_keys()
+
+    async def add_account(self, provider: str, name: str, secret: Any, *, group: str = "default",
+                          base_url: str | None = None, max_concurrency: int = 2,
+                          replace: bool = False) -> dict[str, Any]:
+        """Validate and store an account (raises credentials.CredentialError on bad input)."""
+        account_id = await self.catalog.add_account(
+            provider, name, secret, group=group, base_url=base_url,
+            max_concurrency=max_concurrency, replace=replace)
+        return self.account_view(account_id)
+
+    async def import_login(self, which: str, path: Path | None = None,
+                           name: str | None = None) -> dict[str, Any]:
+        """Import the login of an installed Claude Code ("claude-code") or Codex CLI ("codex")."""
+        return self.account_view(await self.catalog.import_login(which, path, name))
+
+    async def remove_account(self, ref: str | int) -> None:
+        await self.catalog.remove_account(ref)
+
+    # --- credentials ----------------------------------------------------------------------------
+
+    @property
+    def _credentials(self) -> dict[int, tuple[int, dict[str, Any]]]:
+        return self.credentials.cache
+
+    async def credential(self, account: AccountState) -> dict[str, Any]:
+        return await self.credentials.credential(account)
+
+    async def refresh_credential(self, account: AccountState) -> dict[str, Any]:
+        return await self.credentials.refresh(account)
+
+    # --- quota: signals from traffic, reads on demand -------------------------------------------
+
+    def observe_headers(self, account: AccountState, headers: Any) -> None:
+        self.quota.observe_headers(account, headers)
+
+    def observe_codex_quota(self, account: AccountState, quota: codex.QuotaObservation) -> None:
+        self.quota.observe_codex_quota(account, quota)
+
+    async def _publish_quota(self, account: AccountState, revision: int,
+                             observations: list[Observation]) -> bool:
+        return await self.quota.publish(account, revision, observations)
+
+    async def usage_history(self, account_id: int, since: float) -> dict[str, list[Any]]:
+        return await self.quota.history(account_id, since)
+
+    def quota_candidates(self, provider: str | None = None) -> list[AccountState]:
+        return self.quota.candidates(provider)
+
+    def refresh_stale(self, provider: str) -> None:
+        self.quota.refresh_stale(provider)
+
+    def refresh_quotas(self) -> int:
+        return self.quota.refresh_all()
+
+    # --- records --------------------------------------------------------------------------------
+
+    def record(self, record: RequestRecord) -> None:
+        self.history.record(record)
+
+    async def flush_records(self) -> None:
+        await self.history.flush()
+
+    # --- views ----------------------------------------------------------------------------------
+
+    def account_view(self, account_id: int) -> dict[str, Any]:
+        return account_view(self.pool, self.clock, self.usage_trail, account_id)
+
+    def accounts_runtime(self) -> dict[str, Any]:
+        return pool_view(self.pool, self.clock, self.usage_trail)
+
+    # --- operator levers (R-ARCH-2) -------------------------------------------------------------
+
+    async def set_limit(self, ref: str | int, limit: int) -> dict[str, Any]:
+        return await self.levers.set_limit(ref, limit)
+
+    async def resume(self, ref: str | int) -> dict[str, Any]:
+        return await self.levers.resume(ref)
+
+    async def pause(self, ref: str | int, paused: bool = True) -> dict[str, Any]:
+        return await self.levers.pause(ref, paused)
+
+    async def unpause(self, ref: str | int) -> dict[str, Any]:
+        return await self.pause(ref, False)
+
+    async def clear_cooldown(self, ref: str | int) -> dict[str, Any]:
+        """The seed's "resume": the tray and the CLI name it clear-cooldown."""
+        return await self.resume(ref)
+
+    async def switch(self, ref: str | int) -> dict[str, Any]:
+        return await self.levers.switch(ref)
+
+    async def reset_usage(self) -> None:
+        await self.levers.reset_usage()
+
+    async def update_settings(self, changes: dict[str, Any]) -> dict[str, Any]:
+        return await self.levers.update_settings(changes)

@@ -1,0 +1,218 @@
+"""The account catalog: stored accounts and client keys as the live pool sees them.
+
+Accounts are added here (the Add-account dialog and the API; the CLI shares
+`sublane_desktop.credentials`), re-read when another process committed, and client keys are
+answered from a short-lived memory so the request path takes no database round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sublane_desktop.core.cache_miss import PreviousTurn
+from sublane_desktop.core.pool import AccountState
+from sublane_desktop.core.tasks import spawn
+from sublane_desktop.secrets import account_secret
+from sublane_desktop.store import repositories as repo
+
+if TYPE_CHECKING:
+    from sublane_desktop.service import Service
+
+log = logging.getLogger(__name__)
+
+IDENTITY_TTL = 1.0
+
+
+def load_account_states() -> list[AccountState]:
+    """Stored accounts with their persisted runtime, as pool states (runs on a DB thread)."""
+    runtime = repo.runtime_rows()
+    states = []
+    for row in repo.account_rows():
+        rt = runtime.get(row.id)
+        states.append(AccountState(
+            id=row.id, name=row.name, provider=row.provider, group_ids=row.group_ids,
+            kind=row.kind, base_url=row.base_url, enabled=row.enabled,
+            max_concurrency=row.max_concurrency, revision=row.revision,
+            paused=bool(rt.paused) if rt else False,
+            auth_failed=bool(rt.auth_failed) if rt else False,
+            cooldown_until=rt.cooldown_until if rt else None,
+            failure_streak=rt.failure_streak if rt else 0,
+            runtime_revision=rt.runtime_revision if rt else 0,
+        ))
+    return states
+
+
+class StorePersistence:
+    """The pool's persistence port: writes go to the writer thread; failures only log."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    def _write(self, what: str, fn: Callable[[], Any]) -> None:
+        async def run() -> None:
+            try:
+                await self.service.store.write(fn)
+            except Exception as exc:  # R-POOL-10: in-memory state stays in force
+                log.error("could not persist %s: %s", what, type(exc).__name__)
+
+        spawn(run(), name=f"persist-{what}")
+
+    def save_runtime(self, account_id: int, fields: dict[str, Any]) -> None:
+        self._write("runtime", lambda: repo.save_runtime(account_id, **fields))
+
+    def save_binding(self, group_id: int, digest: str, account_id: int) -> None:
+        self._write("binding", lambda: repo.save_binding(group_id, digest, account_id))
+
+    def delete_bindings(self, account_id: int) -> None:
+        self._write("binding", lambda: repo.delete_bindings_for(account_id))
+
+    def save_turn(self, group_id: int, digest: str, facts: PreviousTurn) -> None:
+        self._write("turn", lambda: repo.save_turn(group_id, digest, facts.account_id,
+                                                   facts.ended_at, facts.input_tokens,
+                                                   facts.warm_tokens))
+
+    def save_lifecycle(self, account_id: int, enabled: bool, revision: int) -> None:
+        self._write("lifecycle", lambda: repo.save_lifecycle(account_id, enabled, revision))
+
+
+class AccountCatalog:
+    """Accounts and client keys, kept in step with the database."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._data_version: int | None = None
+        self._identities: dict[str, tuple[repo.KeyIdentity, float]] = {}
+
+    async def load(self) -> None:
+        """At start: every account, then the stored conversation bindings."""
+        store = self.service.store
+        await self.reload(force=True)
+        self.service.pool.load_bindings(await store.read(repo.load_bindings))
+        self.service.turns.load({key: PreviousTurn(*facts)
+                                 for key, facts in (await store.read(repo.load_turns)).items()})
+
+    async def reload(self, force: bool = False) -> None:
+        """Re-read accounts when another process (the CLI) committed to the database.
+
+        `PRAGMA data_version` is asked on the writer's own connection, where it changes only
+        for *other* connections' commits: our own record and runtime writes never trigger a
+        reload.
+        """
+        store = self.service.store
+
+        def version() -> int:
+            return store.db.execute_sql("PRAGMA data_version").fetchone()[0]
+
+        current = await store.write(version)
+        if not force and current == self._data_version:
+            return
+        states = await store.read(load_account_states)
+        self._data_version = current
+        self._identities.clear()  # keys may have been revoked too
+        self.service.pool.sync_accounts(states)
+        self.service.apply_settings()
+
+    async def identify(self, key: str) -> repo.KeyIdentity | None:
+        """Who a client key belongs to (R-PX-1).
+
+        Known keys are answered from memory for IDENTITY_TTL seconds, so the request path takes
+        no database round trip; a revocation made by another process shows within that time,
+        and one made through this service (revoke_key) at once.
+        """
+        digest = repo.hash_key(key)
+        now = self.service.clock.monotonic()
+        hit = self._identities.get(digest)
+        if hit is not None and now - hit[1] < IDENTITY_TTL:
+            return hit[0]
+        try:
+            await self.reload()
+        except Exception as exc:  # serving on the catalog we have beats failing the request
+            log.error("could not check the account catalog: %s", type(exc).__name__)
+        identity = await self.service.store.read(lambda: repo.identify_key(key))
+        if identity is not None:
+            if len(self._identities) > 10_000:  # bounded: unknown keys are never cached
+                self._identities.clear()
+            self._identities[digest] = (identity, now)
+        else:
+            self._identities.pop(digest, None)
+        return identity
+
+    async def create_key(self, name: str, user: str | None = None, group: str = "default"
+                         ) -> tuple[dict[str, Any], str]:
+        """A new client key, returned once (the Client keys dialog and the API)."""
+        def write() -> tuple[dict[str, Any], str]:
+            owner = repo.find_user(user) if user else repo.ensure_admin()
+            row, key = repo.create_key(name, owner, repo.find_group(group))
+            return {"id": row.id, "name": row.name, "prefix": row.prefix}, key
+
+        return await self.service.store.write(write)
+
+    async def revoke_key(self, ref: str | int) -> None:
+        await self.service.store.write(lambda: repo.revoke_key(str(ref)))
+        self._identities.clear()
+
+    async def list_keys(self) -> list[dict[str, Any]]:
+        return await self.service.store.read(repo.list_keys)
+
+    async def add_account(self, provider: str, name: str, secret: Any, *, group: str = "default",
+                          base_url: str | None = None, max_concurrency: int = 2,
+                          replace: bool = False) -> int:
+        """Validate and store an account; the secret goes straight to the keyring.
+
+        Raises credentials.CredentialError with a clear message on bad input.
+        """
+        from sublane_desktop import credentials
+
+        service = self.service
+        clean = credentials.validate_secret(provider, secret)
+        account_id, _, _ = await service.store.write(lambda: credentials.store_account(
+            service.secrets, provider, name, group, base_url, max_concurrency, clean,
+            replace=replace))
+        service.credentials.forget(account_id)
+        await self.reload(force=True)
+        return account_id
+
+    async def import_login(self, which: str, path: Path | None = None,
+                           name: str | None = None) -> int:
+        """Import the login of an installed Claude Code ("claude-code"), Codex CLI ("codex"),
+        Gemini CLI ("gemini") or an Antigravity account file ("antigravity")."""
+        from sublane_desktop import credentials
+
+        loop = asyncio.get_running_loop()
+        if which in ("gemini", "antigravity"):
+            read = credentials.gemini_cli_secret if which == "gemini" \
+                else credentials.antigravity_secret
+            file = path or Path.home() / credentials.LOGIN_FILES[which]
+            secret = await loop.run_in_executor(None, read, file)
+            return await self.add_account("antigravity", name or which, secret, replace=True)
+        if which == "claude-code":
+            file = path or Path.home() / ".claude" / ".credentials.json"
+            secret = await loop.run_in_executor(None, credentials.claude_code_secret, file)
+            return await self.add_account("anthropic", name or "claude-code", secret,
+                                          replace=True)
+        file = path or Path.home() / ".codex" / "auth.json"
+        secret = await loop.run_in_executor(None, credentials.codex_secret, file)
+        return await self.add_account("codex", name or "codex", secret, replace=True)
+
+    async def remove_account(self, ref: str | int) -> None:
+        """Delete an account: its secret leaves the keyring, its history stays ("deleted")."""
+        service = self.service
+        account = service.pool.find(ref)
+        now = service.clock.now()
+
+        def write() -> None:
+            from sublane_desktop.store.models import Account
+
+            Account.update(deleted_at=now, enabled=False,
+                           name=f"deleted-{account.id}-{account.name}").where(
+                Account.id == account.id).execute()
+            repo.delete_bindings_for(account.id)
+
+        await service.store.write(write)
+        await service.secrets.adelete(account_secret(account.id))
+        service.credentials.forget(account.id)
+        await self.reload(force=True)

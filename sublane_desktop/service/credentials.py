@@ -1,0 +1,92 @@
+"""Account credentials: read from the keyring once per account revision, refreshed in one flight.
+
+The administrator token lives here too: it is the other secret the service keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets as pysecrets
+from typing import TYPE_CHECKING, Any
+
+from sublane_desktop.core.pool import AccountState
+from sublane_desktop.core.tasks import spawn
+from sublane_desktop.providers import oauth
+from sublane_desktop.secrets import SecretStore, account_secret
+from sublane_desktop.service.settings import BASE_URL_ENV, DEFAULT_BASE_URLS
+
+if TYPE_CHECKING:
+    from sublane_desktop.service import Service
+
+log = logging.getLogger(__name__)
+
+ADMIN_TOKEN = "admin-token"
+
+
+def ensure_admin_token(secret_store: SecretStore) -> str:
+    token = secret_store.get(ADMIN_TOKEN)
+    if not token:
+        token = "sla-" + pysecrets.token_urlsafe(32)
+        secret_store.set(ADMIN_TOKEN, token)
+    return token
+
+
+class CredentialCache:
+    """Credentials by account id, valid while the account's revision stays the same."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.cache: dict[int, tuple[int, dict[str, Any]]] = {}
+        self._token_refresh: dict[int, asyncio.Task] = {}
+
+    def forget(self, account_id: int) -> None:
+        self.cache.pop(account_id, None)
+
+    async def credential(self, account: AccountState) -> dict[str, Any]:
+        cached = self.cache.get(account.id)
+        if cached is not None and cached[0] == account.revision:
+            credential = cached[1]
+        else:
+            raw = await self.service.secrets.aget(account_secret(account.id))
+            if not raw:
+                raise LookupError("no credential stored")
+            credential = json.loads(raw)
+            self.cache[account.id] = (account.revision, credential)
+        if oauth.needs_refresh(credential, self.service.clock.now()):
+            credential = await self.refresh(account)
+        if account.provider == "antigravity":
+            credential = await self.service.antigravity.with_project(account, credential)
+        return credential
+
+    async def refresh(self, account: AccountState) -> dict[str, Any]:
+        """One refresh in flight per account (R-ST-3); callers share its result."""
+        task = self._token_refresh.get(account.id)
+        if task is None or task.done():
+            task = spawn(self._refresh(account), name=f"token-refresh-{account.id}")
+            self._token_refresh[account.id] = task
+        return await asyncio.shield(task)
+
+    async def _refresh(self, account: AccountState) -> dict[str, Any]:
+        service = self.service
+        cached = self.cache.get(account.id)
+        if cached is None:
+            raw = await service.secrets.aget(account_secret(account.id))
+            cached = (account.revision, json.loads(raw or "{}"))
+        old = cached[1]
+        base = service.env.get(oauth.OAUTH_BASE_ENV.get(account.provider, BASE_URL_ENV["oauth"])) \
+            or oauth.DEFAULT_OAUTH_BASE.get(account.provider, DEFAULT_BASE_URLS["oauth"])
+        try:
+            fresh = await oauth.refresh(service.http, account.provider, base, old,
+                                        service.clock.now())
+        except oauth.RefreshRejected as exc:
+            log.warning("account %s: %s; marking it auth-failed", account.id, exc)
+            service.pool.mark_auth_failed(account)
+            return old
+        except oauth.RefreshFailed as exc:
+            log.warning("account %s: %s; keeping the current token", account.id, exc)
+            return old
+        await service.secrets.aset(account_secret(account.id), json.dumps(fresh))
+        self.cache[account.id] = (account.revision, fresh)
+        return fresh

@@ -1,0 +1,154 @@
+"""The quota feed: what fills the gauges (SPEC §4).
+
+Two sources: the headers of every response through an account (R-GAUGE-2), and background
+usage reads of stale accounts, started by traffic or by a person (R-GAUGE-3). Either way a
+reading is saved before it is shown, and a reading begun under an older account revision is
+dropped (R-GAUGE-4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from sublane_desktop.core.forecast import BURN_WINDOW_S, UsageTrail
+from sublane_desktop.core.gauges import Observation, windows_for
+from sublane_desktop.core.pool import AccountState
+from sublane_desktop.core.quota import QuotaRefresher
+from sublane_desktop.core.tasks import spawn
+from sublane_desktop.providers import anthropic_quota, codex, codex_quota
+from sublane_desktop.store import quota as quota_store
+
+if TYPE_CHECKING:
+    from sublane_desktop.service import Service
+
+log = logging.getLogger(__name__)
+
+
+class QuotaFeed:
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        pool = service.pool
+        self.refresher = QuotaRefresher(
+            service.clock, read=self.read, publish=self.publish,
+            take_slot=pool.try_metadata_slot, give_slot=pool.release_metadata_slot)
+        self._pending_obs: dict[int, tuple[int, dict[str, Observation]]] = {}
+        self.usage_trail = UsageTrail()  # the last hour of readings, for forecasts (R-UI-7)
+        self._obs_flush: asyncio.Task | None = None
+
+    async def load(self) -> None:
+        """At start: the stored observations of every known account into its gauges."""
+        pool = self.service.pool
+        stored = await self.service.store.read(quota_store.load_observations)
+        for account_id, observations in stored.items():
+            if account_id in pool.accounts:
+                for obs in observations:
+                    pool.accounts[account_id].gauges.apply(obs)
+        now = self.service.clock.now()
+        recent = await self.service.store.read(
+            lambda: quota_store.load_history(now - BURN_WINDOW_S))
+        for account_id, windows in recent.items():
+            for window, points in windows.items():
+                for at, utilization in points:
+                    self.usage_trail.add(account_id, window, at, utilization)
+
+    async def cancel_reads(self) -> None:
+        """Quota reads still running would go on into a closed session; nobody waits for them."""
+        reads = list(self.refresher._running.values())
+        for task in reads:
+            task.cancel()
+        await asyncio.gather(*reads, return_exceptions=True)
+
+    def observe_headers(self, account: AccountState, headers: Any) -> None:
+        """Every response through an account feeds its gauges (R-GAUGE-2) and lets traffic
+        start background refreshes of stale accounts of that provider (R-GAUGE-3)."""
+        if account.provider == "anthropic":
+            found = anthropic_quota.header_observations(headers, self.service.clock.now())
+            if found:
+                self._queue(account, found)
+        self.refresh_stale(account.provider)
+
+    def observe_codex_quota(self, account: AccountState, quota: codex.QuotaObservation) -> None:
+        """The `x-codex-*` headers (or a `codex.rate_limits` event) of one Codex response."""
+        found = codex_quota.header_observations(quota)
+        if found:
+            self._queue(account, found)
+
+    def _queue(self, account: AccountState, found: list[Observation]) -> None:
+        """Header readings are saved (coalesced, latest per window) before they are shown."""
+        revision, pending = self._pending_obs.get(account.id, (account.revision, {}))
+        for obs in found:
+            pending[obs.window] = obs
+        self._pending_obs[account.id] = (revision, pending)
+        if self._obs_flush is None or self._obs_flush.done():
+            self._obs_flush = spawn(self._flush(), name="quota-observations")
+
+    async def _flush(self) -> None:
+        while self._pending_obs:
+            batch, self._pending_obs = self._pending_obs, {}
+            for account_id, (revision, pending) in batch.items():
+                account = self.service.pool.accounts.get(account_id)
+                if account is not None:
+                    await self.publish(account, revision, list(pending.values()))
+
+    async def publish(self, account: AccountState, revision: int,
+                      observations: list[Observation]) -> bool:
+        """Save, then publish; a refresh begun under an older revision is rejected (R-GAUGE-4)."""
+        store = self.service.store
+        if store is None:
+            return False
+        try:
+            saved = await store.write(
+                lambda: quota_store.save_observations(account.id, revision, observations))
+        except Exception as exc:
+            log.error("could not save quota observations: %s", type(exc).__name__)
+            return False
+        if not saved or account.revision != revision:
+            return False
+        changed = [account.gauges.apply(obs) for obs in observations]
+        for obs in observations:
+            self.usage_trail.add(account.id, obs.window, obs.observed_at, obs.utilization)
+        if any(changed):
+            self.service.bus.publish("accounts.gauges", account_id=account.id)
+        return True
+
+    async def history(self, account_id: int, since: float) -> dict[str, list[Any]]:
+        """R-UI-11: one account's readings since `since`, per window, oldest first."""
+        found = await self.service.store.read(
+            lambda: quota_store.load_history(since, account_id))
+        return found.get(account_id, {})
+
+    def candidates(self, provider: str | None = None) -> list[AccountState]:
+        """Accounts whose quota can be read: OAuth, enabled, signed in, not paused."""
+        return [a for a in self.service.pool.accounts.values()
+                if (provider is None or a.provider == provider)
+                and a.provider in ("anthropic", "codex", "antigravity")
+                and a.kind == "oauth" and a.enabled and not a.auth_failed and not a.paused]
+
+    def refresh_stale(self, provider: str) -> None:
+        now = self.service.clock.now()
+        stale = [a for a in self.candidates(provider)
+                 if a.gauges.any_stale(now, windows_for(a.provider))]
+        if stale:
+            self.refresher.want(stale)
+
+    def refresh_all(self) -> int:
+        """A person asked (Refresh button, opening the Accounts window): skip the poll floor."""
+        return len(self.refresher.want(self.candidates(), force=True))
+
+    async def read(self, account: AccountState) -> list[Observation]:
+        service = self.service
+        if account.provider == "antigravity":
+            return await service.antigravity.read_quota(account)
+        credential = await service.credential(account)
+        if account.provider == "codex":
+            base = (account.base_url or service.base_url("codex")).rstrip("/")
+            headers = codex.upstream_headers({}, credential)
+            headers = {k: v for k, v in headers.items()
+                       if k.lower() in ("authorization", "chatgpt-account-id", "originator")}
+            return await codex_quota.read_usage(service.http, codex_quota.usage_url(base),
+                                                headers, service.clock.now())
+        base = (account.base_url or service.base_url("anthropic")).rstrip("/")
+        return await anthropic_quota.read_usage(service.http, base, credential["access_token"],
+                                                service.clock.now())
