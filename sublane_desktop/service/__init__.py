@@ -265,6 +265,11 @@ class Service:
     def observe_codex_quota(self, account: AccountState, quota: codex.QuotaObservation) -> None:
         self.quota.observe_codex_quota(account, quota)
 
+    @property
+    def _obs_flush(self) -> asyncio.Task | None:
+        """The task saving queued header readings (tests await it)."""
+        return self.quota._obs_flush
+
     async def _publish_quota(self, account: AccountState, revision: int,
                              observations: list[Observation]) -> bool:
         return await self.quota.publish(account, revision, observations)
