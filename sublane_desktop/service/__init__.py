@@ -30,6 +30,7 @@ from sublane_desktop.core.pool import AccountState, Pool
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.core.turn_memory import TurnMemory
+from sublane_desktop.credential_problems import CredentialProblems
 from sublane_desktop.providers import codex
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore
 from sublane_desktop.service.accounts import (
@@ -89,6 +90,7 @@ class Service:
         self.bus = EventBus()
         self._secrets = secret_store
         self.keyring_problem: str | None = None
+        self.credential_problems = CredentialProblems()  # R-UI-8: why a credential is unusable
         self.store: Store | None = None
         persistence = StorePersistence(self)
         self.pool = Pool(self.clock, persistence=persistence, on_change=self._changed)
@@ -254,6 +256,12 @@ class Service:
     async def credential(self, account: AccountState) -> dict[str, Any]:
         return await self.credentials.credential(account)
 
+    async def open_file_keyring(self, password: str, *, create: bool) -> str:
+        return await self.credentials.open_file_keyring(password, create=create)
+
+    def keyring_file_exists(self) -> bool:
+        return self.credentials.keyring_file_exists()
+
     async def refresh_credential(self, account: AccountState) -> dict[str, Any]:
         return await self.credentials.refresh(account)
 
@@ -297,10 +305,11 @@ class Service:
     # --- views ----------------------------------------------------------------------------------
 
     def account_view(self, account_id: int) -> dict[str, Any]:
-        return account_view(self.pool, self.clock, self.usage_trail, account_id)
+        return account_view(self.pool, self.clock, self.usage_trail, self.credential_problems,
+                            account_id)
 
     def accounts_runtime(self) -> dict[str, Any]:
-        return pool_view(self.pool, self.clock, self.usage_trail)
+        return pool_view(self.pool, self.clock, self.usage_trail, self.credential_problems)
 
     # --- operator levers (R-ARCH-2) -------------------------------------------------------------
 

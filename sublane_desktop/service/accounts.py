@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sublane_desktop import credential_problems as problems
 from sublane_desktop.core.cache_miss import PreviousTurn
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
@@ -89,8 +90,12 @@ class AccountCatalog:
 
     async def load(self) -> None:
         """At start: every account, then the stored conversation bindings."""
-        store = self.service.store
+        service = self.service
+        store = service.store
         await self.reload(force=True)
+        if service.keyring_problem:  # every credential is out of reach: say so on each account
+            for account_id in service.pool.accounts:
+                service.credential_problems.note(account_id, problems.KEYRING_UNAVAILABLE)
         self.service.pool.load_bindings(await store.read(repo.load_bindings))
         self.service.turns.load({key: PreviousTurn(*facts)
                                  for key, facts in (await store.read(repo.load_turns)).items()})
@@ -173,6 +178,7 @@ class AccountCatalog:
             service.secrets, provider, name, group, base_url, max_concurrency, clean,
             replace=replace))
         service.credentials.forget(account_id)
+        service.credential_problems.clear(account_id)
         await self.reload(force=True)
         return account_id
 

@@ -11,10 +11,11 @@ import logging
 import secrets as pysecrets
 from typing import TYPE_CHECKING, Any
 
+from sublane_desktop import credential_problems as problems
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.providers import oauth
-from sublane_desktop.secrets import SecretStore, account_secret
+from sublane_desktop.secrets import KeyringUnavailable, SecretStore, account_secret
 from sublane_desktop.service.settings import BASE_URL_ENV, DEFAULT_BASE_URLS
 
 if TYPE_CHECKING:
@@ -49,16 +50,70 @@ class CredentialCache:
         if cached is not None and cached[0] == account.revision:
             credential = cached[1]
         else:
-            raw = await self.service.secrets.aget(account_secret(account.id))
+            try:
+                raw = await self.service.secrets.aget(account_secret(account.id))
+            except KeyringUnavailable:
+                self.note_problem(account, problems.KEYRING_UNAVAILABLE)
+                raise
             if not raw:
+                self.note_problem(account, problems.MISSING, gate=True)
                 raise LookupError("no credential stored")
-            credential = json.loads(raw)
+            try:
+                credential = json.loads(raw)
+            except ValueError:
+                self.note_problem(account, problems.UNREADABLE, gate=True)
+                raise LookupError("stored credential is not readable") from None
             self.cache[account.id] = (account.revision, credential)
+            if self.service.credential_problems.clear(account.id):
+                self.service._changed()
         if oauth.needs_refresh(credential, self.service.clock.now()):
             credential = await self.refresh(account)
         if account.provider == "antigravity":
             credential = await self.service.antigravity.with_project(account, credential)
         return credential
+
+    def note_problem(self, account: AccountState, reason: str, gate: bool = False) -> None:
+        """R-UI-8: the account shows `auth_failed` with the reason; an unusable credential of
+        its own also gates it (stored) until it is added again."""
+        news = self.service.credential_problems.note(account.id, reason)
+        if gate and not account.auth_failed:
+            self.service.pool.mark_auth_failed(account)
+        elif news:
+            self.service._changed()
+
+    async def open_file_keyring(self, password: str, *, create: bool) -> str:
+        """The GUI's "no keyring" dialog: create (or unlock) the encrypted file keyring and use
+        it from now on. Returns where the secrets live. Raises KeyringUnavailable (wrong
+        password, unreadable file) or ValueError (bad input) and changes nothing then."""
+        from sublane_desktop.secrets import FILE_NAME, EncryptedFileKeyring
+
+        service = self.service
+        if not isinstance(password, str) or len(password) < 8:
+            raise ValueError("choose a password of at least 8 characters")
+        exists = (service.data_dir / FILE_NAME).exists()
+        if create and exists:
+            raise ValueError(f"{service.data_dir / FILE_NAME} already exists; unlock it instead")
+        if not create and not exists:
+            raise ValueError(f"there is no encrypted keyring at {service.data_dir / FILE_NAME}")
+        loop = asyncio.get_running_loop()
+
+        def open_store() -> tuple[SecretStore, str]:
+            store = SecretStore(service.data_dir, backend=EncryptedFileKeyring(
+                service.data_dir, password))
+            return store, ensure_admin_token(store)  # writes (create) or checks the password
+
+        store, token = await loop.run_in_executor(None, open_store)
+        service._secrets, service.admin_token, service.keyring_problem = store, token, None
+        self.cache.clear()
+        service.credential_problems.clear_keyring()
+        service._changed()
+        service.bus.publish("accounts.settings")
+        return store.describe()
+
+    def keyring_file_exists(self) -> bool:
+        from sublane_desktop.secrets import FILE_NAME
+
+        return (self.service.data_dir / FILE_NAME).exists()
 
     async def refresh(self, account: AccountState) -> dict[str, Any]:
         """One refresh in flight per account (R-ST-3); callers share its result."""
@@ -82,6 +137,7 @@ class CredentialCache:
                                         service.clock.now())
         except oauth.RefreshRejected as exc:
             log.warning("account %s: %s; marking it auth-failed", account.id, exc)
+            service.credential_problems.note(account.id, problems.REFUSED)
             service.pool.mark_auth_failed(account)
             return old
         except oauth.RefreshFailed as exc:

@@ -8,18 +8,24 @@ from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.forecast import UsageTrail, forecast
 from sublane_desktop.core.gauges import windows_for
 from sublane_desktop.core.pool import AccountState, Pool
+from sublane_desktop.credential_problems import CredentialProblems
 
 
-def account_view(pool: Pool, clock: Clock, trail: UsageTrail, account_id: int
-                 ) -> dict[str, Any]:
+def account_view(pool: Pool, clock: Clock, trail: UsageTrail, problems: CredentialProblems,
+                 account_id: int) -> dict[str, Any]:
     account = pool.accounts[account_id]
     now = clock.now()
     gauges = account.gauges
+    state = pool.state_of(account)
+    reason = problems.reason(account.id)
+    if reason and state != "disabled":
+        state = "auth_failed"
     return {
         "id": account.id,
         "name": account.name,
         "provider": account.provider,
-        "state": pool.state_of(account),
+        "state": state,
+        "auth_reason": reason if state == "auth_failed" else None,
         "in_flight": account.in_flight,
         "max_concurrency": account.max_concurrency,
         "paused": account.paused,
@@ -50,9 +56,11 @@ def forecasts(trail: UsageTrail, account: AccountState, now: float
     return out
 
 
-def pool_view(pool: Pool, clock: Clock, trail: UsageTrail) -> dict[str, Any]:
+def pool_view(pool: Pool, clock: Clock, trail: UsageTrail, problems: CredentialProblems
+              ) -> dict[str, Any]:
     return {
-        "accounts": [account_view(pool, clock, trail, a) for a in sorted(pool.accounts)],
+        "accounts": [account_view(pool, clock, trail, problems, a)
+                     for a in sorted(pool.accounts)],
         "in_flight": pool.in_flight,
         "cap": pool.cap,
     }
