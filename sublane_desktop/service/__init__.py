@@ -96,6 +96,7 @@ class Service:
         self.pool = Pool(self.clock, persistence=persistence, on_change=self._changed)
         # Each conversation's last turn, for the cache-miss rule (R-CF-1).
         self.turns = TurnMemory(save=persistence.save_turn)
+        self.pool.scheduler.conversations = self.turns  # cost_aware reads the same facts
         self.admin_token: str | None = None
         self.http: aiohttp.ClientSession | None = None
         self.history = RequestHistory(self.clock, self.bus)
@@ -246,6 +247,25 @@ class Service:
 
     async def remove_account(self, ref: str | int) -> None:
         await self.catalog.remove_account(ref)
+
+    # --- first run (R-UI-9): the welcome window ------------------------------------------------
+
+    def found_logins(self) -> list[dict[str, str]]:
+        from sublane_desktop.first_run import found_logins
+
+        return found_logins()
+
+    async def test_request(self, key: str) -> dict[str, Any]:
+        """One tiny request through this proxy with a client key; it is recorded like any."""
+        from sublane_desktop.first_run import send_test_request
+
+        providers = [a.provider for a in self.pool.accounts.values() if a.enabled]
+        result = await send_test_request(self.http, self.endpoint_url, key,
+                                         providers[0] if providers else "anthropic")
+        latest = self.records[-1] if self.records else None
+        if latest is not None and latest.account_id in self.pool.accounts:
+            result["account"] = self.pool.accounts[latest.account_id].name
+        return result
 
     # --- credentials ----------------------------------------------------------------------------
 
