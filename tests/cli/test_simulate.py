@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 from sublane_desktop.core.records import RequestRecord

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.cache_miss import Turn
+from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.cost_aware import CACHE_TTL
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import Observation

@@ -157,3 +157,12 @@ def test_from_records_groups_a_keys_requests_into_conversations():
     assert trace.turns[3].prefix_tokens == 0  # an hour of silence: a new conversation
     with pytest.raises(ValueError, match="no request records"):
         from_records([])
+
+
+def test_accounts_option_sizes_the_pool_and_more_accounts_refuse_less():
+    trace = generate("team", 1, days=2)
+    [small] = run_trace(trace, ["score"], accounts=1)
+    [large] = run_trace(trace, ["score"], accounts=6)
+    assert list(small.ledger) == ["acct-a"]
+    assert list(large.ledger) == [f"acct-{c}" for c in "abcdef"]
+    assert large.served > small.served and large.refused < small.refused

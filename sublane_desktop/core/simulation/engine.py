@@ -17,13 +17,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sublane_desktop.core import cache_miss
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Demand, Lease, Outcome, Pool
-from sublane_desktop.core.routing import route_model
+from sublane_desktop.core.routing import ModelRoute, route_model
 from sublane_desktop.core.scheduler import MODES
-from sublane_desktop.core import cache_miss
 from sublane_desktop.core.simulation.metrics import (
     RunResult,
     Sample,
@@ -35,8 +35,14 @@ from sublane_desktop.core.simulation.traces import Trace, Turn
 from sublane_desktop.core.simulation.upstream import SimAccount
 from sublane_desktop.core.turn_memory import TurnMemory
 
-MAIN = route_model("claude-sonnet-4-5")
-FABLE = route_model("claude-fable-5")
+def _route(model: str) -> ModelRoute:
+    route = route_model(model)
+    assert route is not None
+    return route
+
+
+MAIN = _route("claude-sonnet-4-5")
+FABLE = _route("claude-fable-5")
 GROUP = 1
 TICK_SECONDS = 30.0  # the service's evaluation tick (R-LANE-6)
 POLL_FLOOR_SECONDS = 300.0  # at most one quota poll per account per 5 minutes (R-GAUGE-3)
