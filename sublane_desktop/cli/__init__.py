@@ -5,7 +5,7 @@ server's management API, so the live state and the database never disagree; with
 they change the database directly.
 
 One module per command group: `accounts`, `levers`, `keys`, `users`, `settings`, `requests`,
-`server` (serve, status, env, run); `context` holds what they share.
+`server` (serve, status, env, run), `simulate`; `context` holds what they share.
 """
 
 from __future__ import annotations
@@ -126,10 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = command(sub, "run", "start the server if none runs, then run CMD pointed at it"
                   " (sublane run -- claude)")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
-    from sublane_desktop import simulate_cli
-
-    simulate_cli.add_arguments(command(sub, "simulate", "compare scheduling policies on a"
-                                       " simulated week (SPEC §12)"))
+    simulate.add_arguments(command(sub, "simulate", "compare scheduling policies on a"
+                                   " simulated week (SPEC §12)"))
     return parser
 
 
