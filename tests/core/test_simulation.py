@@ -166,3 +166,16 @@ def test_accounts_option_sizes_the_pool_and_more_accounts_refuse_less():
     assert list(small.ledger) == ["acct-a"]
     assert list(large.ledger) == [f"acct-{c}" for c in "abcdef"]
     assert large.served > small.served and large.refused < small.refused
+
+
+def test_the_simulator_is_pure_core_even_while_running():
+    """R-ARCH-1 for §12: a run loads no Qt, aiohttp or peewee (no GUI, network client, DB)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from sublane_desktop.core.simulation import run_builtin; "
+            "run_builtin('solo', ['cost_aware'], days=0.2); print('\\n'.join(sys.modules))")
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                check=True).stdout.split())
+    for framework in ("PySide6", "aiohttp", "peewee", "qasync", "sqlite3"):
+        assert framework not in loaded, framework
