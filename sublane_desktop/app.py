@@ -6,15 +6,18 @@ Headless mode (`sublane serve`) never imports Qt; GUI mode imports it only here,
 from __future__ import annotations
 
 import asyncio
-import os
 import logging
-import signal
+import os
 import sys
 from pathlib import Path
 
 from sublane_desktop.service import Service
+from sublane_desktop.stop_signals import on_stop_signals
 
 log = logging.getLogger(__name__)
+
+# SIGINT, SIGTERM and Quit let in-flight streams finish for at most this long (R-FT-8, R-UI-5).
+DRAIN_SECONDS = 10.0
 
 
 def make_service(data_dir: Path, host: str, port: int | None) -> Service:
@@ -22,22 +25,32 @@ def make_service(data_dir: Path, host: str, port: int | None) -> Service:
 
 
 async def _serve(data_dir: Path, host: str, port: int | None) -> int:
-    service = make_service(data_dir, host, port)
-    await service.start()
-    print(f"listening on {service.endpoint_url}", flush=True)
+    from sublane_desktop.startup import StartupError
+
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):  # Windows: Ctrl-C arrives as KeyboardInterrupt
-            pass
+    # Before start: a Ctrl-C or SIGTERM while starting stops cleanly once started (R-FT-8).
+    restore = on_stop_signals(asyncio.get_running_loop(), stop.set)
     try:
-        await stop.wait()
+        service = make_service(data_dir, host, port)
+        try:
+            await service.start()
+        except StartupError as exc:
+            print(f"sublane: error: {exc}", file=sys.stderr, flush=True)
+            return 1
+        except Exception as exc:  # unforeseen: still one line, never a traceback (R-FT-7)
+            log.debug("start failed", exc_info=True)
+            print(f"sublane: error: could not start: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
+            return 1
+        print(f"listening on {service.endpoint_url}", flush=True)
+        try:
+            await stop.wait()
+        finally:
+            print("stopping: letting in-flight requests finish", file=sys.stderr, flush=True)
+            await service.stop(drain_timeout=DRAIN_SECONDS)
+        return 0
     finally:
-        print("stopping: letting in-flight requests finish", file=sys.stderr, flush=True)
-        await service.stop()
-    return 0
+        restore()
 
 
 def run_serve(data_dir: Path, host: str, port: int | None) -> int:
@@ -59,4 +72,8 @@ def has_display() -> bool:
 def run_gui(data_dir: Path, host: str, port: int | None) -> int:
     from sublane_desktop.gui.main import run
 
-    return run(lambda: make_service(data_dir, host, port), data_dir)
+    def service_factory(other_port: int | None = None) -> Service:
+        # The port-in-use dialog starts the service again on the port the person picked.
+        return make_service(data_dir, host, port if other_port is None else other_port)
+
+    return run(service_factory, data_dir)

@@ -17,10 +17,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from sublane_desktop import file_modes
+from sublane_desktop.startup import data_dir_unusable
+
 START_TIMEOUT = 30.0  # until `serve` prints its listening line
 STOP_TIMEOUT = 15.0  # from SIGINT to exit; `serve` drains for at most 10 s
 LISTENING = "listening on "
 LOG_NAME = "run-server.log"
+SERVE_ERROR = "sublane: error: "  # how `serve` starts the one line that says why it stopped
 
 
 class LaunchError(Exception):
@@ -40,9 +44,12 @@ class BackgroundServer:
                 "--host", host]
         if port is not None:
             argv += ["--port", str(port)]
-        data_dir.mkdir(parents=True, exist_ok=True)
         log_path = data_dir / LOG_NAME
-        with open(log_path, "ab") as log_file:  # the child keeps its own descriptor
+        try:
+            log_file = file_modes.open_private_append(log_path)
+        except OSError as exc:
+            raise LaunchError(str(data_dir_unusable(data_dir, exc))) from None
+        with log_file:  # the child keeps its own descriptor
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log_file,
                 text=True, **_own_group())
@@ -69,6 +76,8 @@ class BackgroundServer:
             server = cls(proc, "", log_path)
             server.stop()
             detail = _last_line(log_path)
+            if detail.startswith(SERVE_ERROR):  # serve said why in one line: that is the cause
+                raise LaunchError(f"could not start the server: {detail[len(SERVE_ERROR):]}")
             raise LaunchError(f"{problem}{': ' + detail if detail else ''} (log: {log_path})")
         return cls(proc, first[len(LISTENING):].strip(), log_path)
 

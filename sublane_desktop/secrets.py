@@ -10,7 +10,6 @@ import base64
 import json
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -24,6 +23,8 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from keyring.backend import KeyringBackend
 from keyring.backends import chainer, fail, null
 from keyring.errors import KeyringError, KeyringLocked, PasswordDeleteError
+
+from sublane_desktop import file_modes
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -326,16 +327,5 @@ class EncryptedFileKeyring(KeyringBackend):
         return Fernet(base64.urlsafe_b64encode(scrypt.derive(self._password)))
 
     def _write(self, doc: dict) -> None:
-        self.file_path.parent.mkdir(parents=True, exist_ok=True)
-        # mkstemp creates the file 0600; os.replace makes the swap atomic, so a crash
-        # leaves either the old file or the new one, never half of one.
-        fd, tmp = tempfile.mkstemp(dir=self.file_path.parent, prefix=f".{FILE_NAME}.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.file_path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # Atomic and 0600 from the first byte: a crash leaves the old file or the new one.
+        file_modes.write_private(self.file_path, json.dumps(doc, indent=1))

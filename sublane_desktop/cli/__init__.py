@@ -169,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, KeyringUnavailable):
             print(f"sublane: error: {exc}", file=sys.stderr)
             return 1
+        if isinstance(exc, OSError):  # e.g. a data dir that cannot be created or written
+            print(f"sublane: error: {exc.filename or ctx.data_dir}: "
+                  f"{exc.strerror or type(exc).__name__}", file=sys.stderr)
+            return 1
         if isinstance(exc, PeeweeException):
             print(f"sublane: error: database {ctx.data_dir / 'sublane.db'}: "
                   f"{type(exc).__name__}: {exc}", file=sys.stderr)

@@ -22,16 +22,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject
-from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtWidgets import QApplication, QDialog, QSystemTrayIcon
 
 from sublane_desktop.gui import autostart
 from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.dialogs import startup_failure
 from sublane_desktop.gui.icons import app_icon
 from sublane_desktop.gui.notifications import Notifier
 from sublane_desktop.gui.single_instance import SingleInstance, instance_name
 from sublane_desktop.gui.tray import Tray
 from sublane_desktop.gui.windows import Windows
+from sublane_desktop.startup import StartupError
+from sublane_desktop.stop_signals import on_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +69,10 @@ def run(service_factory: Callable[[], Any], data_dir: Path) -> int:
     asyncio.set_event_loop(loop)
     quit_interceptor = _QuitInterceptor(desktop.quit_requested.set)
     app.installEventFilter(quit_interceptor)
+    # Ctrl-C in the launching terminal, and SIGTERM from a session or service manager, quit
+    # like the Quit item: drain, remove server.json, exit 0 (R-FT-8).
+    restore_signals = on_stop_signals(loop, desktop.request_quit)
+    wake = _python_wakeup_timer() if sys.platform == "win32" else None
     try:
         main = loop.create_task(desktop.serve(), name="sublane.desktop")
         try:
@@ -77,10 +84,22 @@ def run(service_factory: Callable[[], Any], data_dir: Path) -> int:
         desktop.quit_requested.set()
         return loop.run_until_complete(main)
     finally:
+        restore_signals()
+        if wake is not None:
+            wake.stop()
         app.removeEventFilter(quit_interceptor)
         instance.close()
         loop.close()
         asyncio.set_event_loop(None)
+
+
+def _python_wakeup_timer() -> QTimer:
+    """Windows has no signal wake-up for the loop: Python runs a signal handler only when it
+    gets control, which a Qt loop waiting in C++ never gives it without a timer."""
+    timer = QTimer()
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
+    return timer
 
 
 class _QuitInterceptor(QObject):
@@ -109,6 +128,13 @@ class _Desktop:
         self._show_pending = False
         self._autostart: bool | None = None
 
+    def request_quit(self) -> None:
+        """A stop signal: quit as the Quit item does (also while a startup dialog is open)."""
+        self.quit_requested.set()
+        for dialog in QApplication.topLevelWidgets():
+            if isinstance(dialog, QDialog) and dialog.isVisible():
+                dialog.reject()
+
     def show_window(self) -> None:
         """A second launch (or startup without a tray): bring up the Accounts window."""
         if self._windows is None:
@@ -117,13 +143,11 @@ class _Desktop:
             self._windows.show_accounts()
 
     async def serve(self) -> int:
-        service = self._service_factory()
-        try:
-            await service.start()
-        except Exception as exc:  # e.g. the port is taken: say so instead of a traceback
-            log.exception("service failed to start")
-            print(f"SubLane could not start: {exc}", file=sys.stderr)
-            return 1
+        service = await self._start_service()
+        if service is None:  # a stop signal while a startup dialog was open is a clean quit
+            return 0 if self.quit_requested.is_set() else 1
+        # The same line as `serve`, for whoever started the app from a terminal (or a script).
+        print(f"listening on {service.endpoint_url}", flush=True)
 
         bridge = Bridge(service)
         bridge.quitRequested.connect(self.quit_requested.set)
@@ -154,6 +178,7 @@ class _Desktop:
                 windows.show_welcome()
             await self.quit_requested.wait()
         finally:
+            print("stopping: letting in-flight requests finish", file=sys.stderr, flush=True)
             self._windows = None
             if tray is not None:
                 tray.hide()
@@ -169,6 +194,36 @@ class _Desktop:
             await self._stop(service)
             bridge.deleteLater()
         return 0
+
+    async def _start_service(self) -> Any | None:
+        """Start the service; on failure say why on stderr and in a dialog (R-FT-7, R-UI-8).
+
+        A port in use offers another port, and the service is started again on the one picked
+        (saved as `server.port` if the person ticks "from now on"). None: the app should end.
+        """
+        service = self._service_factory()
+        remember: int | None = None
+        while True:
+            try:
+                await service.start()
+            except Exception as exc:  # noqa: BLE001 (every failure reaches the person)
+                if not isinstance(exc, StartupError):
+                    log.debug("start failed", exc_info=True)
+                text = str(exc) if isinstance(exc, StartupError) else (
+                    f"could not start: {type(exc).__name__}: {exc}")
+                print(f"sublane: error: {text}", file=sys.stderr, flush=True)
+                choice = await startup_failure.ask(exc, getattr(service, "host", "127.0.0.1"))
+                if choice is None:
+                    return None
+                service = self._service_factory(choice.port)
+                remember = choice.port if choice.remember else None
+                continue
+            if remember is not None:
+                try:
+                    await service.update_settings({"server.port": remember})
+                except Exception as exc:  # noqa: BLE001 (serving matters more than saving)
+                    log.warning("could not save port %s: %s", remember, exc)
+            return service
 
     def _sync_autostart(self, bridge: Bridge) -> None:
         """Make the login entry match the setting (at start, and whenever it changes)."""

@@ -52,10 +52,14 @@ class ProxyServer:
     async def start(self) -> int:
         await self.runner.setup()
         sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        sock.listen(512)
-        sock.setblocking(False)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(512)
+            sock.setblocking(False)
+        except BaseException:  # port taken or invalid: the caller explains; no socket leaks
+            sock.close()
+            raise
         site = web.SockSite(self.runner, sock)
         await site.start()
         self.port = sock.getsockname()[1]

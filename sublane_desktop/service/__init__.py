@@ -23,6 +23,7 @@ from typing import Any
 
 import aiohttp
 
+from sublane_desktop import file_modes, startup
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
 from sublane_desktop.core.gauges import Observation
@@ -31,6 +32,7 @@ from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.core.turn_memory import TurnMemory
 from sublane_desktop.credential_problems import CredentialProblems
+from sublane_desktop.instance_lock import ServerLock
 from sublane_desktop.providers import codex
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore
 from sublane_desktop.service.accounts import (
@@ -115,15 +117,35 @@ class Service:
         self.settings: dict[str, Any] = dict(SCHEDULER_SETTINGS)
         self._idle = asyncio.Event()
         self._idle.set()
+        self._lock = ServerLock(self.data_dir)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Open the data dir and the store, then listen (R-FT-7).
+
+        A failure a person can fix raises StartupError (one sentence); whatever the failure,
+        everything already opened is closed again, so nothing is left running or unclosed.
+        """
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop(drain_timeout=0)
+            raise
+
+    async def _start(self) -> None:
         from sublane_desktop.proxy.server import ProxyServer, build_app
 
+        if self.port is not None:
+            startup.check_port(self.port)
         loop = asyncio.get_running_loop()
-        self.store = await loop.run_in_executor(None, Store, self.data_dir / "sublane.db")
-        await self.store.write(repo.ensure_admin)
+        with startup.data_dir_stage(self.data_dir):
+            file_modes.private_dir(self.data_dir)
+            self._lock.acquire()  # before anything else touches the data dir
+            file_modes.tighten_data_dir(self.data_dir)
+        with startup.database_stage(self.data_dir):
+            self.store = await loop.run_in_executor(None, Store, self.data_dir / "sublane.db")
+            await self.store.write(repo.ensure_admin)
         self.request_log.start(self.store)
         try:
             if self._secrets is None:
@@ -146,8 +168,10 @@ class Service:
         max_body = int(settings.get("proxy.max_body_bytes", DEFAULT_MAX_BODY))
         if self.port is None:
             self.port = int(self.settings["server.port"])
+            startup.check_port(self.port)
         self._server = ProxyServer(build_app(self, max_body=max_body), self.host, self.port)
-        self.port = await self._server.start()
+        with startup.listen_stage(self.host, self.port):
+            self.port = await self._server.start()
         self._write_status()
 
     async def stop(self, drain_timeout: float = 10.0) -> None:
@@ -157,7 +181,8 @@ class Service:
             self._tick = None
         if self._server is not None:
             try:
-                await asyncio.wait_for(self._idle.wait(), drain_timeout)
+                if not self._idle.is_set():
+                    await asyncio.wait_for(self._idle.wait(), drain_timeout)
             except asyncio.TimeoutError:
                 log.warning("quit with %s requests still in flight", self.pool.in_flight)
             await self._server.stop()
@@ -170,10 +195,12 @@ class Service:
         if self.store is not None:
             store, self.store = self.store, None
             await asyncio.get_running_loop().run_in_executor(None, store.close)
-        try:
-            (self.data_dir / STATUS_FILE).unlink()
-        except FileNotFoundError:
-            pass
+        if self._lock.held:  # a server that never got the lock must not touch the owner's file
+            try:
+                (self.data_dir / STATUS_FILE).unlink()
+            except FileNotFoundError:
+                pass
+            self._lock.release()
 
     @property
     def secrets(self) -> SecretStore:
@@ -189,7 +216,7 @@ class Service:
     def _write_status(self) -> None:
         status = {"pid": os.getpid(), "host": self.host, "port": self.port,
                   "url": self.endpoint_url}
-        (self.data_dir / STATUS_FILE).write_text(json.dumps(status))
+        file_modes.write_private(self.data_dir / STATUS_FILE, json.dumps(status))
 
     def _changed(self) -> None:
         if self.pool.in_flight == 0:

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from peewee import SqliteDatabase
 
+from sublane_desktop import file_modes
 from sublane_desktop.store import migrations
 from sublane_desktop.store.models import db as db_proxy
 
@@ -24,9 +25,12 @@ PRAGMAS = {
 
 
 def open_database(path: Path) -> SqliteDatabase:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # Created 0600 before SQLite opens it: SQLite gives -wal and -shm the same mode (R-FT-6).
+    file_modes.create_private(path)
     database = SqliteDatabase(str(path), pragmas=PRAGMAS, check_same_thread=False)
     database.connect(reuse_if_open=True)
+    for suffix in ("-wal", "-shm"):
+        file_modes.tighten(path.with_name(path.name + suffix))
     migrations.migrate(database, path)
     db_proxy.initialize(database)
     return database

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from peewee import SqliteDatabase
 
+from sublane_desktop import file_modes
+
 log = logging.getLogger(__name__)
 
 STEPS: dict[int, list[str]] = {
@@ -114,6 +116,7 @@ def backup(path: Path, version: int) -> Path | None:
         return None
     target = path.with_name(f"{path.name}.v{version}.{int(time.time())}.bak")
     # sqlite's online backup copies a consistent snapshot even with a WAL beside the file.
+    file_modes.create_private(target)
     src = sqlite3.connect(str(path))
     try:
         dst = sqlite3.connect(str(target))

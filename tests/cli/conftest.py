@@ -45,13 +45,26 @@ class Server:
     """A running `sublane serve` subprocess and the URL it printed."""
 
     def __init__(self, proc: subprocess.Popen, url: str, port: int, lines: queue.Queue,
-                 stderr: list[str], stderr_reader: threading.Thread) -> None:
+                 stderr: list[str], stderr_reader: threading.Thread,
+                 stderr_grew: threading.Condition) -> None:
         self.proc = proc
         self.url = url
         self.port = port
         self._lines = lines  # further stdout lines (there should be none)
         self._stderr = stderr  # filled by a reader thread, so the pipe never fills up
         self._stderr_reader = stderr_reader
+        self._stderr_grew = stderr_grew  # notified on every line the reader appends
+
+    def wait_stderr(self, text: str, timeout: float = STOP_TIMEOUT) -> str:
+        """Block until `text` shows up on stderr (or fail); returns stderr so far."""
+        with self._stderr_grew:
+            if not self._stderr_grew.wait_for(
+                    lambda: text in "".join(self._stderr) or self.proc.poll() is not None,
+                    timeout):
+                pytest.fail(f"{text!r} not on stderr within {timeout}s: {''.join(self._stderr)}")
+        seen = self.stderr()
+        assert text in seen, seen
+        return seen
 
     def stderr(self) -> str:
         """Everything written to stderr so far; all of it once the process has exited."""
@@ -142,15 +155,21 @@ class Sublane:
                 blob += path.read_bytes()
         return blob
 
-    def serve(self, *extra: str) -> Server:
+    def serve(self, *extra: str, gui: bool = False) -> Server:
+        """`sublane serve --port 0`; with gui=True the tray app (`sublane`) offscreen instead,
+        which prints the same listening line."""
+        command = [] if gui else ["serve"]
+        env = {**self.env, "QT_QPA_PLATFORM": "offscreen", "QT_API": "pyside6",
+               "XDG_CONFIG_HOME": str(self.home / ".config")} if gui else self.env
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sublane_desktop", "serve", "--port", "0", *extra],
+            [sys.executable, "-m", "sublane_desktop", *command, "--port", "0", *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=self.env,
+            text=True, env=env,
         )
         lines: queue.Queue = queue.Queue()
 
         stderr: list[str] = []
+        stderr_grew = threading.Condition()
 
         def pump() -> None:
             for line in proc.stdout:
@@ -159,7 +178,11 @@ class Sublane:
 
         def drain() -> None:
             for line in proc.stderr:
-                stderr.append(line)
+                with stderr_grew:
+                    stderr.append(line)
+                    stderr_grew.notify_all()
+            with stderr_grew:
+                stderr_grew.notify_all()  # EOF: waiters re-check whether the process ended
 
         readers = [threading.Thread(target=pump, daemon=True),
                    threading.Thread(target=drain, daemon=True)]
@@ -184,7 +207,7 @@ class Sublane:
         port_text = first[len(prefix):].strip()
         assert port_text.isdigit(), repr(first)
         return Server(proc, first.strip()[len("listening on "):], int(port_text), lines,
-                      stderr, readers[1])
+                      stderr, readers[1], stderr_grew)
 
     def close(self) -> None:
         for proc, readers in self._servers:

@@ -188,5 +188,6 @@ def test_run_reports_a_server_that_cannot_start(sublane: Sublane) -> None:
         port = taken.getsockname()[1]
         result = sublane.run("run", "--port", str(port), "--", sys.executable, "-c", "pass")
     assert result.returncode == 1
-    assert "the server exited before listening" in result.stderr
-    assert "run-server.log" in result.stderr
+    # The cause itself (more in tests/cli/test_lifecycle.py), not "exited before listening".
+    assert f"could not start the server: port {port} on 127.0.0.1 is already in use" in (
+        result.stderr)

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from gui_fakes import FakeService
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from sublane_desktop.gui import main as gui_main
 from sublane_desktop.gui.accounts_window import AccountsWindow
@@ -118,9 +118,21 @@ def test_start_failure_is_reported_not_raised(qapp, tmp_path, capsys):
         async def start(self):
             raise OSError("address already in use")
 
+    shown = []
+
+    def close_box():
+        (box,) = [w for w in QApplication.topLevelWidgets()
+                  if isinstance(w, QMessageBox) and w.isVisible()]
+        shown.append(box.text())
+        box.button(QMessageBox.StandardButton.Close).click()
+
     service = PortTaken()
+    QTimer.singleShot(0, lambda: poll_until(
+        lambda: any(isinstance(w, QMessageBox) and w.isVisible()
+                    for w in QApplication.topLevelWidgets()), lambda _found: close_box()))
     assert gui_main.run(lambda: service, tmp_path) == 1
     assert "could not start" in capsys.readouterr().err
+    assert shown == ["Could not start: OSError: address already in use."]
 
 
 def poll_until(condition, then, *, attempts=200):

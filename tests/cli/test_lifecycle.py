@@ -1,0 +1,257 @@
+"""Starting and stopping the server, as a person does it from a terminal (SPEC §10).
+
+R-FT-6 file modes, R-FT-7 one server per data dir and clear startup failures, R-FT-8 stop
+signals that drain. Real `sublane` subprocesses; the only stand-in is the upstream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import stat
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+
+from tests.fake_upstream import Reply
+
+from .conftest import Sublane
+from .threaded_upstream import ThreadedUpstream
+
+POSIX_MODES = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
+NOISE = ("Traceback", "Unclosed", "Task was destroyed", "client_session")
+
+
+@pytest.fixture
+def upstream() -> Iterator[ThreadedUpstream]:
+    fake = ThreadedUpstream()
+    yield fake
+    fake.close()
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def only_line(stderr: str) -> str:
+    lines = stderr.strip("\n").splitlines()
+    assert len(lines) == 1, stderr
+    for noise in NOISE:
+        assert noise not in stderr
+    return lines[0]
+
+
+def bound_port() -> socket.socket:
+    """A socket really listening on a loopback port, as another program would be."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    return taken
+
+
+# --- R-FT-6 file modes ----------------------------------------------------------------------------
+
+
+@POSIX_MODES
+def test_data_dir_is_0700_and_its_files_0600_and_loosened_modes_are_tightened(
+        sublane: Sublane) -> None:
+    # The encrypted file keyring, so its file lands in the data dir too (the admin token).
+    sublane.env.update({"SUBLANE_KEYRING": "file", "SUBLANE_KEYRING_PASSWORD": "pw-for-tests"})
+    data = sublane.data_dir
+    assert not data.exists()
+    server = sublane.serve()
+    files = ["sublane.db", "sublane.db-wal", "sublane.db-shm", "server.json", "secrets.enc"]
+    assert mode(data) == 0o700
+    assert {name: mode(data / name) for name in files} == dict.fromkeys(files, 0o600)
+    assert server.interrupt() == 0
+
+    # Someone loosened everything (a backup tool, a careless chmod -R): the next start fixes it.
+    data.chmod(0o755)
+    kept = [name for name in files if (data / name).exists()]
+    assert "sublane.db" in kept and "secrets.enc" in kept
+    for name in kept:
+        (data / name).chmod(0o644)
+    server = sublane.serve()
+    assert mode(data) == 0o700
+    assert {name: mode(data / name) for name in files} == dict.fromkeys(files, 0o600)
+    assert server.interrupt() == 0
+
+
+# --- R-FT-7 one server per data dir; startup failures -----------------------------------------------
+
+
+def test_a_second_serve_on_one_data_dir_exits_1_naming_the_first(sublane: Sublane) -> None:
+    first = sublane.serve()
+    second = sublane.run("serve", "--port", "0")
+    assert second.returncode == 1 and second.stdout == ""
+    assert only_line(second.stderr) == (
+        f"sublane: error: SubLane is already serving this data dir at {first.url} "
+        f"(pid {first.proc.pid})")
+    # The first one still serves, and `status` still finds it (server.json was left alone).
+    status = sublane.json("status", "--json")
+    assert status["pid"] == first.proc.pid and status["url"] == first.url
+    assert first.interrupt() == 0
+    # Its lock went with it: serving again works.
+    assert sublane.serve().interrupt() == 0
+
+
+def test_a_port_in_use_is_one_line_and_exit_1_and_leaves_nothing_behind(
+        sublane: Sublane) -> None:
+    taken = bound_port()
+    port = taken.getsockname()[1]
+    try:
+        result = sublane.run("serve", "--port", str(port))
+    finally:
+        taken.close()
+    assert result.returncode == 1 and result.stdout == ""
+    assert only_line(result.stderr) == (
+        f"sublane: error: port {port} on 127.0.0.1 is already in use by another program; "
+        "choose another with --port (0 picks a free one)")
+    assert not (sublane.data_dir / "server.json").exists()
+    assert sublane.serve().interrupt() == 0  # the failed start released the data dir
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_bad_port_is_one_line_and_exit_1(sublane: Sublane, port: str) -> None:
+    result = sublane.run("serve", "--port", port)
+    assert result.returncode == 1 and result.stdout == ""
+    assert only_line(result.stderr) == (
+        f"sublane: error: port {port} is not valid: use 1-65535, or 0 to pick a free one")
+
+
+def test_a_data_dir_that_cannot_be_created_is_one_line_and_exit_1(sublane: Sublane) -> None:
+    blocker = sublane.root / "a-file"
+    blocker.write_text("not a directory")
+    data_dir = blocker / "data"
+    result = sublane.run("serve", "--port", "0", "--data-dir", str(data_dir))
+    assert result.returncode == 1 and result.stdout == ""
+    assert only_line(result.stderr) == (
+        f"sublane: error: cannot use the data dir {data_dir}: Not a directory (choose another "
+        "with --data-dir or SUBLANE_DATA_DIR)")
+
+
+@POSIX_MODES
+@pytest.mark.skipif(sys.platform != "win32" and os.geteuid() == 0,
+                    reason="root writes into read-only directories")
+def test_a_read_only_data_dir_is_one_line_and_exit_1(sublane: Sublane) -> None:
+    sublane.data_dir.mkdir(mode=0o500)
+    try:
+        result = sublane.run("serve", "--port", "0")
+    finally:
+        sublane.data_dir.chmod(0o700)
+    assert result.returncode == 1
+    assert only_line(result.stderr).startswith(
+        f"sublane: error: cannot use the data dir {sublane.data_dir}: Permission denied")
+
+
+def test_a_database_locked_by_another_program_is_one_line_and_exit_1(sublane: Sublane) -> None:
+    sublane.ok("key", "list")  # creates the database
+    holder = sqlite3.connect(sublane.data_dir / "sublane.db", isolation_level=None)
+    try:
+        # A program that keeps the file to itself (a DB browser mid-write, an old SubLane
+        # without the data-dir lock): nobody else can read or write until it lets go.
+        holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+        result = sublane.run("serve", "--port", "0")
+    finally:
+        holder.close()
+    assert result.returncode == 1 and result.stdout == ""
+    assert only_line(result.stderr) == (
+        f"sublane: error: the database {sublane.data_dir / 'sublane.db'} is locked by another "
+        "program; close it (or wait for it to finish) and start again")
+    assert sublane.serve().interrupt() == 0
+
+
+@POSIX_MODES
+def test_run_with_the_port_in_use_reports_the_real_cause(sublane: Sublane) -> None:
+    taken = bound_port()
+    port = taken.getsockname()[1]
+    try:
+        result = sublane.run("run", "--port", str(port), "--", sys.executable, "-c", "pass")
+    finally:
+        taken.close()
+    assert result.returncode == 1
+    for noise in NOISE:
+        assert noise not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"sublane: error: could not start the server: port {port} on 127.0.0.1 is already in "
+        "use by another program; choose another with --port (0 picks a free one)")
+    assert mode(sublane.data_dir / "run-server.log") == 0o600  # logs are private too (R-FT-6)
+
+
+# --- R-FT-8 stop signals drain ----------------------------------------------------------------------
+
+
+class StreamingClient:
+    """One streaming Messages request through the proxy with the anthropic SDK, on a thread."""
+
+    def __init__(self, url: str, key: str) -> None:
+        self.first_text = threading.Event()
+        self.result: dict[str, Any] = {}
+        self._client = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0,
+                                           timeout=30)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with self._client.messages.stream(
+                    model="claude-sonnet-4-5", max_tokens=16,
+                    messages=[{"role": "user", "content": "hi"}]) as stream:
+                for event in stream:
+                    if event.type == "content_block_delta":
+                        self.first_text.set()
+                self.result["message"] = stream.get_final_message()
+        except Exception as exc:  # noqa: BLE001 (reported by finish())
+            self.result["error"] = exc
+        finally:
+            self.first_text.set()
+
+    def finish(self, timeout: float = 30) -> Any:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the stream never finished"
+        assert "error" not in self.result, self.result["error"]
+        return self.result["message"]
+
+
+def api_key_account(sublane: Sublane, upstream: ThreadedUpstream) -> str:
+    sublane.ok("account", "add", "--provider", "anthropic", "--name", "work", "--base-url",
+               upstream.url, input=json.dumps({"api_key": "sk-ant-api03-lifecycle"}))
+    return sublane.ok("key", "create", "--name", "test").stdout.strip()
+
+
+@pytest.mark.parametrize("gui", [False, True], ids=["serve", "tray"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_signal_lets_the_stream_in_flight_finish_then_exits_0(
+        sublane: Sublane, upstream: ThreadedUpstream, gui: bool, signum: int) -> None:
+    if gui:
+        pytest.importorskip("PySide6")
+    key = api_key_account(sublane, upstream)
+    gate = upstream.gate()
+    upstream.script(None, Reply(gate=gate))  # the stream waits mid-way until we open the gate
+    server = sublane.serve(gui=gui)
+    assert (sublane.data_dir / "server.json").exists()
+    client = StreamingClient(server.url, key)
+    assert client.first_text.wait(30) and "error" not in client.result, client.result
+
+    server.proc.send_signal(signum)
+    server.wait_stderr("stopping: letting in-flight requests finish")
+    assert server.proc.poll() is None  # draining: the stream is still open
+    upstream.open_gate(gate)
+
+    message = client.finish()
+    assert message.content[0].text == "Hello from the fake upstream."
+    assert message.stop_reason == "end_turn"
+    assert server.proc.wait(timeout=30) == 0, server.stderr()
+    assert not (sublane.data_dir / "server.json").exists()
+    stderr = server.stderr()
+    for noise in NOISE + ("KeyboardInterrupt",):
+        assert noise not in stderr, stderr
