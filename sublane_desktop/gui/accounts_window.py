@@ -42,6 +42,7 @@ from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
 from sublane_desktop.gui.dashboard import account_row
 from sublane_desktop.gui.gauge import GaugeBar
 from sublane_desktop.gui.icons import app_icon
+from sublane_desktop.gui.layout_audit import set_default_size
 from sublane_desktop.gui.pool_status import (
     Tone,
     badges,
@@ -319,7 +320,9 @@ class AccountsWindow(QWidget):
         self.copy_button = QPushButton("Copy")
         self.copy_button.clicked.connect(self.copy_endpoint_url)
         endpoint_row = QHBoxLayout()
-        endpoint_row.addWidget(QLabel("Endpoint:"))
+        endpoint_label = QLabel("&Endpoint:")
+        endpoint_label.setBuddy(self.endpoint)
+        endpoint_row.addWidget(endpoint_label)
         endpoint_row.addWidget(self.endpoint, 1)
         endpoint_row.addWidget(self.copy_button)
 
@@ -394,7 +397,7 @@ class AccountsWindow(QWidget):
         layout.addWidget(scroll, 1)
         layout.addWidget(self.misses_label)
         layout.addLayout(bottom)
-        self.resize(760, 520)
+        set_default_size(self, 760, 520)
 
         bridge.accountsChanged.connect(self.refresh)
         bridge.settingsChanged.connect(self.refresh)

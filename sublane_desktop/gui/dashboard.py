@@ -37,7 +37,7 @@ STATE_GLYPHS = {
     "cooling": "◔",
     "probing": "◌",
     "quota_exhausted": "■",
-    "paused": "⏸",
+    "paused": "‖",  # U+2016: in the common fonts, unlike ⏸
     "auth_failed": "✕",
     "disabled": "○",
 }

@@ -17,7 +17,16 @@ import logging
 from typing import Any
 
 import shiboken6
-from PySide6.QtCore import QDateTime, QModelIndex, QPoint, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QDateTime,
+    QModelIndex,
+    QPoint,
+    QRect,
+    QSize,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
@@ -61,6 +70,7 @@ from sublane_desktop.core.history import (
     parse_query,
 )
 from sublane_desktop.core.miss_words import LABELS
+from sublane_desktop.gui.layout_audit import set_default_size
 from sublane_desktop.gui.request_details import RequestDetailsDialog
 from sublane_desktop.gui.requests_model import Column, RequestsModel
 
@@ -212,7 +222,7 @@ class RequestsWindow(QWidget):
         self.setWindowTitle("SubLane — Requests")
         self._set_icon()
         self._build()
-        self.resize(1180, 680)
+        set_default_size(self, 1180, 680)
 
         self._live_timer = QTimer(self, singleShot=True, interval=LIVE_DELAY_MS)
         self._live_timer.timeout.connect(self._live_reload)
@@ -248,6 +258,7 @@ class RequestsWindow(QWidget):
         self.request_id_filter = QLineEdit()
         self.request_id_filter.setPlaceholderText("Request ID (req_…)")
         self.request_id_filter.setClearButtonEnabled(True)
+        self.request_id_filter.setAccessibleName("Filter by request ID")
         self.request_id_filter.setMinimumWidth(260)
         self.request_id_filter.textChanged.connect(lambda _: self._typing_timer.start())
         self.request_id_filter.returnPressed.connect(self._apply_typed_now)
@@ -274,6 +285,7 @@ class RequestsWindow(QWidget):
         for label, value in MISS_CHOICES:
             self.miss_filter.addItem(label, value)
         self.time_filter = QComboBox()
+        self.time_filter.setAccessibleName("Time range")
         for label, value in TIME_PRESETS:
             self.time_filter.addItem(label, value)
         self.time_filter.currentIndexChanged.connect(self._time_changed)
@@ -286,19 +298,27 @@ class RequestsWindow(QWidget):
 
         self.user_label = QLabel("Member")
         self.account_label = QLabel("Account")
-        filters = QHBoxLayout()
-        for label, widget in (("Outcome", self.outcome_filter), ("Model", self.model_filter),
-                              ("Key", self.key_filter), (self.user_label, self.user_filter),
-                              (self.account_label, self.account_filter),
-                              ("Cache", self.miss_filter), ("Time", self.time_filter)):
-            filters.addWidget(label if isinstance(label, QLabel) else QLabel(label))
-            filters.addWidget(widget)
-            filters.addSpacing(6)
+        # Two rows: in one the filters overflowed the window's default width (R-UI-10).
+        who = QHBoxLayout()
+        when = QHBoxLayout()
+        for row, label, widget in (
+                (who, "Outcome", self.outcome_filter), (who, "Model", self.model_filter),
+                (who, "Key", self.key_filter), (who, self.user_label, self.user_filter),
+                (who, self.account_label, self.account_filter),
+                (when, "Cache", self.miss_filter), (when, "Time", self.time_filter)):
+            row.addWidget(label if isinstance(label, QLabel) else QLabel(label))
+            row.addWidget(widget)
+            row.addSpacing(6)
         for widget in (self.from_label, self.from_edit, self.until_label, self.until_edit):
-            filters.addWidget(widget)
+            when.addWidget(widget)
             widget.setVisible(False)
-        filters.addStretch(1)
-        filters.addWidget(self.clear_button)
+        who.addStretch(1)
+        when.addStretch(1)
+        when.addWidget(self.clear_button)
+        filters = QVBoxLayout()
+        filters.setSpacing(4)
+        filters.addLayout(who)
+        filters.addLayout(when)
 
         self.model = RequestsModel(self)
         self.table = RequestsTable()
@@ -363,6 +383,7 @@ class RequestsWindow(QWidget):
         """A filter: "everything" first, then the choices. A fixed width in characters keeps
         the row steady as choices come and go; the popup widens to fit long names."""
         combo = QComboBox()
+        combo.setAccessibleName(f"Filter: {everything.lower()}")
         combo.addItem(everything, None)
         combo.setSizeAdjustPolicy(
             QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)

@@ -52,6 +52,9 @@ class Shots:
     outdir: Path
     written: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    suffix: str = ""  # "-dark" for the dark-palette variant
+    # R-UI-10: what does not fit at the default size, per picture (layout_audit.problems)
+    problems: dict[str, list[str]] = field(default_factory=dict)
 
     def skip(self, what: str, why: str) -> None:
         self.skipped.append(what)
@@ -59,7 +62,16 @@ class Shots:
 
     def save(self, widget: Any, name: str) -> Path:
         """A widget (grabbed) or a ready QPixmap, as OUTDIR/name.png."""
+        from PySide6.QtWidgets import QWidget
+
+        name += self.suffix
         path = self.outdir / f"{name}.png"
+        if isinstance(widget, QWidget) and widget.isWindow() and widget.inherits("QMenu") is False:
+            from sublane_desktop.gui.layout_audit import problems
+
+            found = problems(widget)
+            if found:
+                self.problems[name] = found
         focused = widget.focusWidget() if hasattr(widget, "focusWidget") else None
         if focused is not None and focused is not widget:
             focused.clearFocus()  # no text cursor or focus ring frozen into the picture
@@ -124,6 +136,20 @@ async def build_demo_pool(data_dir: Path) -> DemoPool:
     ]
     for name, provider, limit, _ in accounts:
         await service.add_account(provider, name, _secret(provider, name), max_concurrency=limit)
+    # A week of readings behind the current account's chart (R-UI-11): the 5-hour window
+    # fills and resets through each working day, the weekly one climbs.
+    work = service.pool.find("work-max")
+    steps = 7 * 24 * 2
+    for step in range(steps, 0, -1):
+        at = now - step * 1800.0
+        busy = 8 <= (at // 3600) % 24 < 20
+        five = ((at % (5 * hour)) / (5 * hour)) * (0.85 if busy else 0.15)
+        await service._publish_quota(work, work.revision, [
+            Observation("five_hour", round(five, 3), at + hour, at, "headers"),
+            Observation("seven_day", round(0.02 + 0.59 * (1 - step / steps), 3), now + 3 * day,
+                        at, "headers"),
+            Observation("fable", round(0.05 + 0.3 * (1 - step / steps), 3), now + day, at,
+                        "headers")])
     for name, _, _, gauges in accounts:
         account = service.pool.find(name)
         observations = [Observation(window, utilization, now + resets_in, now - 20, "headers")
@@ -318,11 +344,11 @@ def _import(module: str) -> Any | None:
         raise
 
 
-async def render_all(outdir: Path) -> Shots:
+async def render_all(outdir: Path, suffix: str = "") -> Shots:
     from sublane_desktop.gui.bridge import Bridge
 
     outdir.mkdir(parents=True, exist_ok=True)
-    shots = Shots(outdir)
+    shots = Shots(outdir, suffix=suffix)
     with tempfile.TemporaryDirectory(prefix="sublane-shots-") as tmp:
         demo = await build_demo_pool(Path(tmp))
         bridge = Bridge(demo.service)
@@ -355,11 +381,17 @@ async def _accounts(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any
         return
     window = _build(module.AccountsWindow, bridge, requests_available=True)
     widgets.append(window)
-    window.show()
+    window.show()  # at its default size: what a person sees first (R-UI-10)
     await settle(bridge)
-    fit_scroll_areas(window)
-    await settle()
     shots.save(window, "accounts")
+    # The usage history of the current account, opened (R-UI-11).
+    card = window.cards.get(demo.service.pool.find("work-max").id)
+    if card is not None:
+        card.history_button.click()
+        await card.history_task
+        await settle()
+        shots.save(card, "accounts-history")
+        card.history_button.click()
 
 
 async def _requests(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
@@ -440,8 +472,8 @@ async def _tray_menu(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[An
     menu.popup(menu.pos())
     await settle()
     # The menu as a person sees it: the current account's submenu open beside it.
-    opened = next((a for a in menu.actions() if a.menu() is not None
-                   and a.text().lstrip("● ").startswith("work-max")), None)
+    row = getattr(tray, "rows", {}).get("work-max")
+    opened = row.action if row is not None else None
     if opened is None:
         shots.save(menu, "tray-menu")
         return
@@ -503,22 +535,39 @@ async def _dialogs(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]
             dialog.hide()
 
 
-def fit_scroll_areas(window: Any) -> None:
-    """Grow a window until its scroll areas need no scroll bars (a picture cannot scroll)."""
-    from PySide6.QtWidgets import QScrollArea
+async def _welcome(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
+    module = _import("sublane_desktop.gui.welcome")
+    if module is None:
+        shots.skip("welcome window", "not built yet")
+        return
+    window = module.WelcomeWindow(bridge)
+    widgets.append(window)
+    window.show()
+    await settle(bridge)
+    shots.save(window, "welcome")
 
-    grow_w = grow_h = 0
-    for area in window.findChildren(QScrollArea):
-        inner = area.widget()
-        if inner is None:
-            continue
-        wanted = inner.sizeHint()
-        viewport = area.viewport().size()
-        grow_w = max(grow_w, wanted.width() - viewport.width())
-        grow_h = max(grow_h, wanted.height() - viewport.height())
-    # Bounded, not by the (offscreen, 800×600) screen: pictures may be larger than it.
-    window.resize(min(window.width() + max(0, grow_w), 2000),
-                  min(window.height() + max(0, grow_h), 1400))
+
+def dark_palette() -> Any:
+    """A dark desktop palette, for the dark variant of the pictures (R-UI-10)."""
+    from PySide6.QtGui import QColor, QPalette
+
+    palette = QPalette()
+    roles = QPalette.ColorRole
+    for role, colour in [
+        (roles.Window, QColor(40, 42, 46)), (roles.WindowText, QColor(225, 227, 230)),
+        (roles.Base, QColor(28, 30, 33)), (roles.AlternateBase, QColor(45, 47, 52)),
+        (roles.Text, QColor(225, 227, 230)), (roles.Button, QColor(52, 55, 60)),
+        (roles.ButtonText, QColor(225, 227, 230)), (roles.Highlight, QColor(61, 133, 224)),
+        (roles.HighlightedText, QColor(255, 255, 255)), (roles.ToolTipBase, QColor(52, 55, 60)),
+        (roles.ToolTipText, QColor(225, 227, 230)), (roles.Mid, QColor(90, 93, 99)),
+        (roles.PlaceholderText, QColor(140, 143, 148)), (roles.Light, QColor(70, 73, 79)),
+        (roles.Dark, QColor(20, 21, 23)), (roles.Shadow, QColor(0, 0, 0)),
+    ]:
+        palette.setColor(role, colour)
+    dim = QColor(130, 133, 138)
+    for role in (roles.WindowText, roles.Text, roles.ButtonText):
+        palette.setColor(QPalette.ColorGroup.Disabled, role, dim)
+    return palette
 
 
 class _Releaser:
@@ -544,6 +593,7 @@ RENDERERS: list[tuple[str, Renderer]] = [
     ("requests window", _requests),
     ("tray menu", _tray_menu),
     ("status window", _status_window),
+    ("welcome window", _welcome),
     ("dialogs", _dialogs),
 ]
 
@@ -556,6 +606,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m sublane_desktop.gui.screenshots",
         description="Render every SubLane window with a demo pool into PNG files.")
     parser.add_argument("outdir", type=Path)
+    parser.add_argument("--dark", action="store_true",
+                        help="a dark desktop palette; the files end in -dark")
     args = parser.parse_args(argv)
 
     os.environ["QT_API"] = "pyside6"  # qasync reads it at import
@@ -577,7 +629,10 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     loop = qasync.QEventLoop(app)
     try:
-        shots = loop.run_until_complete(render_all(args.outdir))
+        if args.dark:
+            app.setStyle("Fusion")  # the platform style may ignore a custom palette
+            app.setPalette(dark_palette())
+        shots = loop.run_until_complete(render_all(args.outdir, "-dark" if args.dark else ""))
     finally:
         quiet.setLevel(level)
         loop.close()
@@ -585,7 +640,8 @@ def main(argv: list[str] | None = None) -> int:
         if collecting:
             gc.enable()
         gc.collect()
-    summary = {"written": [p.name for p in shots.written], "skipped": shots.skipped}
+    summary = {"written": [p.name for p in shots.written], "skipped": shots.skipped,
+               "problems": shots.problems}
     print(json.dumps(summary))
     return 0 if shots.written else 1
 

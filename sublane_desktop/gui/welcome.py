@@ -45,8 +45,8 @@ class WelcomeWindow(QWidget):
         self.setWindowIcon(app_icon())
 
         intro = QLabel(
-            "SubLane pools your subscription accounts behind one local endpoint, "
-            f"{bridge.endpoint_url()}. Four steps and your tools use it."
+            "SubLane pools your subscription accounts behind one local endpoint,\n"
+            f"{bridge.endpoint_url()}\nFour steps and your tools use it."
         )
         intro.setWordWrap(True)
 

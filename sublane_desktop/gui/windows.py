@@ -11,7 +11,8 @@ import importlib.util
 import logging
 from typing import Any
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QEvent, QObject, QRect, QSettings
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QWidget
 
 from sublane_desktop.gui.accounts_window import AccountsWindow
@@ -40,6 +41,7 @@ class Windows(QObject):
         self.accounts: AccountsWindow | None = None
         self.requests: QWidget | None = None
         self.dialogs: dict[str, QWidget] = {}
+        self.placement = Placement(self)
 
     def accounts_window(self) -> AccountsWindow:
         if self.accounts is None:
@@ -55,7 +57,9 @@ class Windows(QObject):
         return self.accounts
 
     def show_accounts(self) -> None:
-        self.accounts_window().show_and_raise()
+        window = self.accounts_window()
+        self.placement.place(window, "accounts")
+        window.show_and_raise()
 
     def show_requests(self) -> None:
         if not self.requests_available:
@@ -68,6 +72,7 @@ class Windows(QObject):
                 log.exception("the Requests window could not be opened")
                 self._bridge.leverFailed.emit("open_requests", "the Requests window failed")
                 return
+        self.placement.place(self.requests, "requests")
         _raise(self.requests)
 
     def _dialog(self, name: str, build: Any) -> QWidget:
@@ -75,6 +80,7 @@ class Windows(QObject):
         if dialog is None:
             dialog = build(self._bridge)
             self.dialogs[name] = dialog
+        self.placement.place(dialog, name)
         _raise(dialog)
         return dialog
 
@@ -101,6 +107,7 @@ class Windows(QObject):
             welcome.setupToolRequested.connect(self.show_setup_tool)
             welcome.requestsRequested.connect(self.show_requests)
             self.dialogs["welcome"] = welcome
+        self.placement.place(welcome, "welcome")
         _raise(welcome)
         return welcome
 
@@ -136,3 +143,53 @@ def _raise(widget: QWidget) -> None:
     widget.show()
     widget.raise_()
     widget.activateWindow()
+
+
+class Placement(QObject):
+    """Windows open centred the first time and where the person left them after that
+    (R-UI-10): the geometry is saved when a window hides, in the desktop's settings store."""
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._placed: dict[int, str] = {}
+
+    @staticmethod
+    def settings() -> QSettings:
+        return QSettings("SubLane", "SubLane")
+
+    def place(self, window: QWidget, name: str) -> None:
+        if id(window) in self._placed:
+            return  # already placed in this run: Qt keeps where it is
+        self._placed[id(window)] = name
+        window.installEventFilter(self)
+        saved = self.settings().value(f"geometry/{name}")
+        rect = _rect(saved)
+        # Only where a screen still is: a monitor unplugged since must not hide the window.
+        if rect is not None and any(screen.availableGeometry().intersects(rect)
+                                    for screen in QGuiApplication.screens()):
+            window.setGeometry(rect)
+            return
+        screen = window.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        area = screen.availableGeometry()
+        frame = window.frameGeometry()
+        frame.moveCenter(area.center())
+        window.move(frame.topLeft())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Hide and isinstance(watched, QWidget):
+            name = self._placed.get(id(watched))
+            if name is not None and watched.isWindow():
+                g = watched.geometry()
+                self.settings().setValue(f"geometry/{name}",
+                                         f"{g.x()},{g.y()},{g.width()},{g.height()}")
+        return False
+
+
+def _rect(value: object) -> QRect | None:
+    try:
+        x, y, w, h = (int(part) for part in str(value).split(","))
+    except ValueError:
+        return None
+    return QRect(x, y, w, h) if w > 0 and h > 0 else None

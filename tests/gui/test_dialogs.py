@@ -2,7 +2,7 @@
 
 import json
 
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QLineEdit, QApplication, QMessageBox
 
 from sublane_desktop.gui.dialogs.add_account import AddAccountDialog, secret_from_text
 from sublane_desktop.gui.dialogs.client_keys import ClientKeysDialog
@@ -41,7 +41,7 @@ async def test_paste_an_api_key_adds_the_account_and_forgets_the_text(qtbot, liv
     dialog.name.setText("api1")
     dialog.group.setText("team")
     dialog.limit.setValue(4)
-    dialog.secret.setPlainText("sk-ant-api03-secret")
+    dialog.secret.setText("sk-ant-api03-secret")
     added = []
     dialog.added.connect(added.append)
     dialog.add_button.click()
@@ -51,8 +51,10 @@ async def test_paste_an_api_key_adds_the_account_and_forgets_the_text(qtbot, liv
     assert view["max_concurrency"] == 4 and view["provider"] == "anthropic"
     assert json.loads(secret_store.get(account_secret(view["id"]))) == {
         "api_key": "sk-ant-api03-secret"}
-    assert dialog.secret.toPlainText() == ""  # the secret does not linger in the dialog
+    assert dialog.secret.text() == ""  # the secret does not linger in the dialog
     assert dialog.status.text() == "Added api1." and dialog.error.isHidden()
+    assert dialog.name.text() == ""  # the next account needs its own name
+    assert dialog.secret.echoMode() is QLineEdit.EchoMode.Password
 
 
 async def test_errors_are_shown_inline(qtbot, live):
@@ -60,13 +62,13 @@ async def test_errors_are_shown_inline(qtbot, live):
     dialog.add_button.click()
     assert dialog.error.text() == "give the account a name"
     dialog.name.setText("x")
-    dialog.secret.setPlainText("{oops")
+    dialog.secret.setText("{oops")
     dialog.add_button.click()
     assert "not valid JSON" in dialog.error.text()
 
     # The service's CredentialError, word for word; nothing was stored.
     dialog.provider.setCurrentText("codex")
-    dialog.secret.setPlainText('{"access_token": "at", "refresh_token": "rt", "expires_at": 1}')
+    dialog.secret.setText('{"access_token": "at", "refresh_token": "rt", "expires_at": 1}')
     dialog.add_button.click()
     await live.bridge.wait_idle()
     assert dialog.error.text().endswith('missing "account_id"')
@@ -132,9 +134,12 @@ async def test_settings_are_saved_through_the_service(qtbot, live):
     dialog.mode.setCurrentIndex(dialog.mode.findData("round_robin"))
     dialog.poll_floor.setValue(600)
     dialog.start_at_login.setChecked(True)
-    assert "restart" not in dialog.port_note.text()
-    dialog.port.setValue(9999)
-    assert dialog.port_note.text().startswith("Applies after restart")
+    assert dialog.port_note.text().endswith("A new port applies after SubLane restarts.")
+    size = dialog.size()
+    for digits in (9, 99, 999, 9999):  # typing a port digit by digit
+        dialog.port.setValue(digits)
+        assert dialog.size() == size  # the dialog does not grow while typing
+    assert dialog.port_note.text().endswith("until SubLane restarts; then on port 9999.")
     dialog.buttons.accepted.emit()
     await live.bridge.wait_idle()
     status, settings = await live.api("GET", "/api/settings")
@@ -165,12 +170,13 @@ async def test_a_refused_setting_is_shown_inline(qtbot, live, monkeypatch):
 async def test_create_shows_the_key_once_and_revoke_stops_it(qtbot, live):
     dialog = shown(qtbot, ClientKeysDialog(live.bridge))
     await live.bridge.wait_idle()
-    assert dialog.table.rowCount() == 0 and dialog.new_key.isHidden()
+    assert dialog.table.rowCount() == 0 and dialog.new_key_row.isHidden()
     dialog.name.setText("laptop")
     dialog.create_button.click()
     await live.bridge.wait_idle()
     key = dialog.new_key.text()
-    assert key.startswith("sl-") and not dialog.new_key.isHidden()
+    assert key.startswith("sl-") and not dialog.new_key_row.isHidden()
+    assert dialog.new_key.echoMode() is QLineEdit.EchoMode.Password  # masked, Show reveals
     assert await live.service.identify(key) is not None
     QApplication.clipboard().clear()
     dialog.copy_button.click()
@@ -183,6 +189,7 @@ async def test_create_shows_the_key_once_and_revoke_stops_it(qtbot, live):
     dialog.confirm_box.button(QMessageBox.StandardButton.Yes).click()
     await live.bridge.wait_idle()
     assert dialog.table.item(0, 5).text() == "revoked"
+    assert dialog.new_key.text() == "" and dialog.new_key_row.isHidden()  # no revoked secret shown
     assert await live.service.identify(key) is None
     assert not dialog.revoke_button.isEnabled()
 

@@ -73,7 +73,7 @@ def test_menu_is_rebuilt_on_show(qtbot, service):
     service.set_accounts([account("solo", "paused") | {
         "pinned_until": service.clock.now() + 125, "failure_streak": 1}])
     tray.menu.aboutToShow.emit()
-    assert texts(tray.menu)[0:2] == ["⏸ solo — paused by you · no quota data yet", ""]
+    assert texts(tray.menu)[0:2] == ["‖ solo — paused by you · no quota data yet", ""]
     solo = tray.account_menu("solo")
     assert texts(solo)[-3:] == ["Pinned — 2m 05s left (switch again to renew)", "Resume",
                                 "Clear cooldown"]

@@ -64,7 +64,7 @@ def first_run(qapp, qtbot, tmp_path: Path, monkeypatch):
         run(upstream.stop())
         asyncio.events._set_running_loop(None)
         loop.close()
-        del loop
+
         gc.enable()
         gc.collect()
 

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -32,7 +31,8 @@ from PySide6.QtWidgets import (
 
 from sublane_desktop.credentials import LOGIN_FILES, PROVIDERS, CredentialError
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.gui.dialogs.common import error_label, show_error
+from sublane_desktop.gui.dialogs.common import error_label, secret_field, show_error
+from sublane_desktop.gui.layout_audit import set_default_size
 
 
 def secret_from_text(text: str) -> dict[str, Any]:
@@ -92,21 +92,21 @@ class AddAccountDialog(QDialog):
         self.limit.setValue(2)
         self.base_url = QLineEdit()
         self.base_url.setPlaceholderText("provider default")
-        self.secret = QPlainTextEdit()
-        self.secret.setPlaceholderText(
-            '{"access_token": "…", "refresh_token": "…", "expires_at": 1767225600}\n'
-            "or an API key (sk-ant-…, sk-…)")
-        self.secret.setFixedHeight(self.secret.fontMetrics().lineSpacing() * 5)
+        # Masked like a password (R-UI-10), with Show to check a paste; JSON pastes fine.
+        self.secret, secret_row = secret_field("Secret")
+        self.secret.setPlaceholderText('OAuth JSON {"access_token": …} or an API key')
         form = QFormLayout(manual)
         form.addRow("Provider", self.provider)
         form.addRow("Name", self.name)
         form.addRow("Group", self.group)
         form.addRow("Limit", self.limit)
         form.addRow("Base URL", self.base_url)
-        form.addRow("Secret", self.secret)
-        note = QLabel("The secret goes to the system keyring, never to SubLane's database.")
-        note.setWordWrap(True)
-        form.addRow(note)
+        form.addRow("Secret", secret_row)
+        # Below the form, not in a form row: a wrapped label in a row overlapped the Secret
+        # box once an error line pushed the layout (issue 14).
+        self.keyring_note = QLabel("The secret goes to the system keyring, never to SubLane's "
+                                   "database.")
+        self.keyring_note.setWordWrap(True)
 
         self.error = error_label()
         self.status = QLabel()
@@ -119,10 +119,11 @@ class AddAccountDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(imports)
         layout.addWidget(manual)
+        layout.addWidget(self.keyring_note)
         layout.addWidget(self.error)
         layout.addWidget(self.status)
         layout.addWidget(self.buttons)
-        self.resize(520, 0)
+        set_default_size(self, 520, 0)
 
     def _busy(self, busy: bool) -> None:
         for widget in (self.import_claude, self.import_codex, self.import_gemini,
@@ -153,7 +154,7 @@ class AddAccountDialog(QDialog):
             show_error(self.error, "give the account a name")
             return
         try:
-            secret = secret_from_text(self.secret.toPlainText())
+            secret = secret_from_text(self.secret.text())
         except CredentialError as exc:
             show_error(self.error, str(exc))
             return
@@ -173,6 +174,7 @@ class AddAccountDialog(QDialog):
     def _added(self, view: Any) -> None:
         self._busy(False)
         self.secret.clear()
+        self.name.clear()  # the next account needs its own name
         name = view.get("name", "account") if isinstance(view, dict) else "account"
         self.status.setText(f"Added {name}.")
         self.added.emit(view)

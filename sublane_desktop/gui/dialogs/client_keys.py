@@ -24,7 +24,13 @@ from PySide6.QtWidgets import (
 
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text
-from sublane_desktop.gui.dialogs.common import copy_text, error_label, show_error
+from sublane_desktop.gui.dialogs.common import (
+    copy_text,
+    error_label,
+    secret_field,
+    show_error,
+)
+from sublane_desktop.gui.layout_audit import set_default_size
 
 COLUMNS = ("Name", "Prefix", "User", "Group", "Created", "Status")
 
@@ -49,6 +55,7 @@ class ClientKeysDialog(QDialog):
 
         self.name = QLineEdit()
         self.name.setPlaceholderText("name, e.g. laptop-claude-code")
+        self.name.setAccessibleName("New key name")
         self.name.returnPressed.connect(self.create)
         self.create_button = QPushButton("Create key")
         self.create_button.clicked.connect(self.create)
@@ -62,12 +69,12 @@ class ClientKeysDialog(QDialog):
         create_row.addWidget(self.revoke_button)
 
         self.new_key_label = QLabel("New key — copy it now, it is shown only once:")
-        self.new_key = QLineEdit()
+        self.new_key, self.new_key_row = secret_field("New client key")  # masked (R-UI-10)
         self.new_key.setReadOnly(True)
         self.copy_button = QPushButton("Copy")
         self.copy_button.clicked.connect(lambda: copy_text(self.new_key.text()))
         key_row = QHBoxLayout()
-        key_row.addWidget(self.new_key, 1)
+        key_row.addWidget(self.new_key_row, 1)
         key_row.addWidget(self.copy_button)
         self._show_new_key("")
 
@@ -81,11 +88,13 @@ class ClientKeysDialog(QDialog):
         layout.addLayout(key_row)
         layout.addWidget(self.error)
         layout.addWidget(buttons)
-        self.resize(640, 380)
+        set_default_size(self, 640, 380)
 
     def _show_new_key(self, key: str) -> None:
         self.new_key.setText(key)
-        for widget in (self.new_key_label, self.new_key, self.copy_button):
+        if not key:
+            self.new_key.show_toggle.setChecked(False)  # the next key starts masked again
+        for widget in (self.new_key_label, self.new_key_row, self.copy_button):
             widget.setVisible(bool(key))
 
     # list -------------------------------------------------------------------------------------
@@ -163,6 +172,8 @@ class ClientKeysDialog(QDialog):
         box.deleteLater()
         if result != QMessageBox.StandardButton.Yes:
             return
+        # A revoked key's secret must not stay on screen as if it were usable (issue 14).
+        self._show_new_key("")
         reply = self._bridge.revoke_key(key_id)
         if reply is not None:
             reply.done.connect(lambda _: self.reload())

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QResizeEvent, QTextOption
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QSizePolicy,
     QToolButton,
     QWidget,
 )
@@ -34,14 +35,37 @@ def show_error(label: QLabel, message: str) -> None:
     label.setVisible(bool(message))
 
 
+class CodeView(QPlainTextEdit):
+    """Read-only lines to copy, as tall as their text: long lines wrap at the view's width
+    instead of hiding behind scroll bars (R-UI-10); Copy still copies the real lines."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setReadOnly(True)
+        self.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.textChanged.connect(self._fit)
+        self._fit()
+
+    def _fit(self) -> None:
+        lines = max(1, int(self.document().documentLayout().documentSize().height()))
+        margins = self.contentsMargins()
+        height = (self.fontMetrics().lineSpacing() * lines + 2 * int(self.document().documentMargin())
+                  + margins.top() + margins.bottom() + 2)
+        if height != self.height():
+            self.setFixedHeight(height)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit()  # a narrower view wraps into more lines
+
+
 def code_view(text: str = "", parent: QWidget | None = None) -> QPlainTextEdit:
-    view = QPlainTextEdit(text, parent)
-    view.setReadOnly(True)
-    view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-    view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-    lines = max(1, text.count("\n") + 1)
-    view.setFixedHeight(view.fontMetrics().lineSpacing() * (lines + 1) + 8)
-    return view
+    return CodeView(text, parent)
 
 
 def copy_text(text: str) -> None:

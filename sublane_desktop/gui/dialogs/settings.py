@@ -44,7 +44,11 @@ class SettingsDialog(QDialog):
         self.port = QSpinBox()
         self.port.setRange(0, 65535)
         self.port.setToolTip("0 picks a free port at each start")
+        # Always says that a new port waits for a restart; wraps within a width fixed up front
+        # so typing a port never makes the dialog grow (issue 14).
         self.port_note = QLabel()
+        self.port_note.setWordWrap(True)
+        self.port_note.setMinimumWidth(self.port_note.fontMetrics().horizontalAdvance("M") * 34)
         self.port.valueChanged.connect(self._port_changed)
         self.mode = QComboBox()
         for mode in MODES:
@@ -119,9 +123,12 @@ class SettingsDialog(QDialog):
     def _port_changed(self, value: int) -> None:
         endpoint = self._bridge.endpoint_url()
         if value != int(self._loaded.get("server.port", value)):
-            self.port_note.setText(f"Applies after restart (serving on {endpoint} now).")
+            where = "a free port" if value == 0 else f"port {value}"
+            self.port_note.setText(f"Serving on {endpoint} until SubLane restarts; "
+                                   f"then on {where}.")
         else:
-            self.port_note.setText(f"Serving on {endpoint}.")
+            self.port_note.setText(f"Serving on {endpoint}. A new port applies after "
+                                   "SubLane restarts.")
 
     def save(self) -> None:
         changes = self.changes()

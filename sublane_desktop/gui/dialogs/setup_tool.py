@@ -27,6 +27,7 @@ from sublane_desktop.gui.dialogs.common import (
     error_label,
     show_error,
 )
+from sublane_desktop.gui.layout_audit import set_default_size
 from sublane_desktop.gui.tool_setup import TOOLS, Tool, snippets
 
 
@@ -52,7 +53,9 @@ class ToolPage(QWidget):
         layout.addWidget(self.error)
         for snippet in snippets(tool.id, bridge.endpoint_url(), None):
             view = code_view(snippet.text)
+            view.setAccessibleName(snippet.title)
             copy = QPushButton("Copy")
+            copy.setAccessibleName(f"Copy: {snippet.title}")
             copy.clicked.connect(lambda _=False, v=view: copy_text(v.toPlainText()))
             header = QHBoxLayout()
             header.addWidget(QLabel(snippet.title), 1)
@@ -115,7 +118,7 @@ class SetupToolDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs)
         layout.addWidget(buttons)
-        self.resize(640, 520)
+        set_default_size(self, 640, 520)
 
     def showEvent(self, event: Any) -> None:
         for page in self.pages.values():

@@ -1,0 +1,200 @@
+"""Does a window fit its content at its size? (R-UI-10) — the checks the screenshots run and the
+layout tests assert, at 100 % and 200 % scale.
+
+A window fits when:
+- no scroll area shows a horizontal scroll bar (content wider than the window);
+- its layout's minimum size fits inside it (else Qt squeezes widgets below their minimum and
+  they overlap or clip);
+- every visible widget lies inside its parent;
+- every control a person can operate has a name for screen readers (its text, its accessible
+  name, or the label its form row gives it).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRect, QSize
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QTabWidget,
+    QAbstractScrollArea,
+    QAbstractSpinBox,
+    QComboBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QTabBar,
+    QTextEdit,
+    QWidget,
+)
+
+SLACK = 1  # px: rounding at fractional scales
+DEFAULT_SIZE = "sublane_default_size"
+
+
+def set_default_size(window: QWidget, width: int, height: int) -> None:
+    """Size a window as it first opens, and remember that size so the audit can check the
+    content fits it (Qt would otherwise silently grow a window to its layout's minimum)."""
+    window.setProperty(DEFAULT_SIZE, QSize(width, height))
+    window.resize(width, height)
+
+
+def problems(window: QWidget) -> list[str]:
+    """What does not fit or has no name, as short sentences (empty when all is well).
+    Every page of every tab widget is looked at, not only the one on top."""
+    found = _problems(window)
+    for tabs in window.findChildren(QTabWidget):
+        if not tabs.isVisibleTo(window):
+            continue
+        shown = tabs.currentIndex()
+        for index in range(tabs.count()):
+            if index == shown:
+                continue
+            tabs.setCurrentIndex(index)
+            QApplication.processEvents()
+            found += [f"tab {tabs.tabText(index)!r}: {p}" for p in _problems(window)]
+        tabs.setCurrentIndex(shown)
+        QApplication.processEvents()
+    return sorted(set(found), key=found.index)
+
+
+def _problems(window: QWidget) -> list[str]:
+    found: list[str] = []
+    layout = window.layout()
+    if layout is not None:
+        need = layout.totalMinimumSize()
+        size = window.property(DEFAULT_SIZE)
+        if not isinstance(size, QSize) or size.height() <= 0:  # 0: as tall as its content
+            size = QSize(
+                size.width() if isinstance(size, QSize) else window.width(), window.height()
+            )
+        if need.width() > size.width() + SLACK or need.height() > size.height() + SLACK:
+            found.append(
+                f"needs at least {need.width()}×{need.height()} but opens at "
+                f"{size.width()}×{size.height()}"
+            )
+    for area in window.findChildren(QAbstractScrollArea):
+        if (
+            _shown(area, window)
+            and area.horizontalScrollBar().isVisible()
+            and not isinstance(area, (QPlainTextEdit, QTextEdit))
+            and not _table_like(area)
+        ):
+            found.append(f"{_name(area)} scrolls sideways")
+        if (
+            _shown(area, window)
+            and isinstance(area, (QPlainTextEdit, QTextEdit))
+            and (area.horizontalScrollBar().isVisible())
+        ):
+            found.append(f"{_name(area)} (text) scrolls sideways")
+    for child in window.findChildren(QWidget):
+        if not _shown(child, window) or child.isWindow():
+            continue
+        parent = child.parentWidget()
+        if parent is None or _is_scroll_content(child) or _in_viewport(child):
+            continue
+        inside = parent.rect().adjusted(-SLACK, -SLACK, SLACK, SLACK)
+        if not inside.contains(child.geometry()):
+            found.append(
+                f"{_name(child)} sticks out of {_name(parent)}: "
+                f"{_rect(child.geometry())} in {_rect(parent.rect())}"
+            )
+    labelled = _form_labelled(window)
+    for control in window.findChildren(QWidget):
+        if not _shown(control, window) or not _operable(control):
+            continue
+        if _has_name(control) or control in labelled:
+            continue
+        found.append(f"{_name(control)} has no accessible name")
+    return found
+
+
+def _shown(widget: QWidget, root: QWidget) -> bool:
+    return widget.isVisibleTo(root) and widget.width() > 0
+
+
+def _operable(widget: QWidget) -> bool:
+    if isinstance(widget, QLineEdit) and isinstance(
+        widget.parentWidget(), (QAbstractSpinBox, QComboBox)
+    ):
+        return False  # the inner editor of a spin box or combo box: the outer one is named
+    return (
+        isinstance(
+            widget,
+            (QAbstractButton, QLineEdit, QAbstractSpinBox, QComboBox, QPlainTextEdit, QTextEdit),
+        )
+        and widget.isEnabled()
+    )
+
+
+def _has_name(widget: QWidget) -> bool:
+    if widget.accessibleName():
+        return True
+    if isinstance(widget, QAbstractButton) and (widget.text().strip() or widget.toolTip()):
+        return True
+    return False
+
+
+def _form_labelled(window: QWidget) -> set[QWidget]:
+    """Fields a QFormLayout row or a label buddy names."""
+    out: set[QWidget] = set()
+    for label in window.findChildren(QLabel):
+        if label.buddy() is not None:
+            out.add(label.buddy())
+    for form in window.findChildren(QFormLayout):
+        for row in range(form.rowCount()):
+            label = form.itemAt(row, QFormLayout.ItemRole.LabelRole)
+            field = form.itemAt(row, QFormLayout.ItemRole.FieldRole)
+            if label is None or field is None or label.widget() is None:
+                continue
+            if field.widget() is not None:
+                out.add(field.widget())
+                out.update(field.widget().findChildren(QWidget))
+            elif field.layout() is not None:
+                for i in range(field.layout().count()):
+                    w = field.layout().itemAt(i).widget()
+                    if w is not None:
+                        out.add(w)
+    return out
+
+
+def _table_like(area: QAbstractScrollArea) -> bool:
+    """Tables may scroll sideways by design when columns are widened by hand."""
+    from PySide6.QtWidgets import QAbstractItemView
+
+    return isinstance(area, QAbstractItemView)
+
+
+def _is_scroll_content(widget: QWidget) -> bool:
+    parent = widget.parentWidget()
+    return (
+        parent is not None
+        and isinstance(parent.parentWidget(), QAbstractScrollArea)
+        and parent is parent.parentWidget().viewport()
+    )
+
+
+def _in_viewport(widget: QWidget) -> bool:
+    """Widgets inside a scroll area's content are clipped by design (that is scrolling)."""
+    w = widget.parentWidget()
+    while w is not None:
+        if isinstance(w, QAbstractScrollArea):
+            return True
+        if isinstance(w, QTabBar):
+            return True
+        w = w.parentWidget()
+    return False
+
+
+def _name(widget: QWidget) -> str:
+    text = ""
+    if isinstance(widget, (QAbstractButton, QLabel)):
+        text = widget.text()[:30]
+    return f"{type(widget).__name__}{'(' + repr(text) + ')' if text else ''}" + (
+        f"#{widget.objectName()}" if widget.objectName() else ""
+    )
+
+
+def _rect(r: QRect) -> str:
+    return f"{r.x()},{r.y()} {r.width()}×{r.height()}"
