@@ -15,16 +15,16 @@ from __future__ import annotations
 from PySide6.QtCore import QRect, QSize
 from PySide6.QtWidgets import (
     QAbstractButton,
-    QApplication,
-    QTabWidget,
     QAbstractScrollArea,
     QAbstractSpinBox,
+    QApplication,
     QComboBox,
     QFormLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QTabBar,
+    QTabWidget,
     QTextEdit,
     QWidget,
 )
@@ -131,9 +131,8 @@ def _operable(widget: QWidget) -> bool:
 def _has_name(widget: QWidget) -> bool:
     if widget.accessibleName():
         return True
-    if isinstance(widget, QAbstractButton) and (widget.text().strip() or widget.toolTip()):
-        return True
-    return False
+    return isinstance(widget, QAbstractButton) and bool(widget.text().strip()
+                                                        or widget.toolTip())
 
 
 def _form_labelled(window: QWidget) -> set[QWidget]:

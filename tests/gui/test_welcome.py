@@ -87,7 +87,7 @@ def write_claude_code_login(home: Path) -> Path:
 
 
 def test_first_run_from_no_account_to_a_request_in_the_requests_window(first_run, qtbot):
-    home, service, bridge, windows, upstream, run = first_run
+    home, service, _bridge, windows, upstream, run = first_run
     path = write_claude_code_login(home)
     welcome = windows.show_welcome()
     qtbot.waitExposed(welcome)
