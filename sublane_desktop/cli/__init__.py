@@ -76,9 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
         imp.add_argument("--base-url")
     lst = command(acc, "list", "accounts with state, gauges, in-flight and limit")
     lst.add_argument("--json", action="store_true")
-    for name in ("pause", "unpause", "clear-cooldown", "switch"):
+    for name in ("pause", "unpause", "clear-cooldown", "switch", "disable", "enable"):
         lever = command(acc, name, f"{name} an account")
         lever.add_argument("account")
+    verify = command(acc, "verify", "check that an account's credential works (one cheap call)")
+    verify.add_argument("account")
+    verify.add_argument("--json", action="store_true")
     limit = command(acc, "set-limit", "set an account's concurrency limit (1-8)")
     limit.add_argument("account")
     limit.add_argument("limit", type=int)

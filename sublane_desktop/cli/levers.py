@@ -6,6 +6,8 @@ state and the database never disagree; with none they change the database direct
 from __future__ import annotations
 
 import argparse
+import json
+from typing import Any
 
 from sublane_desktop.cli.context import CliError, Context
 
@@ -30,6 +32,11 @@ def cmd_account_lever(ctx: Context, args: argparse.Namespace) -> int:
                     {"account": acc_id, "paused": which == "pause"})
         elif which == "clear-cooldown":
             ctx.api(server, "POST", f"/api/accounts/{acc_id}/resume", {})
+        elif which in ("disable", "enable"):
+            ctx.api(server, "POST", f"/api/accounts/{acc_id}/{which}", {})
+        elif which == "verify":
+            return _print_verdict(ctx.api(server, "POST", f"/api/accounts/{acc_id}/verify", {}),
+                                  args.json)
         elif which == "set-limit":
             ctx.api(server, "PATCH", f"/api/accounts/{acc_id}/limits",
                     {"max_concurrency": args.limit})
@@ -41,6 +48,9 @@ def cmd_account_lever(ctx: Context, args: argparse.Namespace) -> int:
         if which == "switch":
             raise CliError("switch pins the live pool for 5 minutes: start the server first "
                            "(`sublane serve` or the tray app)")
+        if which == "verify":
+            raise CliError("verify asks the upstream through the running pool: start the server"
+                           " first (`sublane serve` or the tray app)")
         with ctx.store.db.atomic():
             if which in ("pause", "unpause"):
                 repo.save_runtime(account.id, paused=which == "pause")
@@ -50,6 +60,13 @@ def cmd_account_lever(ctx: Context, args: argparse.Namespace) -> int:
                 row = AccountRuntime.get_or_none(AccountRuntime.account == account.id)
                 repo.save_runtime(account.id, cooldown_until=None, failure_streak=0,
                                   runtime_revision=(row.runtime_revision if row else 0) + 1)
+            elif which in ("disable", "enable"):
+                enabled = which == "enable"
+                if bool(account.enabled) != enabled:  # enabling is a new lifecycle revision
+                    repo.save_lifecycle(account.id, enabled,
+                                        account.revision + (1 if enabled else 0))
+                if not enabled:
+                    repo.delete_bindings_for(account.id)
             elif which == "set-limit":
                 if not 1 <= args.limit <= 8:
                     raise CliError("limit must be from 1 to 8")
@@ -70,3 +87,12 @@ def cmd_reset_usage(ctx: Context, args: argparse.Namespace) -> int:
     print("every gauge is cold again; headers and polls will repopulate them")
     return 0
 
+
+
+def _print_verdict(verdict: dict[str, Any], as_json: bool) -> int:
+    """One line a person can act on; exit 1 unless the credential works."""
+    if as_json:
+        print(json.dumps(verdict))
+    else:
+        print(f"{verdict['name']}: {verdict['result']} — {verdict['detail']}")
+    return 0 if verdict["result"] == "ok" else 1

@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
 from sublane_desktop.core.miss_words import reread_today, reread_today_by_account
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
-from sublane_desktop.gui.dashboard import account_row
+from sublane_desktop.gui.dashboard import account_row, verdict_words
 from sublane_desktop.gui.gauge import GaugeBar
 from sublane_desktop.gui.icons import app_icon
 from sublane_desktop.gui.layout_audit import set_default_size
@@ -143,6 +143,10 @@ class AccountCard(QFrame):
         self.more_button.setAccessibleName(f"More actions for {account.get('name', '')}")
         self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         more = QMenu(self.more_button)
+        self.enable_action = more.addAction("Disable")
+        self.enable_action.triggered.connect(self._toggle_enabled)
+        self.verify_action = more.addAction("Verify login")
+        self.verify_action.triggered.connect(self._verify)
         self.remove_action = more.addAction("Remove…")
         self.remove_action.triggered.connect(
             lambda: self.removeRequested.emit(self.account_id, str(self.account.get("name"))))
@@ -253,6 +257,7 @@ class AccountCard(QFrame):
             self.limit.blockSignals(False)
         paused = bool(account.get("paused"))
         self.pause_button.setText("Resume" if paused else "Pause")
+        self.enable_action.setText("Enable" if account.get("state") == "disabled" else "Disable")
         self.clear_button.setEnabled(has_cooldown(account))
         ceilings = ceilings_for(settings, account.get("name"))
         gauges = account.get("gauges") or {}
@@ -283,6 +288,12 @@ class AccountCard(QFrame):
 
     def _switch(self) -> None:
         self._bridge.switch(self.account_id)
+
+    def _toggle_enabled(self) -> None:
+        self._bridge.set_enabled(self.account_id, self.account.get("state") == "disabled")
+
+    def _verify(self) -> None:
+        self._bridge.verify(self.account_id)
 
     def _toggle_pause(self) -> None:
         self._bridge.pause(self.account_id, not self.account.get("paused"))
@@ -403,6 +414,7 @@ class AccountsWindow(QWidget):
         bridge.settingsChanged.connect(self.refresh)
         bridge.ticked.connect(self.refresh)
         bridge.leverFailed.connect(self._lever_failed)
+        bridge.verified.connect(self._show_verdict)
         bridge.missesChanged.connect(self.show_misses)
         bridge.refresh_snapshot()
         self.refresh()
@@ -453,6 +465,11 @@ class AccountsWindow(QWidget):
 
     def card_named(self, name: str) -> AccountCard:
         return next(c for c in self.cards.values() if c.account.get("name") == name)
+
+    def _show_verdict(self, verdict: Any) -> None:
+        if isinstance(verdict, dict):
+            self.error_label.setText(
+                f"{verdict.get('name')}: {verdict_words(verdict)} — {verdict.get('detail', '')}")
 
     def _lever_failed(self, method: str, message: str) -> None:
         self.error_label.setText(f"{method.replace('_', ' ')} failed: {message}")

@@ -61,6 +61,7 @@ class Bridge(QObject):
     recordAdded = Signal(object)  # the event payload (a record dict); object avoids QVariantMap
     leverFailed = Signal(str, str)  # service method name, error message
     quitRequested = Signal()
+    verified = Signal(object)  # a verify verdict: {"name", "result", "detail", …}
     missesChanged = Signal()  # today's cache-miss summary changed; read it with misses_today()
 
     def __init__(self, service: Any, parent: QObject | None = None, *,
@@ -215,6 +216,18 @@ class Bridge(QObject):
 
     def clear_cooldown(self, ref: str | int) -> Reply | None:
         return self._launch("clear_cooldown", ref)
+
+    def set_enabled(self, ref: str | int, enabled: bool) -> Reply | None:
+        """Disable or enable an account (R-AG-6)."""
+        return self._launch("enable" if enabled else "disable", ref)
+
+    def verify(self, ref: str | int) -> Reply | None:
+        """Check the account's credential with one cheap call; the verdict arrives on
+        `verified` (so whoever asked, tray or window, can show it in words)."""
+        reply = self._launch("verify", ref)
+        if reply is not None:
+            reply.done.connect(self.verified.emit)
+        return reply
 
     def set_limit(self, account_id: int, n: int) -> Reply | None:
         return self._launch("set_limit", account_id, n)

@@ -93,6 +93,7 @@ class AccountRow:
     paused: bool = False
     can_clear: bool = False
     pin_left: str | None = None
+    disabled: bool = False
 
     @property
     def text(self) -> str:
@@ -186,6 +187,7 @@ def account_row(account: Account, settings: Mapping[str, Any], now: float) -> Ac
         paused=bool(account.get("paused")),
         can_clear=has_cooldown(account),
         pin_left=countdown(left) if left is not None else None,
+        disabled=state == "disabled",
     )
 
 
@@ -213,3 +215,12 @@ def updated_line(accounts: Iterable[Account], now: float) -> str:
     if now - at < 1:
         return "Updated just now · Refresh"
     return f"Updated {countdown(now - at)} ago · Refresh"
+
+
+VERDICT_WORDS = {"ok": "login works", "auth_failed": "login refused",
+                 "unreachable": "could not check"}
+
+
+def verdict_words(verdict: dict[str, Any]) -> str:
+    """A verify result (R-AG-6) in the words a person reads."""
+    return VERDICT_WORDS.get(str(verdict.get("result")), str(verdict.get("result")))

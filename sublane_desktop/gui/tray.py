@@ -14,7 +14,12 @@ from PySide6.QtWidgets import QApplication, QMenu, QSystemTrayIcon
 
 from sublane_desktop.core.miss_words import switch_warning, switched_today
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.gui.dashboard import AccountRow, account_rows, updated_line
+from sublane_desktop.gui.dashboard import (
+    AccountRow,
+    account_rows,
+    updated_line,
+    verdict_words,
+)
 from sublane_desktop.gui.icons import health_icon
 from sublane_desktop.gui.pool_status import PoolHealth, pool_health, tooltip_text
 from sublane_desktop.gui.tray_rows import AccountRowWidget, WindowLineWidget, row_action
@@ -48,6 +53,7 @@ class Tray(QObject):
         bridge.settingsChanged.connect(self.refresh)
         bridge.ticked.connect(self._refresh_tooltip)
         bridge.missesChanged.connect(self._refresh_tooltip)
+        bridge.verified.connect(self._show_verdict)
         self.refresh()
         bridge.refresh_misses()
 
@@ -78,6 +84,12 @@ class Tray(QObject):
 
     def show_message(self, title: str, body: str) -> None:
         self.icon.showMessage(title, body, self.current_icon())
+
+    def _show_verdict(self, verdict: Any) -> None:
+        """A verify asked from the menu answers as a notification: the menu is closed by now."""
+        if isinstance(verdict, dict) and self.icon.isVisible():
+            self.show_message(f"{verdict.get('name')}: {verdict_words(verdict)}",
+                              str(verdict.get("detail", "")))
 
     # menu -------------------------------------------------------------------------------------
 
@@ -146,7 +158,14 @@ class Tray(QObject):
         clear.setEnabled(row.can_clear)
         clear.triggered.connect(lambda: self._bridge.clear_cooldown(ref))
         sub.addAction(clear)
-        # Disable / Enable (R-AG-6) goes here, after Clear cooldown, once the bridge has it.
+        disabled = row.disabled
+        toggle = QAction("Enable" if disabled else "Disable", sub)
+        toggle.setToolTip("A disabled account serves nothing and keeps its settings")
+        toggle.triggered.connect(lambda: self._bridge.set_enabled(ref, disabled))
+        sub.addAction(toggle)
+        verify = QAction("Verify login", sub)
+        verify.triggered.connect(lambda: self._bridge.verify(ref))
+        sub.addAction(verify)
 
     def _add(self, text: str, slot: Any) -> QAction:
         action = QAction(text, self.menu)

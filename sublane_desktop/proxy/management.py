@@ -7,9 +7,8 @@ from typing import Any
 
 from aiohttp import web
 
-from sublane_desktop.proxy import SERVICE
-
 from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.proxy import SERVICE
 from sublane_desktop.proxy.errors import openai_error
 from sublane_desktop.proxy.intake import client_key, json_body
 
@@ -80,6 +79,24 @@ async def resume(request: web.Request, service: Any) -> web.Response:
 
 
 @admin_route
+async def disable(request: web.Request, service: Any) -> web.Response:
+    account = _account_ref(request, service)
+    return web.json_response(await service.disable(account.id))
+
+
+@admin_route
+async def enable(request: web.Request, service: Any) -> web.Response:
+    account = _account_ref(request, service)
+    return web.json_response(await service.enable(account.id))
+
+
+@admin_route
+async def verify(request: web.Request, service: Any) -> web.Response:
+    account = _account_ref(request, service)
+    return web.json_response(await service.verify(account.id))
+
+
+@admin_route
 async def pause_account(request: web.Request, service: Any) -> web.Response:
     body, _ = await json_body(request)
     account = _body_account(service, body)
@@ -126,6 +143,9 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/accounts/runtime", runtime)
     app.router.add_patch("/api/accounts/{id}/limits", set_limits)
     app.router.add_post("/api/accounts/{id}/resume", resume)
+    app.router.add_post("/api/accounts/{id}/disable", disable)
+    app.router.add_post("/api/accounts/{id}/enable", enable)
+    app.router.add_post("/api/accounts/{id}/verify", verify)
     app.router.add_post("/llmux/pause-account", pause_account)
     app.router.add_post("/llmux/switch", switch)
     app.router.add_post("/llmux/reset-usage", reset_usage)

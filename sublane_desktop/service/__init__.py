@@ -7,7 +7,7 @@ event loop (R-ARCH-3), and hands each job to one collaborator:
 - `accounts.AccountCatalog`: stored accounts and client keys, kept in step with the database;
 - `credentials.CredentialCache`: account credentials from the keyring, refreshed in one flight;
 - `quota.QuotaFeed`: response headers and usage reads into the gauges;
-- `levers.OperatorLevers`: pause, limits, switch, reset-usage, settings;
+- `levers.OperatorLevers`: pause, disable/enable, verify, limits, switch, reset-usage, settings;
 - `records.RequestHistory`: request records, queued and written by one writer;
 - `settings` and `views`: the settings' defaults and validation, and what an account looks like.
 """
@@ -56,7 +56,7 @@ from sublane_desktop.service.settings import (
 )
 from sublane_desktop.service.views import account_view, pool_view
 from sublane_desktop.service_antigravity import AntigravityAccounts
-from sublane_desktop.service_discovery import ModelDiscovery
+from sublane_desktop.service.discovery import ModelDiscovery
 from sublane_desktop.store import repositories as repo
 from sublane_desktop.store.connection import Store
 
@@ -365,6 +365,15 @@ class Service:
 
     async def resume(self, ref: str | int) -> dict[str, Any]:
         return await self.levers.resume(ref)
+
+    async def disable(self, ref: str | int) -> dict[str, Any]:
+        return await self.levers.set_enabled(ref, False)
+
+    async def enable(self, ref: str | int) -> dict[str, Any]:
+        return await self.levers.set_enabled(ref, True)
+
+    async def verify(self, ref: str | int) -> dict[str, Any]:
+        return await self.levers.verify(ref)
 
     async def pause(self, ref: str | int, paused: bool = True) -> dict[str, Any]:
         return await self.levers.pause(ref, paused)

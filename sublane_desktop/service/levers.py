@@ -34,6 +34,17 @@ class OperatorLevers:
         account = self.service.pool.set_paused(ref, paused)
         return self.service.account_view(account.id)
 
+    async def set_enabled(self, ref: str | int, enabled: bool) -> dict[str, Any]:
+        """Disable or enable (R-AG-6): settings stay; disabling frees the account's
+        conversations; enabling advances its revision (written by the pool's persistence)."""
+        account = self.service.pool.set_enabled(ref, enabled)
+        return self.service.account_view(account.id)
+
+    async def verify(self, ref: str | int) -> dict[str, Any]:
+        """One cheap authenticated call: ok, auth_failed or unreachable (R-AG-6). Read-only."""
+        account = self.service.pool.find(ref)
+        return await self.service.discovery.verify(account)
+
     async def switch(self, ref: str | int) -> dict[str, Any]:
         account = self.service.pool.switch(ref)
         return self.service.account_view(account.id)

@@ -278,3 +278,21 @@ async def test_antigravity_family_gauges_from_fetch_available_models(qtbot, live
     assert card.gauges["claude"].caption == "100% · resets in 1h 00m"
     assert card.gauges["gemini_flash"].look is GaugeLook.COLD  # not listed: unknown, not 0%
     assert antigravity_upstream.quota_reads == [("ya29.google", "proj-fake-1")]
+
+
+async def test_disable_enable_and_verify_from_the_more_menu(qtbot, live):
+    acc = await live.add_account("a", "tok-a")
+    window = make_window(qtbot, live.bridge)
+    card = window.cards[acc]
+    assert card.enable_action.text() == "Disable"
+    card.enable_action.trigger()
+    await live.bridge.wait_idle()
+    assert (await live.runtime("a"))["state"] == "disabled"
+    qtbot.waitUntil(lambda: card.enable_action.text() == "Enable", timeout=1000)
+    card.enable_action.trigger()
+    await live.bridge.wait_idle()
+    assert (await live.runtime("a"))["state"] == "ok"
+    card.verify_action.trigger()
+    await live.bridge.wait_idle()
+    qtbot.waitUntil(lambda: window.error_label.text().startswith("a: login works"),
+                    timeout=1000)

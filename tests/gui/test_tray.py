@@ -67,7 +67,8 @@ def test_menu_is_rebuilt_on_show(qtbot, service):
     assert not action(tray.menu, "Open Requests").isEnabled()  # no Requests window installed
     work = tray.account_menu("work")
     assert texts(work) == ["work: ok", "5h —", "7d —", "Fable —", "",
-                           "Switch to (pin for 5 minutes)", "Pause", "Clear cooldown"]
+                           "Switch to (pin for 5 minutes)", "Pause", "Clear cooldown",
+                           "Disable", "Verify login"]
     assert not action(work, "Clear cooldown").isEnabled()  # nothing to clear
 
     service.set_accounts([account("solo", "paused") | {
@@ -75,8 +76,8 @@ def test_menu_is_rebuilt_on_show(qtbot, service):
     tray.menu.aboutToShow.emit()
     assert texts(tray.menu)[0:2] == ["‖ solo — paused by you · no quota data yet", ""]
     solo = tray.account_menu("solo")
-    assert texts(solo)[-3:] == ["Pinned — 2m 05s left (switch again to renew)", "Resume",
-                                "Clear cooldown"]
+    assert texts(solo)[-5:] == ["Pinned — 2m 05s left (switch again to renew)", "Resume",
+                                "Clear cooldown", "Disable", "Verify login"]
     assert action(solo, "Clear cooldown").isEnabled()
 
 
@@ -163,3 +164,29 @@ async def test_switch_pause_and_clear_cooldown_from_the_menu(qtbot, live):
     assert view["failure_streak"] == 0
     assert live.service.account_view(a)["state"] == "ok"
     qtbot.waitUntil(lambda: tray.health is PoolHealth.OK, timeout=1000)  # b paused: not a warning
+
+
+async def test_disable_enable_and_verify_from_the_menu(qtbot, live):
+    await live.add_account("a", "tok-a")
+    await live.add_account("b", "tok-b")
+    tray = Tray(live.bridge)
+    tray.menu.aboutToShow.emit()
+    action(tray.account_menu("b"), "Disable").trigger()
+    await live.bridge.wait_idle()
+    assert (await live.runtime("b"))["state"] == "disabled"
+    tray.menu.aboutToShow.emit()
+    action(tray.account_menu("b"), "Enable").trigger()  # the lever says what it will do
+    await live.bridge.wait_idle()
+    assert (await live.runtime("b"))["state"] == "ok"
+
+    verdicts: list = []
+    live.bridge.verified.connect(verdicts.append)
+    tray.menu.aboutToShow.emit()
+    action(tray.account_menu("a"), "Verify login").trigger()
+    await live.bridge.wait_idle()
+    assert [(v["name"], v["result"]) for v in verdicts] == [("a", "ok")]
+    live.upstream.expired.add("tok-a")
+    live.upstream.refresh_grants.clear()
+    action(tray.account_menu("a"), "Verify login").trigger()
+    await live.bridge.wait_idle()
+    assert verdicts[-1]["result"] == "auth_failed"

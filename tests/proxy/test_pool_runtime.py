@@ -238,3 +238,28 @@ async def test_a_changed_limit_is_stored_and_survives_a_catalog_reload(harness):
     await h.add_account("other")  # re-reads every account from the database
     status, body = await api(h, "GET", "/api/accounts/runtime")
     assert [a["max_concurrency"] for a in body["accounts"] if a["id"] == acc] == [5]
+
+
+async def test_disable_frees_the_conversation_and_enable_is_a_new_revision(harness):
+    h = harness
+    a = await h.add_account("a", "tok-a")
+    await h.add_account("b", "tok-b")
+    key = await h.create_key()
+    client = sdk(h, key, session_id="conv-1")
+    await client.messages.create(**BODY)
+    first = h.upstream.seen[-1].token
+    disabled_id = a if first == "tok-a" else a + 1
+    status, view = await api(h, "POST", f"/api/accounts/{disabled_id}/disable", {})
+    assert status == 200 and view["state"] == "disabled"
+    assert disabled_id not in h.service.pool.bindings.values()
+    await client.messages.create(**BODY)
+    assert h.upstream.seen[-1].token != first  # the conversation moved on
+    revision = h.service.pool.accounts[disabled_id].revision
+    status, view = await api(h, "POST", f"/api/accounts/{disabled_id}/enable", {})
+    assert status == 200 and view["state"] == "ok"
+    await h.service.store.write(lambda: None)  # the writer thread is FIFO: the save is done
+    stored = await h.service.store.read(lambda: h.service.store.db.execute_sql(
+        "SELECT enabled, revision FROM accounts WHERE id = ?", (disabled_id,)).fetchone())
+    assert tuple(stored) == (1, revision + 1)
+    status, _ = await api(h, "POST", "/api/accounts/999/disable", {})
+    assert status == 404

@@ -135,7 +135,7 @@ class ModelDiscovery:
                 except ValueError:
                     body = None
                 return Answer(resp.status, body)
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             return Answer(None, detail=f"could not reach the upstream ({type(exc).__name__})")
 
     def _call(self, account: AccountState, credential: Any) -> tuple[str | None, dict[str, str]]:
