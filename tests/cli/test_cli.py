@@ -17,6 +17,10 @@ from .conftest import LOCAL, Sublane
 ACCOUNT_KEYS = {"id", "name", "provider", "state", "in_flight", "max_concurrency", "paused",
                 "pinned_until", "cooldown_until", "failure_streak", "current", "fable_current",
                 "gauges"}
+# Beyond SPEC §7's fields, the view adds what the tray shows: why an account is auth_failed,
+# its kind (oauth / api_key) and its forecasts (R-UI-7). Clients must tolerate additions; a
+# missing or renamed SPEC field is the break this guards against.
+ACCOUNT_EXTRA_KEYS = {"auth_reason", "kind", "forecast"}
 GAUGE_KEYS = {"utilization", "resets_at", "observed_at", "cold", "stale"}
 
 
@@ -239,7 +243,7 @@ def test_account_list_json_without_a_server(sublane: Sublane) -> None:
     assert [(a["name"], a["provider"], a["max_concurrency"]) for a in accounts] == \
         [("work", "anthropic", 2), ("cx", "codex", 5)]
     for account in accounts:
-        assert set(account) == ACCOUNT_KEYS
+        assert ACCOUNT_KEYS <= set(account) <= ACCOUNT_KEYS | ACCOUNT_EXTRA_KEYS
         assert isinstance(account["id"], int)
         assert account["state"] == "ok" and account["paused"] is False
         assert account["in_flight"] == 0 and account["failure_streak"] == 0
