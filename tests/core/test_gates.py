@@ -139,3 +139,42 @@ def test_a_bound_conversation_at_its_accounts_limit_stays_and_is_told_so():
         "account_busy", "account acc1 is serving its limit of 1; this conversation stays on it",
         2)
     first.release(Outcome.SUCCESS)
+
+
+def test_a_reading_about_to_go_stale_asks_for_a_recheck_in_1_second():
+    pool, clock = make()
+    seen(pool, clock, "five_hour", 1.0, resets_in=3 * H, ago=119.5)
+    assert refusal(pool) == ("quota_exhausted", "account acc1 has no quota left", 1)
+
+
+def test_a_stale_fable_ceiling_without_a_known_reset_is_rechecked_in_a_minute():
+    pool, clock = make()
+    seen(pool, clock, "fable", 0.99, resets_in=None, ago=500)
+    assert refusal(pool, FABLE) == ("quota_exhausted", "account acc1 is at its Fable ceiling"
+                                    " (98%)", 60)
+
+
+def antigravity_pool() -> tuple[Pool, FakeClock]:
+    clock = FakeClock()
+    pool = Pool(clock)
+    pool.sync_accounts([AccountState(id=1, name="ag", provider="antigravity")])
+    return pool, clock
+
+
+def test_antigravity_quota_is_per_model_family():
+    pool, clock = antigravity_pool()
+    gemini_pro, gemini_flash = route_model("gemini-2.5-pro"), route_model("gemini-2.5-flash")
+    seen(pool, clock, "gemini_pro", 1.0, resets_in=H, ago=30)
+    assert refusal(pool, gemini_pro) == ("quota_exhausted", "account ag has no gemini pro quota"
+                                         " left", 90)
+    pool.acquire(Demand(group_id=1, route=gemini_flash)).release(Outcome.SUCCESS)
+    assert pool.state_of(pool.accounts[1]) == "ok"
+
+
+def test_an_antigravity_account_with_every_family_spent_is_exhausted():
+    pool, clock = antigravity_pool()
+    for family, ago in (("claude", 10), ("gemini_pro", 50), ("gemini_flash", 20)):
+        seen(pool, clock, family, 1.0, resets_in=H, ago=ago)
+    assert refusal(pool, route_model("gemini-2.5-flash")) == (
+        "quota_exhausted", "account ag has no quota left", 70)  # the soonest recheck
+    assert pool.state_of(pool.accounts[1]) == "quota_exhausted"

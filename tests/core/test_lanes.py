@@ -309,3 +309,110 @@ def test_refresh_rejection_on_a_pinned_account_releases_the_pin():
     pool.mark_auth_failed(b)
     assert b.pinned_until is None and pool.state_of(b) == "auth_failed"
     assert pick(pool, MAIN) == "acc1"
+
+
+def anchored(pool) -> tuple:
+    lane = (1, "anthropic")
+    return pool.scheduler.current.get(lane), pool.scheduler.fable_current.get(lane)
+
+
+def anchor_both(pool, account_id: int) -> None:
+    pool.scheduler.current[(1, "anthropic")] = account_id
+    pool.scheduler.fable_current[(1, "anthropic")] = account_id
+
+
+@pytest.mark.parametrize("gate", ["disabled", "auth_failed", "cooling", "exhausted", "deleted"])
+def test_tick_abandons_a_gated_current_on_both_lanes(gate):
+    pool, clock = make()
+    anchor_both(pool, 1)
+    a = pool.accounts[1]
+    if gate == "disabled":
+        a.enabled = False
+    elif gate == "auth_failed":
+        a.auth_failed = True
+    elif gate == "cooling":
+        a.cooldown_until = clock.now() + 1
+    elif gate == "exhausted":
+        observe(a, clock, "seven_day", 1.0, 50 * H)
+    else:
+        pool.sync_accounts([pool.accounts[2]])
+    pool.evaluate()
+    assert anchored(pool) == (None, None)
+
+
+def test_tick_keeps_a_healthy_current_and_one_whose_cooldown_just_ended():
+    pool, clock = make()
+    anchor_both(pool, 1)
+    pool.accounts[1].cooldown_until = clock.now()  # over at this very instant
+    observe(pool.accounts[1], clock, "five_hour", 0.99, H)  # over a ceiling, not exhausted
+    pool.evaluate()
+    assert anchored(pool) == (1, 1)
+
+
+@pytest.mark.parametrize("gate", ["fable_exhausted", "fable_cooling"])
+def test_tick_drops_only_the_fable_anchor_for_a_fable_only_gate(gate):
+    pool, clock = make()
+    anchor_both(pool, 1)
+    a = pool.accounts[1]
+    if gate == "fable_exhausted":
+        observe(a, clock, "fable", 1.0, 20 * H)
+    else:
+        a.fable_cooldown_until = clock.now() + 1
+    pool.evaluate()
+    assert anchored(pool) == (1, None)
+    a.fable_cooldown_until = clock.now()  # a Fable rest that just ended does not count
+    a.gauges.clear()
+    anchor_both(pool, 1)
+    pool.evaluate()
+    assert anchored(pool) == (1, 1)
+
+
+def test_a_pin_lapses_exactly_at_five_minutes_and_a_new_pin_replaces_the_old():
+    pool, clock = make(3)
+    codex = AccountState(id=9, name="gpt", provider="codex")
+    pool.sync_accounts([*pool.accounts.values(), codex])
+    pool.switch("gpt")
+    pool.switch("acc1")
+    pool.switch("acc2")  # the later switch wins; acc1's pin is gone, codex's stays
+    assert pool.accounts[1].pinned_until is None
+    assert pool.accounts[2].pinned_until == clock.now() + 300
+    assert codex.pinned_until == clock.now() + 300
+    clock.advance(299.5)
+    pool.evaluate()
+    assert pool.accounts[2].pinned_until is not None
+    clock.advance(0.5)
+    pool.evaluate()
+    assert pool.accounts[2].pinned_until is None and codex.pinned_until is None
+
+
+def test_a_pin_anchors_both_lanes_in_every_group_of_the_account():
+    clock = FakeClock()
+    pool = Pool(clock)
+    pool.sync_accounts([AccountState(id=1, name="a", provider="anthropic", group_ids=(1, 2)),
+                        AccountState(id=2, name="b", provider="anthropic", group_ids=(1, 2, 3))])
+    pool.switch("b")
+    for group in (1, 2, 3):
+        assert pool.scheduler.current[(group, "anthropic")] == 2
+        assert pool.scheduler.fable_current[(group, "anthropic")] == 2
+    runtime = [(pool.scheduler.is_current(a), pool.scheduler.is_fable_current(a))
+               for a in pool.accounts.values()]
+    assert runtime == [(False, False), (True, True)]
+
+
+def test_cost_aware_mode_moves_a_conversation_off_a_gated_account_and_says_so():
+    from sublane_desktop.core.scheduler import Decision
+
+    pool, clock = make(mode="cost_aware")
+    lease = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    lease.release(Outcome.SUCCESS)
+    bound = lease.account
+    bound.cooldown_until = clock.now() + 100
+    moved = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    assert moved.account is not bound
+    assert pool.scheduler.last == Decision(moved.account.name, "conversation",
+                                           f"moved from {bound.name}")
+    assert pool.bindings[(1, "c")] == moved.account.id
+    pool.scheduler.mode = "score"  # the seeds' modes never move a bound conversation
+    assert pool.scheduler.move_conversation(moved.account, list(pool.accounts.values()),
+                                            Demand(group_id=1, route=MAIN, conversation="c"),
+                                            None, clock.now()) is None
