@@ -29,7 +29,7 @@ LABELS = {
 MARKS = {FIRST_TURN: "new", ACCOUNT_SWITCH: "⇄", TTL_EXPIRED: "⏱", PREFIX_CHANGED: "✎"}
 
 # The tray speaks up when today's switches made more than this much input be read again. A
-# Claude Code conversation carries some 50–100k tokens of context, so one move after a pause
+# Claude Code conversation carries some 50-100k tokens of context, so one move after a pause
 # re-reads about that much and is expected; past two such moves' worth, switching is a pattern
 # the person may want to see (and pin, or raise a ceiling) — below it, it is noise.
 SWITCH_WARN_TOKENS = 200_000

@@ -16,6 +16,7 @@ from sublane_desktop.core.cache_miss import (
     classify_turn,
     warm_tokens,
 )
+from sublane_desktop.core.turn_memory import TurnMemory
 
 T0 = 1_800_000_000.0
 PREV = PreviousTurn(account_id=1, ended_at=T0, input_tokens=50_000, warm_tokens=48_000)
@@ -143,8 +144,6 @@ def test_warm_tokens_are_reads_plus_writes_for_anthropic_and_the_whole_input_els
 
 
 # --- the per-conversation memory the rule reads from (core.turn_memory) ----------------------
-
-from sublane_desktop.core.turn_memory import TurnMemory  # noqa: E402
 
 
 def test_the_memory_classifies_against_the_last_turn_and_saves_each_turn() -> None:

@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from requests_fixtures import Desk, desk_fixture  # noqa: F401 (the `desk` fixture)
 from test_requests_window import choose, open_window, settle
 
-from sublane_desktop.gui.requests_model import Column, MISS_COLOR
+from sublane_desktop.gui.requests_model import MISS_COLOR, Column
 
 WAIT_MS = 3000
 

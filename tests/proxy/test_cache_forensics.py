@@ -64,9 +64,8 @@ def last(h):
 
 async def api(h, path: str, token: str | None = None):
     headers = {"Authorization": f"Bearer {token or h.service.admin_token}"}
-    async with aiohttp.ClientSession() as s:
-        async with s.get(h.url + path, headers=headers) as r:
-            return r.status, await r.json(content_type=None)
+    async with aiohttp.ClientSession() as s, s.get(h.url + path, headers=headers) as r:
+        return r.status, await r.json(content_type=None)
 
 
 async def test_a_pause_moves_the_third_turn_and_its_record_says_account_switch(desk):
@@ -230,7 +229,8 @@ async def member_key(h, user: str) -> str:
     from sublane_desktop.store import repositories as repo
 
     def write() -> str:
-        return repo.create_key("laptop", repo.add_user(user), repo.get_or_create_group("default"))[1]
+        group = repo.get_or_create_group("default")
+        return repo.create_key("laptop", repo.add_user(user), group)[1]
 
     return await h.service.store.write(write)
 
@@ -285,7 +285,7 @@ async def test_the_cache_miss_filter_and_summary_respect_personal_scope(desk):
     assert summary["input_tokens"] == 99_000 and summary["reread_tokens"] == 49_000
     assert causes["ttl_expired"]["reread_tokens"] == 9_000
     names = {1: "work-max", 2: "lab-pro"}
-    switched = [r for r in h.service.records if r.cache_miss == "account_switch"][0]
+    switched = next(r for r in h.service.records if r.cache_miss == "account_switch")
     assert [(a["account_name"], a["reread_tokens"]) for a in summary["accounts"]
             if a["cause"] == "account_switch"] == [(names[switched.account_id], 40_000)]
     status, _ = await api(h, "/api/requests/misses?from=abc")
@@ -353,3 +353,21 @@ async def test_sublane_requests_prints_the_cause_filters_and_sums_misses(desk, t
     assert code == 0, err
     summary = json.loads(out)
     assert summary["reread_tokens"] == 40_000 and summary["input_tokens"] == 80_500
+
+
+async def test_a_whole_json_answer_counts_its_cache_writes_too(desk):
+    """Not streaming: the written input (cache_creation) still makes the turn's prefix warm."""
+    h = desk
+    await h.add_account("work-max", "tok-work")
+    await h.add_account("lab-pro", "tok-lab")
+    key = await h.create_key()
+    first, second = turn(30_000, 0, written=30_000), turn(30_500, 0, written=30_500)
+    first.kind = second.kind = "json"
+    h.upstream.script(None, first, second)
+    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0,
+                                      default_headers=SESSION)
+    await client.messages.create(**body())
+    await h.service.pause(last(h).account_id)
+    await client.messages.create(**body())
+    assert (last(h).cache_miss, last(h).reread_tokens) == ("account_switch", 30_000)
+    await client.close()
