@@ -279,6 +279,7 @@ class DemoConversations:
         self.accounts = [a for a in account_ids if a is not None]
         self.bound: dict[int, int | None] = {}
         self.size: dict[int, int] = {}
+        self.model: dict[int, str] = {}  # a conversation keeps its model, as the cache does
 
     def turn(self, record: Any) -> None:
         from sublane_desktop.core.cache_miss import DEFAULT_TTL, Turn
@@ -293,9 +294,10 @@ class DemoConversations:
             account = rng.choice([a for a in self.accounts if a != account])
         self.bound[conversation] = account
         record.account_id = account
+        record.model = self.model.setdefault(conversation, record.model)
         size = self.size.get(conversation, rng.randint(8_000, 20_000)) + rng.randint(300, 4_000)
         self.size[conversation] = size
-        previous = self.memory.previous(1, str(conversation))
+        previous = self.memory.previous(1, str(conversation), record.model)
         warm = (previous is not None and previous.account_id == account
                 and record.started_at - previous.ended_at <= DEFAULT_TTL
                 and rng.random() >= self.PREFIX_CHANGE)
@@ -303,7 +305,7 @@ class DemoConversations:
         record.cached_tokens = size - rng.randint(300, 3_000) if warm else rng.choice(
             [0, 0, rng.randint(2_000, 6_000)])
         verdict = self.memory.settle(
-            1, str(conversation),
+            1, str(conversation), record.model,
             Turn(account_id=account or 0, started_at=record.started_at, input_tokens=size,
                  cached_tokens=record.cached_tokens),
             ended_at=record.started_at + (record.duration_ms or 0) / 1000,

@@ -71,10 +71,11 @@ class StorePersistence:
     def delete_bindings(self, account_id: int) -> None:
         self._write("binding", lambda: repo.delete_bindings_for(account_id))
 
-    def save_turn(self, group_id: int, digest: str, facts: PreviousTurn) -> None:
-        self._write("turn", lambda: repo.save_turn(group_id, digest, facts.account_id,
-                                                   facts.ended_at, facts.input_tokens,
-                                                   facts.warm_tokens))
+    def save_turn(self, group_id: int, digest: str, turns: dict[str, PreviousTurn]) -> None:
+        latest = max(turns.values(), key=lambda t: t.ended_at)
+        rows = {model: (t.account_id, t.ended_at, t.input_tokens, t.warm_tokens)
+                for model, t in turns.items()}
+        self._write("turn", lambda: repo.save_turn(group_id, digest, latest.account_id, rows))
 
     def save_lifecycle(self, account_id: int, enabled: bool, revision: int) -> None:
         self._write("lifecycle", lambda: repo.save_lifecycle(account_id, enabled, revision))
@@ -97,8 +98,9 @@ class AccountCatalog:
             for account_id in service.pool.accounts:
                 service.credential_problems.note(account_id, problems.KEYRING_UNAVAILABLE)
         self.service.pool.load_bindings(await store.read(repo.load_bindings))
-        self.service.turns.load({key: PreviousTurn(*facts)
-                                 for key, facts in (await store.read(repo.load_turns)).items()})
+        self.service.turns.load({
+            key: {model: PreviousTurn(*facts) for model, facts in models.items()}
+            for key, models in (await store.read(repo.load_turns)).items()})
 
     async def reload(self, force: bool = False) -> None:
         """Re-read accounts when another process (the CLI) committed to the database.

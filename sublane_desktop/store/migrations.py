@@ -99,6 +99,13 @@ STEPS: dict[int, list[str]] = {
         "ALTER TABLE request_records ADD COLUMN previous_account_id INTEGER",
         "ALTER TABLE request_records ADD COLUMN idle_seconds REAL",
     ],
+    # The last turn's facts per model (core/turn_memory.py says why: a provider caches per
+    # model, and one conversation mixes models). A small JSON map, model -> [account id, ended
+    # at, total input, warm input], beside the binding. It supersedes step 6's single-turn
+    # columns, which stay unused: SQLite before 3.35 cannot drop a column.
+    8: [
+        "ALTER TABLE affinity_bindings ADD COLUMN last_turns TEXT",
+    ],
 }
 LATEST = max(STEPS)
 

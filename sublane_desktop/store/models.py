@@ -118,11 +118,10 @@ class AffinityBinding(BaseModel):
     account = ForeignKeyField(Account, on_delete="CASCADE")
     created_at = FloatField()
     bound = BooleanField(default=True)  # False: freed, kept for the last turn's facts
-    # The conversation's last turn (R-CF-1): numbers only, never prompt content.
-    last_account_id = IntegerField(null=True)
-    last_ended_at = FloatField(null=True)
-    last_input_tokens = IntegerField(null=True)
-    last_warm_tokens = IntegerField(null=True)
+    # The conversation's last turn per model (R-CF-1), as JSON: model -> [account id, ended
+    # at, total input, warm input]. Numbers and model names only, never prompt content.
+    # (Step 6's last_account_id … last_warm_tokens columns are superseded and unused.)
+    last_turns = TextField(null=True)
 
     class Meta:
         table_name = "affinity_bindings"

@@ -267,29 +267,38 @@ def delete_bindings_for(account_id: int) -> int:
             .execute())
 
 
-def load_turns(scope: str = "auto") -> dict[tuple[int, str], tuple[int, float, int, int]]:
-    """Each conversation's last turn: (account id, ended at, total input, warm input)."""
-    return {
-        (b.group_id, b.digest): (b.last_account_id, b.last_ended_at, b.last_input_tokens,
-                                 b.last_warm_tokens)
-        for b in AffinityBinding.select().where(
-            (AffinityBinding.scope == scope) & AffinityBinding.last_ended_at.is_null(False))
-    }
+TurnFacts = tuple[int, float, int, int]  # account id, ended at, total input, warm input
 
 
-def save_turn(group_id: int, digest: str, account_id: int, ended_at: float, input_tokens: int,
-              warm_tokens: int, scope: str = "auto") -> None:
-    facts = {AffinityBinding.last_account_id: account_id, AffinityBinding.last_ended_at: ended_at,
-             AffinityBinding.last_input_tokens: input_tokens,
-             AffinityBinding.last_warm_tokens: warm_tokens}
-    # The binding's own write normally lands first; if this one wins the race it creates the
-    # row unbound, and the binding's upsert then binds it without touching the facts.
+def load_turns(scope: str = "auto") -> dict[tuple[int, str], dict[str, TurnFacts]]:
+    """Each conversation's last turn per model; a row whose JSON is damaged reads as none."""
+    turns: dict[tuple[int, str], dict[str, TurnFacts]] = {}
+    query = AffinityBinding.select().where(
+        (AffinityBinding.scope == scope) & AffinityBinding.last_turns.is_null(False))
+    for b in query:
+        try:
+            models = {str(model): (int(f[0]), float(f[1]), int(f[2]), int(f[3]))
+                      for model, f in json.loads(b.last_turns).items()}
+        except (ValueError, TypeError, AttributeError, IndexError, KeyError):
+            continue
+        if models:
+            turns[(b.group_id, b.digest)] = models
+    return turns
+
+
+def save_turn(group_id: int, digest: str, account_id: int, turns: dict[str, TurnFacts],
+              scope: str = "auto") -> None:
+    """Store a conversation's last turns; `account_id` (the one serving it now) is used only
+    if this write lands before the binding's own: the row is then created unbound, and the
+    binding's upsert binds it without touching the facts."""
+    text = json.dumps({model: list(facts) for model, facts in turns.items()},
+                      separators=(",", ":"))
     AffinityBinding.insert(
         scope=scope, group_id=group_id, digest=digest, account=account_id,
-        created_at=time.time(), bound=False, **{f.name: v for f, v in facts.items()},
+        created_at=time.time(), bound=False, last_turns=text,
     ).on_conflict(
         conflict_target=[AffinityBinding.scope, AffinityBinding.group_id, AffinityBinding.digest],
-        update=facts,
+        update={AffinityBinding.last_turns: text},
     ).execute()
 
 

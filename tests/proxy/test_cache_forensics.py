@@ -371,3 +371,28 @@ async def test_a_whole_json_answer_counts_its_cache_writes_too(desk):
     await client.messages.create(**body())
     assert (last(h).cache_miss, last(h).reread_tokens) == ("account_switch", 30_000)
     await client.close()
+
+
+async def test_a_haiku_side_request_in_the_session_does_not_muddle_the_main_turns(desk):
+    """Claude Code sends small Haiku requests in the same session as its main model's turns;
+    a provider caches per model, so each model's turn is judged against its own last turn."""
+    h = desk
+    await h.add_account("work-max", "tok-work")
+    await h.add_account("lab-pro", "tok-lab")
+    key = await h.create_key()
+    replies = [turn(40_000, 0, written=40_000), turn(1_800, 0), turn(41_000, 0, written=41_000)]
+    for reply in replies:
+        reply.kind = "json"
+    h.upstream.script(None, *replies)
+    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0,
+                                      default_headers=SESSION)
+    await client.messages.create(**body())
+    await client.messages.create(**dict(body(), model="claude-haiku-4-5"))
+    side = last(h)
+    assert (side.model, side.cache_miss, side.reread_tokens) == (
+        "claude-haiku-4-5", "first_turn", 0)
+    await h.service.pause(side.account_id)
+    await client.messages.create(**body())
+    main = last(h)
+    assert (main.cache_miss, main.reread_tokens) == ("account_switch", 40_000)
+    await client.close()

@@ -39,24 +39,30 @@ def test_rows_recorded_before_the_migration_read_null(tmp_path):
         store.close()
 
 
-def test_a_freed_binding_keeps_its_last_turn_and_rebinding_keeps_it_too(tmp_path):
+def test_a_freed_binding_keeps_its_last_turns_and_rebinding_keeps_them_too(tmp_path):
     store = Store(tmp_path / "sublane.db")
     try:
         group = repo.get_or_create_group("default")
         a = repo.add_account("anthropic", "a", "oauth", group).id
         b = repo.add_account("anthropic", "b", "oauth", group).id
+        facts = {"claude-opus-4-1": (a, 1_800_000_000.0, 40_000, 39_000),
+                 "claude-haiku-4-5": (a, 1_800_000_001.5, 900, 0)}
         repo.save_binding(group.id, "d1", a)
-        repo.save_turn(group.id, "d1", a, 1_800_000_000.0, 40_000, 39_000)
+        repo.save_turn(group.id, "d1", a, facts)
         repo.delete_bindings_for(a)
         assert repo.load_bindings() == {}
-        assert repo.load_turns() == {(group.id, "d1"): (a, 1_800_000_000.0, 40_000, 39_000)}
+        assert repo.load_turns() == {(group.id, "d1"): facts}
         repo.save_binding(group.id, "d1", b)  # re-placed: the facts are not wiped
         assert repo.load_bindings() == {(group.id, "d1"): b}
-        assert repo.load_turns() == {(group.id, "d1"): (a, 1_800_000_000.0, 40_000, 39_000)}
+        assert repo.load_turns() == {(group.id, "d1"): facts}
         # A turn saved before its binding's own write lands creates the row unbound.
-        repo.save_turn(group.id, "d2", b, 1_800_000_010.0, 5, 5)
+        repo.save_turn(group.id, "d2", b, {"m": (b, 1_800_000_010.0, 5, 5)})
         assert (group.id, "d2") not in repo.load_bindings()
         repo.save_binding(group.id, "d2", b)
-        assert repo.load_turns()[(group.id, "d2")] == (b, 1_800_000_010.0, 5, 5)
+        assert repo.load_turns()[(group.id, "d2")] == {"m": (b, 1_800_000_010.0, 5, 5)}
+        # A damaged row reads as no facts rather than breaking the start-up.
+        store.db.execute_sql("UPDATE affinity_bindings SET last_turns = '{\"m\": 7}'"
+                             " WHERE digest = 'd2'")
+        assert (group.id, "d2") not in repo.load_turns()
     finally:
         store.close()
