@@ -31,6 +31,7 @@ Save = Callable[[int, str, Turns], None]
 CAPACITY = 20_000
 # Models remembered per conversation (the most recently used); real sessions use two or three.
 MODELS_PER_CONVERSATION = 8
+MODEL_KEY_MAX = 128  # as records bound a model name
 
 
 class TurnMemory:
@@ -47,12 +48,19 @@ class TurnMemory:
         self._turns = OrderedDict((key, dict(models)) for key, models in
                                   ordered[-self.capacity:])
 
-    def previous(self, group_id: int, digest: str, model: str) -> PreviousTurn | None:
-        return self._turns.get((group_id, digest), {}).get(model)
+    def previous(self, group_id: int, digest: str, model: str | None = None
+                 ) -> PreviousTurn | None:
+        """The conversation's last turn on `model`; without one, its latest turn on any."""
+        models = self._turns.get((group_id, digest), {})
+        if model is None:
+            return max(models.values(), key=lambda t: t.ended_at, default=None)
+        return models.get(model[:MODEL_KEY_MAX])
 
-    def settle(self, group_id: int, digest: str, model: str, turn: Turn, *, ended_at: float,
-               warm_tokens: int) -> CacheMiss:
-        """Classify this turn, then remember it as the conversation's last turn on `model`."""
+    def settle(self, group_id: int, digest: str, turn: Turn, *, ended_at: float,
+               warm_tokens: int, model: str = "") -> CacheMiss:
+        """Classify this turn, then remember it as the conversation's last turn on `model`
+        (callers that model one prompt per conversation, like the simulator, leave it out)."""
+        model = model[:MODEL_KEY_MAX]
         key = (group_id, digest)
         models = self._turns.get(key, {})
         verdict = classify_turn(models.get(model), turn)
@@ -72,7 +80,8 @@ class TurnMemory:
         """Conversations per account whose last turn ended less than `within` seconds ago
         (still going: the cost_aware scheduling mode spreads new ones by this)."""
         counts: dict[int, int] = {}
-        for facts in reversed(self._turns.values()):  # newest settled first
+        for models in reversed(self._turns.values()):  # newest settled first
+            facts = max(models.values(), key=lambda t: t.ended_at)  # its latest, any model
             age = now - facts.ended_at
             if age >= 2 * within:
                 break  # settled long ago: nothing older can still be going

@@ -305,11 +305,12 @@ class DemoConversations:
         record.cached_tokens = size - rng.randint(300, 3_000) if warm else rng.choice(
             [0, 0, rng.randint(2_000, 6_000)])
         verdict = self.memory.settle(
-            1, str(conversation), record.model,
+            1, str(conversation),
             Turn(account_id=account or 0, started_at=record.started_at, input_tokens=size,
                  cached_tokens=record.cached_tokens),
             ended_at=record.started_at + (record.duration_ms or 0) / 1000,
-            warm_tokens=size)  # Claude Code's last breakpoint: the whole prompt is written
+            warm_tokens=size,  # Claude Code's last breakpoint: the whole prompt is written
+            model=record.model)
         record.cache_miss, record.reread_tokens = verdict.cause, verdict.reread_tokens
         if verdict.is_miss and previous is not None:
             record.previous_account_id = previous.account_id

@@ -489,8 +489,9 @@ class Attempt:
                     ttl=self.cache_ttl)
         warm = warm_tokens(provider, record.input_tokens, record.cached_tokens,
                            self.written_tokens)
-        previous = turns.previous(self.group_id, self.conversation, record.model)
-        verdict = turns.settle(self.group_id, self.conversation, record.model, turn,
+        model = self.route.upstream_model  # a provider caches per model
+        previous = turns.previous(self.group_id, self.conversation, model)
+        verdict = turns.settle(self.group_id, self.conversation, turn, model=model,
                                ended_at=self.service.clock.now(), warm_tokens=warm)
         record.cache_miss, record.reread_tokens = verdict.cause, verdict.reread_tokens
         if verdict.is_miss and previous is not None:  # the words of R-CF-3 need these

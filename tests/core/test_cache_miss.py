@@ -149,11 +149,12 @@ def test_warm_tokens_are_reads_plus_writes_for_anthropic_and_the_whole_input_els
 def test_the_memory_classifies_against_the_last_turn_and_saves_each_turn() -> None:
     saved: list[tuple[int, str, dict[str, PreviousTurn]]] = []
     memory = TurnMemory(save=lambda g, d, turns: saved.append((g, d, turns)))
-    first = memory.settle(1, "d", "opus", turn(cached=0), ended_at=T0 + 41, warm_tokens=52_000)
+    first = memory.settle(1, "d", turn(cached=0), ended_at=T0 + 41, warm_tokens=52_000,
+                          model="opus")
     assert first.cause == "first_turn"
     second = Turn(account_id=2, started_at=T0 + 80, input_tokens=53_000, cached_tokens=0)
-    assert memory.settle(1, "d", "opus", second, ended_at=T0 + 81,
-                         warm_tokens=53_000) == CacheMiss("account_switch", 52_000)
+    assert memory.settle(1, "d", second, ended_at=T0 + 81, warm_tokens=53_000,
+                         model="opus") == CacheMiss("account_switch", 52_000)
     assert saved[-1] == (1, "d", {"opus": PreviousTurn(2, T0 + 81, 53_000, 53_000)})
     assert memory.previous(2, "d", "opus") is None  # another group's conversation
     assert memory.previous(1, "d", "haiku") is None
@@ -161,22 +162,23 @@ def test_the_memory_classifies_against_the_last_turn_and_saves_each_turn() -> No
 
 def test_another_model_in_the_same_conversation_neither_blames_nor_hides_a_miss() -> None:
     memory = TurnMemory()
-    memory.settle(1, "d", "opus", turn(cached=0), ended_at=T0 + 41, warm_tokens=52_000)
+    memory.settle(1, "d", turn(cached=0), ended_at=T0 + 41, warm_tokens=52_000, model="opus")
     # A small Haiku request of the same session: its own first turn, not a changed prefix.
     haiku = Turn(account_id=1, started_at=T0 + 50, input_tokens=2_000, cached_tokens=0)
-    assert memory.settle(1, "d", "haiku", haiku, ended_at=T0 + 51,
-                         warm_tokens=0).cause == "first_turn"
+    assert memory.settle(1, "d", haiku, ended_at=T0 + 51, warm_tokens=0,
+                         model="haiku").cause == "first_turn"
+    assert memory.previous(1, "d") == PreviousTurn(1, T0 + 51, 2_000, 0)  # latest on any model
     # The main model's next miss is measured against the main model's last turn.
     moved = Turn(account_id=2, started_at=T0 + 60, input_tokens=53_000, cached_tokens=0)
-    assert memory.settle(1, "d", "opus", moved, ended_at=T0 + 61,
-                         warm_tokens=53_000) == CacheMiss("account_switch", 52_000)
+    assert memory.settle(1, "d", moved, ended_at=T0 + 61, warm_tokens=53_000,
+                         model="opus") == CacheMiss("account_switch", 52_000)
 
 
 def test_after_a_restart_the_loaded_facts_explain_the_next_turn() -> None:
     memory = TurnMemory()
     memory.load({(1, "d"): {"opus": PreviousTurn(1, T0, 50_000, 48_000)}})
-    assert memory.settle(1, "d", "opus", turn(account=2, cached=0), ended_at=T0 + 41,
-                         warm_tokens=52_000) == CacheMiss("account_switch", 48_000)
+    assert memory.settle(1, "d", turn(account=2, cached=0), ended_at=T0 + 41,
+                         warm_tokens=52_000, model="opus") == CacheMiss("account_switch", 48_000)
 
 
 def test_the_memory_forgets_the_oldest_conversation_and_model_beyond_its_bounds() -> None:
@@ -185,9 +187,10 @@ def test_the_memory_forgets_the_oldest_conversation_and_model_beyond_its_bounds(
                  (1, "mid"): {"m": PreviousTurn(1, T0 - 50, 10, 10)},
                  (1, "new"): {"m": PreviousTurn(1, T0, 10, 10)}})
     assert memory.previous(1, "old", "m") is None and len(memory) == 2
-    memory.settle(1, "newest", "m", turn(), ended_at=T0 + 41, warm_tokens=10)
+    memory.settle(1, "newest", turn(), ended_at=T0 + 41, warm_tokens=10, model="m")
     assert memory.previous(1, "mid", "m") is None and memory.previous(1, "new", "m") is not None
     for n in range(MODELS_PER_CONVERSATION + 1):
-        memory.settle(1, "new", f"model-{n}", turn(), ended_at=T0 + 50 + n, warm_tokens=10)
+        memory.settle(1, "new", turn(), ended_at=T0 + 50 + n, warm_tokens=10,
+                      model=f"model-{n}")
     assert memory.previous(1, "new", "m") is None  # the least recently used model went
     assert memory.previous(1, "new", f"model-{MODELS_PER_CONVERSATION}") is not None
