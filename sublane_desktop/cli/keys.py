@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import urllib.parse
 from typing import Any
 
 from sublane_desktop.cli.context import CliError, Context
@@ -34,13 +35,25 @@ def cmd_key(ctx: Context, args: argparse.Namespace) -> int:
                       f"{k['group']:<10} {'revoked' if k['revoked'] else 'active'}")
             return 0
         if args.key_command == "revoke":
-            with ctx.store.db.atomic():
-                row = repo.revoke_key(args.key)
-            print(f"revoked key {row.id} ({row.name})")
+            print(revoke(ctx, args.key))
             return 0
     except repo.NotFound as exc:
         raise CliError(str(exc)) from None
     return 2
+
+
+def revoke(ctx: Context, ref: str) -> str:
+    """A running server revokes it (refused from the moment we return, R-FT-12); with none,
+    the database is the only place that needs to know."""
+    from sublane_desktop.store import repositories as repo
+
+    server = ctx.running_server()
+    if server is not None:
+        row = ctx.api(server, "POST", f"/api/keys/{urllib.parse.quote(ref, safe='')}/revoke", {})
+        return f"revoked key {row['id']} ({row['name']})"
+    with ctx.store.db.atomic():
+        key = repo.revoke_key(ref)
+    return f"revoked key {key.id} ({key.name})"
 
 
 def new_client_key(ctx: Context, name: str) -> tuple[Any, Any, str]:

@@ -126,6 +126,18 @@ async def refresh_quotas(request: web.Request, service: Any) -> web.Response:
 
 
 @admin_route
+async def revoke_key(request: web.Request, service: Any) -> web.Response:
+    """The CLI's `key revoke` while a server runs: this server stops honouring the key before
+    the call returns, which a database write from another process cannot promise (R-FT-12)."""
+    await json_body(request)  # a mutation like any other: JSON only (R-FT-5)
+    ref = request.match_info["id"]
+    try:
+        return web.json_response(await service.revoke_key(ref))
+    except LookupError:  # the store's NotFound: no key has this id or name
+        raise GatewayError("not_found", f"unknown key {ref!r}") from None
+
+
+@admin_route
 async def get_settings(request: web.Request, service: Any) -> web.Response:
     return web.json_response(service.settings)
 
@@ -150,5 +162,6 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/llmux/switch", switch)
     app.router.add_post("/llmux/reset-usage", reset_usage)
     app.router.add_post("/api/accounts/refresh-quotas", refresh_quotas)
+    app.router.add_post("/api/keys/{id}/revoke", revoke_key)
     app.router.add_get("/api/settings", get_settings)
     app.router.add_patch("/api/settings", patch_settings)

@@ -252,8 +252,8 @@ class Service:
                          ) -> tuple[dict[str, Any], str]:
         return await self.catalog.create_key(name, user, group)
 
-    async def revoke_key(self, ref: str | int) -> None:
-        await self.catalog.revoke_key(ref)
+    async def revoke_key(self, ref: str | int) -> dict[str, Any]:
+        return await self.catalog.revoke_key(ref)
 
     async def list_keys(self) -> list[dict[str, Any]]:
         return await self.catalog.list_keys()

@@ -158,9 +158,15 @@ class AccountCatalog:
 
         return await self.service.store.write(write)
 
-    async def revoke_key(self, ref: str | int) -> None:
-        await self.service.store.write(lambda: repo.revoke_key(str(ref)))
+    async def revoke_key(self, ref: str | int) -> dict[str, Any]:
+        """Revoke a key (id or name); refused from the moment this returns (R-FT-12)."""
+        def write() -> dict[str, Any]:
+            row = repo.revoke_key(str(ref))
+            return {"id": row.id, "name": row.name, "prefix": row.prefix, "revoked": True}
+
+        revoked = await self.service.store.write(write)
         self._identities.clear()
+        return revoked
 
     async def list_keys(self) -> list[dict[str, Any]]:
         return await self.service.store.read(repo.list_keys)

@@ -14,6 +14,8 @@ import sqlite3
 import stat
 import sys
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ import pytest
 
 from tests.fake_upstream import Reply
 
-from .conftest import Sublane
+from .conftest import LOCAL, Sublane
 from .threaded_upstream import ThreadedUpstream
 
 POSIX_MODES = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
@@ -255,3 +257,32 @@ def test_a_stop_signal_lets_the_stream_in_flight_finish_then_exits_0(
     stderr = server.stderr()
     for noise in NOISE + ("KeyboardInterrupt",):
         assert noise not in stderr, stderr
+
+
+# --- R-FT-12 a revoked key is refused when `key revoke` returns --------------------------------------
+
+
+def key_status(url: str, key: str) -> int:
+    req = urllib.request.Request(url + "/api/me/requests")
+    req.add_header("Authorization", f"Bearer {key}")
+    try:
+        with LOCAL.open(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return exc.code
+
+
+def test_a_key_revoked_while_serving_is_refused_the_moment_revoke_returns(
+        sublane: Sublane) -> None:
+    key = sublane.ok("key", "create", "--name", "laptop").stdout.strip()
+    server = sublane.serve()
+    assert key_status(server.url, key) == 200  # the server now knows (and remembers) this key
+    assert sublane.ok("key", "revoke", "laptop").stdout == "revoked key 1 (laptop)\n"
+    assert key_status(server.url, key) == 401
+    [listed] = sublane.json("key", "list", "--json")
+    assert listed["revoked"] is True
+    unknown = sublane.run("key", "revoke", "nosuch")
+    assert unknown.returncode == 1
+    assert only_line(unknown.stderr) == "sublane: error: unknown key 'nosuch'"
+    assert server.interrupt() == 0
