@@ -286,3 +286,119 @@ def test_a_key_revoked_while_serving_is_refused_the_moment_revoke_returns(
     assert unknown.returncode == 1
     assert only_line(unknown.stderr) == "sublane: error: unknown key 'nosuch'"
     assert server.interrupt() == 0
+
+
+# --- kill -9 during load, then restart: nothing a person set is lost ---------------------------------
+
+SESSION_HEADER = "x-claude-code-session-id"
+
+
+def message(url: str, key: str, session: str) -> int:
+    """One non-streaming Messages request in a conversation; the HTTP status."""
+    body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 8,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    req = urllib.request.Request(url + "/v1/messages", data=body, method="POST")
+    for name, value in (("x-api-key", key), ("content-type", "application/json"),
+                        ("anthropic-version", "2023-06-01"), (SESSION_HEADER, session)):
+        req.add_header(name, value)
+    try:
+        with LOCAL.open(req, timeout=10) as resp:
+            resp.read()
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return exc.code
+
+
+class Load:
+    """Threads sending requests in two conversations until the server goes away."""
+
+    def __init__(self, url: str, key: str, sessions: tuple[str, ...]) -> None:
+        self.done = 0
+        self._grew = threading.Condition()
+        self._threads = [threading.Thread(target=self._run, args=(url, key, s), daemon=True)
+                         for s in sessions for _ in range(2)]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, url: str, key: str, session: str) -> None:
+        while True:
+            try:
+                message(url, key, session)
+            except OSError:  # the server was killed under us: that is the point
+                return
+            with self._grew:
+                self.done += 1
+                self._grew.notify_all()
+
+    def wait_for(self, count: int, timeout: float = 30) -> None:
+        with self._grew:
+            assert self._grew.wait_for(lambda: self.done >= count, timeout), self.done
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join(timeout=30)
+            assert not thread.is_alive()
+
+
+def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
+        sublane: Sublane, upstream: ThreadedUpstream) -> None:
+    tokens = {name: f"sk-ant-api03-{name}-k9" for name in ("a", "b", "c", "d")}
+    for name, token in tokens.items():
+        sublane.ok("account", "add", "--provider", "anthropic", "--name", name, "--base-url",
+                   upstream.url, input=json.dumps({"api_key": token}))
+    key = sublane.ok("key", "create", "--name", "load").stdout.strip()
+    admin = sublane.ok("admin-token").stdout.strip()
+    server = sublane.serve()
+
+    def runtime(srv: Any) -> dict[str, dict[str, Any]]:
+        return {a["name"]: a for a in srv.get("/api/accounts/runtime", admin)["accounts"]}
+
+    def served_by() -> str:
+        token = upstream.fake.seen[-1].token
+        return next(name for name, t in tokens.items() if t == token)
+
+    # A person's choices: d paused, b's limit 5, a ceiling; conversations s1 and s2 land on a
+    # and b (new conversations rotate by id), and c cools down after an upstream 429.
+    sublane.ok("account", "pause", "d")
+    sublane.ok("account", "set-limit", "b", "5")
+    sublane.ok("settings", "scheduler.five_hour_max", "0.8")
+    assert message(server.url, key, "s1") == 200 and served_by() == "a"
+    assert message(server.url, key, "s2") == 200 and served_by() == "b"
+    upstream.script(tokens["c"], Reply(status=429, error_type="rate_limit_error",
+                                       retry_after="120"))
+    assert message(server.url, key, "s3") == 429 and served_by() == "c"
+    before = runtime(server)
+    assert before["c"]["state"] == "cooling" and before["c"]["cooldown_until"] is not None
+    assert before["d"]["paused"] is True and before["b"]["max_concurrency"] == 5
+
+    load = Load(server.url, key, ("s1", "s2"))
+    load.wait_for(40)
+    server.proc.kill()  # kill -9 in the middle of it
+    assert server.proc.wait(timeout=30) == -signal.SIGKILL
+    load.join()
+
+    with sqlite3.connect(sublane.data_dir / "sublane.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        old_ids = [row[0] for row in db.execute("SELECT id FROM request_records")]
+    assert len(old_ids) >= 3
+
+    server = sublane.serve()  # the lock died with the process; the stale server.json is replaced
+    after = runtime(server)
+    assert after["d"]["paused"] is True and after["d"]["state"] == "paused"
+    assert after["b"]["max_concurrency"] == 5
+    assert after["c"]["state"] == "cooling"
+    assert after["c"]["cooldown_until"] == before["c"]["cooldown_until"]
+    assert after["c"]["failure_streak"] == before["c"]["failure_streak"]
+    assert sublane.ok("settings", "scheduler.five_hour_max").stdout == (
+        "scheduler.five_hour_max = 0.8\n")
+    # Bindings: asked in the other order, a fresh rotation would put s2 on a and s1 on b.
+    assert message(server.url, key, "s2") == 200 and served_by() == "b"
+    assert message(server.url, key, "s1") == 200 and served_by() == "a"
+
+    assert server.interrupt() == 0  # a clean stop writes every record still queued
+    with sqlite3.connect(sublane.data_dir / "sublane.db") as db:
+        ids = [row[0] for row in db.execute("SELECT id FROM request_records ORDER BY id")]
+    new_ids = ids[len(old_ids):]
+    assert ids[:len(old_ids)] == sorted(old_ids)  # what survived the kill is still there
+    assert len(new_ids) == 2 and min(new_ids) > max(old_ids)  # and no id is handed out twice
