@@ -66,17 +66,18 @@ def observe(account: AccountState, clock: FakeClock, window: str, util: float,
                                      "headers"))
 
 
-def remember(pool: Pool, name: str, account_id: int, ended_at: float, total_input: int
-             ) -> None:
-    """The relay's part: the turn's facts go to the memory the scheduler reads."""
+def remember(pool: Pool, name: str, account_id: int, ended_at: float, total_input: int,
+             route=MAIN) -> None:
+    """The relay's part: the turn's facts go to the memory the scheduler reads, per model."""
     pool.scheduler.conversations.settle(1, name, Turn(account_id, ended_at, total_input, 0),
-                                        ended_at=ended_at, warm_tokens=total_input)
+                                        ended_at=ended_at, warm_tokens=total_input,
+                                        model=route.upstream_model)
 
 
 def turn(pool: Pool, clock: FakeClock, name: str, total_input: int = 60_000,
          route=MAIN) -> AccountState:
     lease = pool.acquire(Demand(group_id=1, route=route, conversation=name))
-    remember(pool, name, lease.account.id, clock.now(), total_input)
+    remember(pool, name, lease.account.id, clock.now(), total_input, route)
     lease.release(Outcome.SUCCESS)
     return lease.account
 

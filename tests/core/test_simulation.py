@@ -79,7 +79,11 @@ def test_a_move_within_the_ttl_is_a_cache_break_that_rereads_the_previous_prompt
         turn(20, "c1", 8_700, 100, 0),
         turn(40, "c1", 8_800, 100, 0),
     ))
-    moved = Simulation(trace, "cost_aware", [account("A", 10_000), account("B", 50_000)]).run()
+    sim = Simulation(trace, "cost_aware", [account("A", 10_000), account("B", 50_000)])
+    moved = sim.run()
+    # The turns went where the relay puts them: the memory cost_aware asks, keyed by model.
+    last = sim.pool.scheduler.conversations.previous(1, "c1", "claude-sonnet-4-5")
+    assert last is not None and (last.account_id, last.warm_tokens) == (2, 8_900)
     assert (moved.cache_breaks, moved.reread_tokens, moved.http_429) == (1, 8_800, 0)
     assert moved.ledger["B"]["five_hour"]["used"] == 8_900
     stayed = Simulation(trace, "round_robin", [account("A", 10_000), account("B", 50_000)]

@@ -174,12 +174,13 @@ class Simulation:
     def _settle(self, turn: Turn, lease: Lease, now: float, total: int, cached: int) -> None:
         """Remember the turn; count it when it broke a warm cache by moving."""
         memory = self.pool.scheduler.conversations if turn.keyed else self._keyless
-        previous = memory.previous(GROUP, turn.stream)
+        model = (FABLE if turn.fable else MAIN).upstream_model  # as the relay keys it
+        previous = memory.previous(GROUP, turn.stream, model)
         this = cache_miss.Turn(lease.account.id, now, total, cached)
         # The simulated client writes its whole prompt to the cache every turn (as Claude Code
         # does), so all of it is warm when the answer ends.
         miss = memory.settle(GROUP, turn.stream, this, ended_at=now + turn.duration,
-                             warm_tokens=total)
+                             warm_tokens=total, model=model)
         if is_cache_break(previous, this, miss):
             self.result.cache_breaks += 1
             self.result.reread_tokens += miss.reread_tokens
