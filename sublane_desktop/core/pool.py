@@ -203,9 +203,8 @@ class Pool:
                 if self.scheduler.mode == "cost_aware":
                     target = self.scheduler.move_conversation(
                         bound, self._candidates(demand), demand,
-                        self.scheduler.conversations.previous(
-                            demand.group_id, demand.conversation, demand.route.upstream_model),
-                        now)
+                        self.scheduler.conversations.previous(demand.group_id,
+                                                              demand.conversation), now)
                     if target is not None:
                         return self._bind(target, demand, key, now)
                 return self._admit_bound(bound, demand, now)
