@@ -29,6 +29,10 @@ def cmd_requests(ctx: Context, args: argparse.Namespace) -> int:
         flag = "--" + exc.param.replace("_", "-")
         raise CliError(f"{flag}: {exc.message}") from None
     if args.misses:
+        narrowing = sorted(name for name in params if name not in ("from", "until"))
+        if narrowing:  # the summary spans a window only; a silently ignored filter would lie
+            flags = ", ".join("--" + name.replace("_", "-") for name in narrowing)
+            raise CliError(f"--misses sums a time window (--from, --until, --mine); drop {flags}")
         return print_misses(ctx, args, query)
     server = ctx.running_server()
     if server is not None:

@@ -343,6 +343,9 @@ async def test_sublane_requests_prints_the_cause_filters_and_sums_misses(desk, t
     switch = next(line for line in lines if line.startswith("account switch"))
     # 40,000 of the 80,500 input tokens of both turns were read again: 49.7 %.
     assert switch.split()[2:] == ["1", "40,000", "49.7%"]
+    code, out, err = await sublane(tmp_path, data, "--misses", "--outcome", "error")
+    assert code == 1 and out == "" and "drop --outcome" in err
+
     code, out, err = await sublane(tmp_path, data, "--misses", "--json", "--from",
                                    str(h.clock.now() + 1))
     assert code == 0, err
