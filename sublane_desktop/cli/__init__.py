@@ -165,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sublane: error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # keyring or database trouble: one line, no traceback, no secret
-        from peewee import PeeweeException
-
-        from sublane_desktop.secrets import KeyringUnavailable
+        from sublane_desktop.service.offline import DB_FILE, DatabaseError, KeyringUnavailable
 
         if isinstance(exc, KeyringUnavailable):
             print(f"sublane: error: {exc}", file=sys.stderr)
@@ -176,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sublane: error: {exc.filename or ctx.data_dir}: "
                   f"{exc.strerror or type(exc).__name__}", file=sys.stderr)
             return 1
-        if isinstance(exc, PeeweeException):
-            print(f"sublane: error: database {ctx.data_dir / 'sublane.db'}: "
+        if isinstance(exc, DatabaseError):
+            print(f"sublane: error: database {ctx.data_dir / DB_FILE}: "
                   f"{type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
         raise

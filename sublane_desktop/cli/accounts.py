@@ -51,9 +51,8 @@ def codex_secret(path: Path) -> dict[str, Any]:
 def save_account(ctx: Context, provider: str, name: str, group: str, base_url: str | None,
                  limit: int, secret: dict[str, Any], replace: bool = False) -> str:
     try:
-        with ctx.store.db.atomic():
-            account_id, verb, kind = credentials.store_account(
-                ctx.secrets, provider, name, group, base_url, limit, secret, replace=replace)
+        account_id, verb, kind = ctx.offline.add_account(provider, name, group, base_url, limit,
+                                                         secret, replace=replace)
     except credentials.CredentialError as exc:
         raise CliError(str(exc)) from None
     return f"{verb} {provider} account {name} (id {account_id}, {kind})"
@@ -112,21 +111,7 @@ def runtime_snapshot(ctx: Context) -> dict[str, Any]:
     server = ctx.running_server()
     if server is not None:
         return ctx.api(server, "GET", "/api/accounts/runtime")
-    from sublane_desktop.service import Service, load_account_states
-
-    ctx.store  # noqa: B018 - opens and migrates
-    from sublane_desktop.store.quota import load_observations
-
-    service = Service(ctx.data_dir, secret_store=_NoSecrets())
-    service.pool.sync_accounts(load_account_states())
-    for account_id, observations in load_observations().items():
-        for obs in observations:
-            service.pool.accounts[account_id].gauges.apply(obs)
-    return service.accounts_runtime()
-
-
-class _NoSecrets:
-    """Listing accounts offline needs no keyring."""
+    return ctx.offline.pool_view()
 
 
 def print_accounts(runtime: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
-"""What every command shares: the data directory, the store and keyring it opens on demand, and
-the running server's management API (reached without any http_proxy from the environment).
+"""What every command shares: the data directory, the service's offline side (the database and
+keyring, opened on demand, for when no server runs), and the running server's management API
+(reached without any http_proxy from the environment).
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ import os
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sublane_desktop.service.offline import OfflineService
 
 # sublane_desktop.service (and with it aiohttp) is imported where it is needed: it doubles the
 # start-up time of quick commands such as `key create` or `admin-token`.
@@ -41,27 +45,16 @@ class Context:
         self.host: str = args.host or "127.0.0.1"
         # None: the stored setting `server.port` (default 8765) decides when the server starts.
         self.port: int | None = args.port
-        self._store = None
-        self._secrets = None
+        self._offline: OfflineService | None = None
 
     @property
-    def store(self):
-        if self._store is None:
-            from sublane_desktop.store import repositories as repo
-            from sublane_desktop.store.connection import Store
+    def offline(self) -> OfflineService:
+        """The database and keyring of the data dir, for when no server runs (opened lazily)."""
+        if self._offline is None:
+            from sublane_desktop.service.offline import OfflineService
 
-            self._store = Store(self.data_dir / "sublane.db")
-            with self._store.db.atomic():
-                repo.ensure_admin()
-        return self._store
-
-    @property
-    def secrets(self):
-        if self._secrets is None:
-            from sublane_desktop.secrets import SecretStore
-
-            self._secrets = SecretStore(self.data_dir)
-        return self._secrets
+            self._offline = OfflineService(self.data_dir)
+        return self._offline
 
     def running_server(self) -> dict[str, Any] | None:
         """The status file of a live server for this data dir, or None."""
@@ -80,7 +73,7 @@ class Context:
         return None
 
     def api(self, server: dict[str, Any], method: str, path: str, body: Any = None) -> Any:
-        token = self.secrets.get("admin-token")
+        token = self.offline.admin_token()
         if not token:
             raise CliError("no administrator token in the keyring; run `sublane admin-token`")
         data = None if body is None else json.dumps(body).encode()
@@ -102,5 +95,5 @@ class Context:
                            f"{type(exc).__name__}") from None
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
+        if self._offline is not None:
+            self._offline.close()

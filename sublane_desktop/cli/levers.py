@@ -14,7 +14,7 @@ from sublane_desktop.cli.context import CliError, Context
 
 def cmd_account_lever(ctx: Context, args: argparse.Namespace) -> int:
     """pause, unpause, clear-cooldown, switch or set-limit one account (by name or id)."""
-    from sublane_desktop.store import repositories as repo
+    from sublane_desktop.service.offline import NotFound
 
     which = args.account_command
     server = ctx.running_server()
@@ -41,36 +41,25 @@ def cmd_account_lever(ctx: Context, args: argparse.Namespace) -> int:
             ctx.api(server, "PATCH", f"/api/accounts/{acc_id}/limits",
                     {"max_concurrency": args.limit})
     else:
+        offline = ctx.offline
         try:
-            account = repo.find_account(args.account) if ctx.store else None
-        except repo.NotFound as exc:
-            raise CliError(str(exc)) from None
-        if which == "switch":
-            raise CliError("switch pins the live pool for 5 minutes: start the server first "
-                           "(`sublane serve` or the tray app)")
-        if which == "verify":
-            raise CliError("verify asks the upstream through the running pool: start the server"
-                           " first (`sublane serve` or the tray app)")
-        with ctx.store.db.atomic():
+            offline.account_id(args.account)
+            if which == "switch":
+                raise CliError("switch pins the live pool for 5 minutes: start the server "
+                               "first (`sublane serve` or the tray app)")
+            if which == "verify":
+                raise CliError("verify asks the upstream through the running pool: start the "
+                               "server first (`sublane serve` or the tray app)")
             if which in ("pause", "unpause"):
-                repo.save_runtime(account.id, paused=which == "pause")
+                offline.pause(args.account, which == "pause")
             elif which == "clear-cooldown":
-                from sublane_desktop.store.models import AccountRuntime
-
-                row = AccountRuntime.get_or_none(AccountRuntime.account == account.id)
-                repo.save_runtime(account.id, cooldown_until=None, failure_streak=0,
-                                  runtime_revision=(row.runtime_revision if row else 0) + 1)
+                offline.clear_cooldown(args.account)
             elif which in ("disable", "enable"):
-                enabled = which == "enable"
-                if bool(account.enabled) != enabled:  # enabling is a new lifecycle revision
-                    repo.save_lifecycle(account.id, enabled,
-                                        account.revision + (1 if enabled else 0))
-                if not enabled:
-                    repo.delete_bindings_for(account.id)
+                offline.set_enabled(args.account, which == "enable")
             elif which == "set-limit":
-                if not 1 <= args.limit <= 8:
-                    raise CliError("limit must be from 1 to 8")
-                repo.set_max_concurrency(account.id, args.limit)
+                offline.set_limit(args.account, args.limit)
+        except (NotFound, ValueError) as exc:
+            raise CliError(str(exc)) from None
     print(f"{which}: {args.account}")
     return 0
 
@@ -80,13 +69,9 @@ def cmd_reset_usage(ctx: Context, args: argparse.Namespace) -> int:
     if server is not None:
         ctx.api(server, "POST", "/llmux/reset-usage", {})
     else:
-        from sublane_desktop.store.quota import clear_observations
-
-        with ctx.store.db.atomic():
-            clear_observations()
+        ctx.offline.reset_usage()
     print("every gauge is cold again; headers and polls will repopulate them")
     return 0
-
 
 
 def _print_verdict(verdict: dict[str, Any], as_json: bool) -> int:

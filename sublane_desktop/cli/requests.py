@@ -39,16 +39,7 @@ def cmd_requests(ctx: Context, args: argparse.Namespace) -> int:
         path = "/api/me/requests" if args.mine else "/api/requests"
         page = ctx.api(server, "GET", f"{path}?{urllib.parse.urlencode(params)}")
     else:
-        import time
-
-        from sublane_desktop.store import records
-
-        store = ctx.store
-        now = time.time()
-        with store.db.atomic():
-            records.prune(now)  # cleanup on read, as the server does
-        owner = records.admin_user_id() if args.mine else None
-        page = records.read_page(query, owner=owner, now=now)
+        page = ctx.offline.request_page(query, mine=args.mine)
     if args.json:
         print(json.dumps(page, indent=2))
     else:
@@ -58,7 +49,6 @@ def cmd_requests(ctx: Context, args: argparse.Namespace) -> int:
 
 def print_misses(ctx: Context, args: argparse.Namespace, query: Any) -> int:
     """`sublane requests --misses [--from … --until …]` (R-CF-2)."""
-    import time
     import urllib.parse
 
     from sublane_desktop.core.miss_words import summary_lines
@@ -70,12 +60,7 @@ def print_misses(ctx: Context, args: argparse.Namespace, query: Any) -> int:
         path = "/api/me/requests/misses" if args.mine else "/api/requests/misses"
         summary = ctx.api(server, "GET", f"{path}?{urllib.parse.urlencode(window)}")
     else:
-        from sublane_desktop.store import records
-
-        ctx.store  # noqa: B018 - opens and migrates
-        owner = records.admin_user_id() if args.mine else None
-        summary = records.read_misses(owner=owner, since=query.since, until=query.until,
-                                      now=time.time())
+        summary = ctx.offline.request_misses(query, mine=args.mine)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

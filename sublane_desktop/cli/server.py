@@ -62,10 +62,7 @@ def endpoint_url(ctx: Context) -> str:
         return base_url(server["host"], server["port"])
     port = ctx.port
     if port is None:
-        from sublane_desktop.store import repositories as repo
-
-        ctx.store  # noqa: B018 - opens and migrates
-        port = int(repo.get_setting("server.port", DEFAULT_PORT))
+        port = int(ctx.offline.setting("server.port", DEFAULT_PORT))
     if port == 0:
         raise CliError("no server is running and its port is picked at start (0): start it "
                        "first (`sublane serve`) or give --port")
@@ -81,29 +78,24 @@ def cmd_env(ctx: Context, args: argparse.Namespace) -> int:
     url = endpoint_url(ctx)
     # A key is shown only once, so there is none to reuse: every call makes a fresh one.
     name = f"env-{datetime.date.today().isoformat()}"
-    row, user, key = new_client_key(ctx, name)
+    row, key = new_client_key(ctx, name)
     sys.stdout.write(render(client_variables(url, key), shell))
-    print(f"created client key {row.id} ({name}) for {user.name}; a key is shown only once, so "
-          f"each `sublane env` makes a new one (`sublane key revoke {row.id}` to retire it). "
+    print(f"created client key {row['id']} ({name}) for {row['user']}; a key is shown only "
+          f"once, so each `sublane env` makes a new one (`sublane key revoke {row['id']}` to "
+          "retire it). "
           f"Load with: {load_hint(shell)}", file=sys.stderr)
     return 0
 
 
-RUN_KEY = "run-client-key"  # keyring entry: the client key `sublane run` hands to commands
-
-
 def run_key(ctx: Context) -> str:
     """The key `sublane run` uses, kept in the keyring and reused while it is valid."""
-    from sublane_desktop.store import repositories as repo
-
-    ctx.store  # noqa: B018
-    key = ctx.secrets.get(RUN_KEY)
-    if key and repo.identify_key(key) is not None:
+    key = ctx.offline.run_key()
+    if key:
         return key
-    row, user, key = new_client_key(ctx, "run")
-    ctx.secrets.set(RUN_KEY, key)
-    print(f"created client key {row.id} (run) for {user.name}; `sublane run` keeps it in the "
-          "keyring and reuses it", file=sys.stderr)
+    row, key = new_client_key(ctx, "run")
+    ctx.offline.keep_run_key(key)
+    print(f"created client key {row['id']} (run) for {row['user']}; `sublane run` keeps it in "
+          "the keyring and reuses it", file=sys.stderr)
     return key
 
 

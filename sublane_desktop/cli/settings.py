@@ -9,8 +9,7 @@ from sublane_desktop.cli.context import CliError, Context
 
 
 def cmd_settings(ctx: Context, args: argparse.Namespace) -> int:
-    from sublane_desktop.service import SCHEDULER_SETTINGS, validate_settings
-    from sublane_desktop.store import repositories as repo
+    from sublane_desktop.service.settings import validate_settings
 
     server = ctx.running_server()
     if args.key is not None and args.value is not None:
@@ -25,13 +24,11 @@ def cmd_settings(ctx: Context, args: argparse.Namespace) -> int:
         if server is not None:
             ctx.api(server, "PATCH", "/api/settings", clean)
         else:
-            with ctx.store.db.atomic():
-                repo.set_setting(args.key, clean[args.key])
+            ctx.offline.set_setting(args.key, clean[args.key])
     if server is not None:
         current = ctx.api(server, "GET", "/api/settings")
     else:
-        ctx.store  # noqa: B018
-        current = {**SCHEDULER_SETTINGS, **repo.all_settings()}
+        current = ctx.offline.settings()
     if args.key is not None and args.key not in current:
         raise CliError(f"unknown setting {args.key!r}")
     for key in [args.key] if args.key else sorted(current):

@@ -55,7 +55,7 @@ def cmd_simulate(ctx: Context, args: argparse.Namespace) -> int:
         from sublane_desktop.service import recorded_requests
 
         try:
-            trace = from_records(recorded_requests(ctx.store, time.time()), args.seed)
+            trace = from_records(recorded_requests(ctx.offline.store, time.time()), args.seed)
         except ValueError as exc:
             raise CliError(str(exc)) from None
     else:

@@ -8,13 +8,12 @@ from sublane_desktop.cli.context import CliError, Context
 
 
 def cmd_user(ctx: Context, args: argparse.Namespace) -> int:
-    from sublane_desktop.store import repositories as repo
+    from sublane_desktop.service.offline import Conflict
 
     try:
-        with ctx.store.db.atomic():
-            user = repo.add_user(args.name)
-    except repo.Conflict as exc:
+        user = ctx.offline.add_user(args.name)
+    except Conflict as exc:
         raise CliError(str(exc)) from None
-    print(f"added member {user.name} (id {user.id})")
+    print(f"added member {user['name']} (id {user['id']})")
     return 0
 

@@ -147,15 +147,12 @@ class Bridge(QObject):
         return spawn(self._history(None, mine), name="history.filters")
 
     async def _history(self, query: Any, mine: bool) -> dict[str, Any]:
-        from sublane_desktop.store.records import admin_user_id
-
         owner = None
         if mine:  # the desktop user is the administrator; 0 (no such user) never widens it
-            owner = await self._service.store.read(admin_user_id) or 0
-        log_ = self._service.request_log
+            owner = await self._service.admin_user_id() or 0
         if query is None:
-            return await log_.filters(owner=owner)
-        return await log_.page(query, owner=owner)
+            return await self._service.request_filters(owner=owner)
+        return await self._service.request_page(query, owner=owner)
 
     def misses_today(self) -> dict[str, Any] | None:
         """Cache misses since local midnight, by cause and account, as last read (R-CF-3)."""
@@ -175,7 +172,7 @@ class Bridge(QObject):
 
     async def _load_misses(self, day: float) -> None:
         try:
-            summary = await self._service.request_log.misses(owner=None, since=day)
+            summary = await self._service.request_misses(owner=None, since=day)
         except Exception as exc:  # a summary is a nicety; the windows keep their last one
             log.warning("could not read today's cache misses: %s", type(exc).__name__)
             return

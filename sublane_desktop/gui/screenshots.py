@@ -103,7 +103,6 @@ async def build_demo_pool(data_dir: Path) -> DemoPool:
     from sublane_desktop.core.pool import Outcome
     from sublane_desktop.secrets import SecretStore
     from sublane_desktop.service import BASE_URL_ENV, DEFAULT_PORT, Service
-    from sublane_desktop.store import repositories as repo
 
     clock = FakeClock(DEMO_NOW)
     backend = PlaintextKeyring()
@@ -154,7 +153,7 @@ async def build_demo_pool(data_dir: Path) -> DemoPool:
         account = service.pool.find(name)
         observations = [Observation(window, utilization, now + resets_in, now - 20, "headers")
                         for window, (utilization, resets_in) in gauges.items()]
-        await service._publish_quota(account, account.revision, observations)
+        await service.quota.publish(account, account.revision, observations)
 
     # Cooling: a real 429 with retry-after on a real lease (R-POOL-7).
     cooling = service.pool.find("personal-pro")
@@ -165,7 +164,7 @@ async def build_demo_pool(data_dir: Path) -> DemoPool:
     work = service.pool.find("work-max")
     demo.leases = [service.pool._admit(work, now, bound=False)]  # one request in flight
 
-    sam = await service.store.write(lambda: repo.add_user("sam").id)
+    sam = await service.add_user("sam")
     await service.create_key("laptop")
     await service.create_key("ci")
     await service.create_key("sam-mbp", user="sam")

@@ -18,7 +18,6 @@ from sublane_desktop.proxy import SERVICE
 from sublane_desktop.proxy.errors import openai_error
 from sublane_desktop.proxy.intake import client_key
 from sublane_desktop.proxy.management import admin_route
-from sublane_desktop.store import records
 
 
 async def _caller_user_id(request: web.Request, service: Any) -> int:
@@ -28,7 +27,7 @@ async def _caller_user_id(request: web.Request, service: Any) -> int:
                            " is required")
     admin_token = service.admin_token
     if admin_token and hmac.compare_digest(key.encode(), admin_token.encode()):
-        admin_id = await service.store.read(records.admin_user_id)
+        admin_id = await service.admin_user_id()
         if admin_id is not None:
             return admin_id
     identity = await service.identify(key)
@@ -59,38 +58,38 @@ def personal_route(handler):
 @personal_route
 async def my_requests(request: web.Request, service: Any, user_id: int) -> web.Response:
     query = _query(request, admin=False)
-    return web.json_response(await service.request_log.page(query, owner=user_id))
+    return web.json_response(await service.request_page(query, owner=user_id))
 
 
 @personal_route
 async def my_filters(request: web.Request, service: Any, user_id: int) -> web.Response:
-    return web.json_response(await service.request_log.filters(owner=user_id))
+    return web.json_response(await service.request_filters(owner=user_id))
 
 
 @admin_route
 async def all_requests(request: web.Request, service: Any) -> web.Response:
     query = _query(request, admin=True)
-    return web.json_response(await service.request_log.page(query, owner=None))
+    return web.json_response(await service.request_page(query, owner=None))
 
 
 @personal_route
 async def my_misses(request: web.Request, service: Any, user_id: int) -> web.Response:
     """Cache misses by cause over `from`/`until` (R-CF-2), the caller's own requests only."""
     query = _query(request, admin=False)
-    return web.json_response(await service.request_log.misses(
+    return web.json_response(await service.request_misses(
         owner=user_id, since=query.since, until=query.until))
 
 
 @admin_route
 async def all_misses(request: web.Request, service: Any) -> web.Response:
     query = _query(request, admin=True)
-    return web.json_response(await service.request_log.misses(
+    return web.json_response(await service.request_misses(
         owner=None, since=query.since, until=query.until))
 
 
 @admin_route
 async def all_filters(request: web.Request, service: Any) -> web.Response:
-    return web.json_response(await service.request_log.filters(owner=None))
+    return web.json_response(await service.request_filters(owner=None))
 
 
 def add_routes(app: web.Application) -> None:

@@ -16,11 +16,10 @@ from typing import Any
 
 from aiohttp import web
 
-from sublane_desktop.proxy import SERVICE
-
 from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.ids import KeyIdentity
 from sublane_desktop.core.records import clean_text
-from sublane_desktop.store.repositories import KeyIdentity
+from sublane_desktop.proxy import SERVICE
 
 
 def client_key(request: web.Request) -> str | None:

@@ -9,7 +9,12 @@ event loop (R-ARCH-3), and hands each job to one collaborator:
 - `quota.QuotaFeed`: response headers and usage reads into the gauges;
 - `levers.OperatorLevers`: pause, disable/enable, verify, limits, switch, reset-usage, settings;
 - `records.RequestHistory`: request records, queued and written by one writer;
-- `settings` and `views`: the settings' defaults and validation, and what an account looks like.
+- `settings` and `views`: the settings' defaults and validation, and what an account looks like;
+- `offline.OfflineService`: the same database and keyring for the CLI when no server runs.
+
+Importing this package stays light (no aiohttp, no providers): the CLI's quick commands import
+`service.offline`, and with it this module. The collaborators that talk to upstreams are
+imported when a `Service` is built.
 """
 
 from __future__ import annotations
@@ -19,21 +24,17 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from sublane_desktop import file_modes, startup
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
-from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Pool
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.core.turn_memory import TurnMemory
 from sublane_desktop.credential_problems import CredentialProblems
 from sublane_desktop.instance_lock import ServerLock
-from sublane_desktop.providers import codex
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore
 from sublane_desktop.service.accounts import (
     IDENTITY_TTL,
@@ -41,9 +42,8 @@ from sublane_desktop.service.accounts import (
     StorePersistence,
     load_account_states,
 )
-from sublane_desktop.service.credentials import ADMIN_TOKEN, CredentialCache, ensure_admin_token
+from sublane_desktop.service.admin import ADMIN_TOKEN, ensure_admin_token
 from sublane_desktop.service.levers import OperatorLevers
-from sublane_desktop.service.quota import QuotaFeed
 from sublane_desktop.service.records import RECENT_RECORDS, RequestHistory, recorded_requests
 from sublane_desktop.service.settings import (
     BASE_URL_ENV,
@@ -55,10 +55,15 @@ from sublane_desktop.service.settings import (
     validate_settings,
 )
 from sublane_desktop.service.views import account_view, pool_view
-from sublane_desktop.service_antigravity import AntigravityAccounts
-from sublane_desktop.service.discovery import ModelDiscovery
 from sublane_desktop.store import repositories as repo
 from sublane_desktop.store.connection import Store
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from sublane_desktop.core.gauges import Observation
+    from sublane_desktop.core.history import HistoryQuery
+    from sublane_desktop.providers import codex
 
 __all__ = [
     "ADMIN_TOKEN", "BASE_URL_ENV", "DEFAULT_BASE_URLS", "DEFAULT_MAX_BODY", "DEFAULT_PORT",
@@ -84,6 +89,11 @@ class Service:
         secret_store: SecretStore | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
+        from sublane_desktop.service.credentials import CredentialCache
+        from sublane_desktop.service.discovery import ModelDiscovery
+        from sublane_desktop.service.quota import QuotaFeed
+        from sublane_desktop.service_antigravity import AntigravityAccounts
+
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port
@@ -101,7 +111,7 @@ class Service:
         self.pool.scheduler.conversations = self.turns  # cost_aware reads the same facts
         self.admin_token: str | None = None
         self.http: aiohttp.ClientSession | None = None
-        self.history = RequestHistory(self.clock, self.bus)
+        self.history = RequestHistory(self)
         self.records = self.history.recent
         self.request_log = self.history.log
         self.catalog = AccountCatalog(self)
@@ -134,6 +144,8 @@ class Service:
             raise
 
     async def _start(self) -> None:
+        import aiohttp
+
         from sublane_desktop.proxy.server import ProxyServer, build_app
 
         if self.port is not None:
@@ -275,6 +287,10 @@ class Service:
     async def remove_account(self, ref: str | int) -> None:
         await self.catalog.remove_account(ref)
 
+    async def add_user(self, name: str) -> int:
+        """A new member; raises repositories.Conflict when the name is taken."""
+        return await self.catalog.add_user(name)
+
     # --- first run (R-UI-9): the welcome window ------------------------------------------------
 
     def found_logins(self) -> list[dict[str, str]]:
@@ -348,6 +364,20 @@ class Service:
 
     async def flush_records(self) -> None:
         await self.history.flush()
+
+    async def admin_user_id(self) -> int | None:
+        """The administrator user, whose requests the personal views of the desktop show."""
+        return await self.history.admin_user_id()
+
+    async def request_page(self, query: HistoryQuery, *, owner: int | None) -> dict[str, Any]:
+        return await self.request_log.page(query, owner=owner)
+
+    async def request_filters(self, *, owner: int | None) -> dict[str, Any]:
+        return await self.request_log.filters(owner=owner)
+
+    async def request_misses(self, *, owner: int | None, since: float | None = None,
+                             until: float | None = None) -> dict[str, Any]:
+        return await self.request_log.misses(owner=owner, since=since, until=until)
 
     # --- views ----------------------------------------------------------------------------------
 

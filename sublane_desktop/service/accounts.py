@@ -168,6 +168,9 @@ class AccountCatalog:
         self._identities.clear()
         return revoked
 
+    async def add_user(self, name: str) -> int:
+        return await self.service.store.write(lambda: repo.add_user(name).id)
+
     async def list_keys(self) -> list[dict[str, Any]]:
         return await self.service.store.read(repo.list_keys)
 

@@ -1,14 +1,11 @@
-"""Account credentials: read from the keyring once per account revision, refreshed in one flight.
-
-The administrator token lives here too: it is the other secret the service keeps.
-"""
+"""Account credentials: read from the keyring once per account revision, refreshed in one flight,
+and the reason an account's credential cannot be used (R-UI-8)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-import secrets as pysecrets
 from typing import TYPE_CHECKING, Any
 
 from sublane_desktop import credential_problems as problems
@@ -16,22 +13,13 @@ from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.providers import oauth
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore, account_secret
+from sublane_desktop.service.admin import ensure_admin_token
 from sublane_desktop.service.settings import BASE_URL_ENV, DEFAULT_BASE_URLS
 
 if TYPE_CHECKING:
     from sublane_desktop.service import Service
 
 log = logging.getLogger(__name__)
-
-ADMIN_TOKEN = "admin-token"
-
-
-def ensure_admin_token(secret_store: SecretStore) -> str:
-    token = secret_store.get(ADMIN_TOKEN)
-    if not token:
-        token = "sla-" + pysecrets.token_urlsafe(32)
-        secret_store.set(ADMIN_TOKEN, token)
-    return token
 
 
 class CredentialCache:

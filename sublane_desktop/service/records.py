@@ -7,13 +7,14 @@ the history API reads the database, which is the only complete source.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sublane_desktop.core.clock import Clock
-from sublane_desktop.core.events import EventBus
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.store.connection import Store
-from sublane_desktop.store.records import RequestLog
+from sublane_desktop.store.records import RequestLog, admin_user_id
+
+if TYPE_CHECKING:
+    from sublane_desktop.service import Service
 
 RECENT_RECORDS = 100
 
@@ -28,10 +29,12 @@ def recorded_requests(store: Store, now: float) -> list[dict[str, Any]]:
 
 
 class RequestHistory:
-    def __init__(self, clock: Clock, bus: EventBus) -> None:
+    def __init__(self, service: Service) -> None:
+        self.service = service
         self.recent: deque[RequestRecord] = deque(maxlen=RECENT_RECORDS)
         self.log = RequestLog(
-            clock, on_written=lambda count: bus.publish("records.added", count=count))
+            service.clock,
+            on_written=lambda count: service.bus.publish("records.added", count=count))
 
     def record(self, record: RequestRecord) -> None:
         """Queue a request record; never blocks the loop (R-ARCH-3, R-REC-4)."""
@@ -41,3 +44,6 @@ class RequestHistory:
     async def flush(self) -> None:
         """Wait until every record so far is in the database (tests, shutdown)."""
         await self.log.flush()
+
+    async def admin_user_id(self) -> int | None:
+        return await self.service.store.read(admin_user_id)

@@ -11,6 +11,7 @@ from typing import Any
 
 from peewee import IntegrityError
 
+from sublane_desktop.core.ids import KeyIdentity
 from sublane_desktop.store.models import (
     Account,
     AccountGroup,
@@ -35,14 +36,6 @@ class Conflict(ValueError):
 
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class KeyIdentity:
-    key_id: int
-    user_id: int
-    group_id: int
-    is_admin: bool
 
 
 @dataclass(frozen=True)
