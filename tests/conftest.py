@@ -178,5 +178,8 @@ async def antigravity_harness(tmp_path: Path, upstream: FakeAnthropic,
     await service.start()
     h = Harness(service, upstream)
     h.google = antigravity_upstream
+    h.clients = []  # SDK clients the test opened: closed here, not by a late garbage collector
     yield h
+    for client in h.clients:
+        await client.close()
     await service.stop(drain_timeout=2)

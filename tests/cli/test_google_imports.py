@@ -172,4 +172,5 @@ async def test_done_when_a_gemini_cli_login_drives_gemini_from_claude_code(
         ("antigravity", "gemini-3-pro-high", "success", "75%")}
     assert items[0]["input_tokens"] == 200 and items[0]["cached_tokens"] == 150
     assert gauges["gemini_pro"]["utilization"] == 0.0
+    await client.close()
     assert server.interrupt() == 0

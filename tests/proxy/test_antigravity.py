@@ -9,6 +9,7 @@ import json
 
 import aiohttp
 import anthropic
+import openai
 import pytest
 
 from sublane_desktop.core.affinity import conversation_digest
@@ -17,7 +18,8 @@ from sublane_desktop.core.translate.gemini import GEMINI_TAG, SKIP_SIGNATURE
 from sublane_desktop.providers import antigravity
 from sublane_desktop.secrets import account_secret
 from tests.fake_antigravity import AgReply, google_error
-from tests.openai_helpers import oai, records
+from tests.openai_helpers import oai as openai_client
+from tests.openai_helpers import records
 
 TOOLS = [
     {
@@ -41,9 +43,16 @@ TOOL_TURN = AgReply(
 
 
 def sdk(h, key, **headers) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(
-        base_url=h.url, api_key=key, max_retries=0, default_headers=headers or None
-    )
+    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0,
+                                      default_headers=headers or None)
+    h.clients.append(client)
+    return client
+
+
+def oai(h, key) -> openai.AsyncOpenAI:
+    client = openai_client(h, key)
+    h.clients.append(client)
+    return client
 
 
 @pytest.fixture

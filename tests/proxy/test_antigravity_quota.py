@@ -47,7 +47,10 @@ async def clocked(tmp_path, upstream, antigravity_upstream, secret_store, clock)
     h.clock, h.google = clock, antigravity_upstream
     h.account_id = await h.add_antigravity_account("google")
     h.key = await h.create_key()
+    h.clients = []
     yield h
+    for client in h.clients:
+        await client.close()
     await service.stop(drain_timeout=2)
 
 
@@ -64,7 +67,9 @@ def set_quota(h, **fractions) -> dict[str, float]:
 
 
 def sdk(h) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=h.url, api_key=h.key, max_retries=0)
+    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=h.key, max_retries=0)
+    h.clients.append(client)
+    return client
 
 
 async def runtime(h) -> dict:
