@@ -92,7 +92,7 @@ class Service:
         from sublane_desktop.service.credentials import CredentialCache
         from sublane_desktop.service.discovery import ModelDiscovery
         from sublane_desktop.service.quota import QuotaFeed
-        from sublane_desktop.service_antigravity import AntigravityAccounts
+        from sublane_desktop.service.antigravity import AntigravityAccounts
 
         self.data_dir = Path(data_dir)
         self.host = host

@@ -1,6 +1,6 @@
 """What the service does for Antigravity accounts beyond the request path: find the Cloud
 project a login bills to (once, then kept with the credential in the keyring), and read the
-per-family quota (R-AG-4). Kept apart so the service façade stays a few lines of wiring."""
+per-family quota (R-AG-4). The service's Antigravity collaborator."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class AntigravityAccounts:
         project = await antigravity.discover_project(service.http, self.base(account), credential)
         fresh = dict(credential, project_id=project)
         await service.secrets.aset(account_secret(str(account.id)), json.dumps(fresh))
-        service._credentials[account.id] = (account.revision, fresh)
+        service.credentials.cache[account.id] = (account.revision, fresh)
         log.info("account %s: Code Assist project discovered", account.id)
         return fresh
 
