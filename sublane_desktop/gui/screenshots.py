@@ -511,6 +511,17 @@ async def _status_window(bridge: Any, demo: DemoPool, shots: Shots, widgets: lis
     shots.save(window, "status-window")
 
 
+def _port_in_use(cls: Any) -> Any:
+    from sublane_desktop.startup import StartupError
+
+    taken = StartupError(StartupError.PORT_IN_USE, "port 8765 is in use", port=8765)
+    return cls(taken, "127.0.0.1")
+
+
+# Dialogs that show a situation rather than the pool: built from a sample of that situation.
+DIALOG_SAMPLES: dict[str, Any] = {"PortInUseDialog": _port_in_use}
+
+
 async def _dialogs(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
     from PySide6.QtWidgets import QDialog
 
@@ -526,7 +537,8 @@ async def _dialogs(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]
                 continue
             name = "dialog-" + _kebab(cls_name.removesuffix("Dialog"))
             try:
-                dialog = _build(cls, bridge)
+                sample = DIALOG_SAMPLES.get(cls_name)
+                dialog = sample(cls) if sample is not None else _build(cls, bridge)
             except Exception as exc:
                 shots.skip(name, f"could not build it ({type(exc).__name__}: {exc})")
                 continue
