@@ -252,6 +252,12 @@ class Scheduler:
         ceilings = self.ceilings_for(account)
         if demand.route.fable:
             return fable_score(account.gauges, ceilings, now)
+        family = family_of(demand.route.upstream_model) \
+            if account.provider == "antigravity" else None
+        if family is not None:
+            # Antigravity's quota is per model family in ~5 h windows: what the requested
+            # family has left is what the account can serve now.
+            return headroom(ceilings.five_hour_max, _util(account.gauges, family, now))
         return main_score(account.gauges, ceilings, now)
 
     # 6. anchoring and the lanes -----------------------------------------------------------------

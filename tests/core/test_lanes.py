@@ -416,3 +416,23 @@ def test_cost_aware_mode_moves_a_conversation_off_a_gated_account_and_says_so():
     assert pool.scheduler.move_conversation(moved.account, list(pool.accounts.values()),
                                             Demand(group_id=1, route=MAIN, conversation="c"),
                                             None, clock.now()) is None
+
+
+def test_antigravity_accounts_are_scored_by_the_requested_family():
+    """R-AG-4 in the main lane: the account with more of the asked family left takes the
+    anchor; a family another model draws from does not count."""
+    clock = FakeClock()
+    pool = Pool(clock)
+    pool.sync_accounts(AccountState(id=i, name=f"g{i}", provider="antigravity",
+                                    max_concurrency=4) for i in (1, 2))
+    g1, g2 = pool.accounts[1], pool.accounts[2]
+    observe(g1, clock, "gemini_pro", 0.85, 3 * H, "poll")
+    observe(g1, clock, "claude", 0.0, 3 * H, "poll")
+    observe(g2, clock, "gemini_pro", 0.10, 3 * H, "poll")
+    observe(g2, clock, "claude", 0.80, 3 * H, "poll")
+    pro = route_model("gemini-3-pro-high")
+    claude = route_model("antigravity/claude-sonnet-4-5")
+    assert pool.scheduler.score(g2, Demand(1, pro), clock.now()) == pytest.approx(0.8)
+    assert pool.scheduler.score(g1, Demand(1, pro), clock.now()) == pytest.approx(0.05)
+    assert pick(pool, pro) == "g2"
+    assert pick(pool, claude) == "g1"
