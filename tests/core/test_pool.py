@@ -350,3 +350,37 @@ def test_switch_frees_only_the_other_same_provider_accounts_conversations():
     assert pool.bindings == {(1, "y"): 2, (1, "g"): 3}  # a2's own and codex's stay bound
     assert rec.deleted == [1]
     assert pool.acquire(conv("x")).account.id == 2  # re-placed on the pinned account
+
+
+def test_conversation_leases_say_they_are_bound_so_no_correlation_id_is_added():
+    pool, _, _ = make_pool(2, 2)
+    first = pool.acquire(conv("c1"))
+    first.release(Outcome.SUCCESS)
+    again = pool.acquire(conv("c1"))
+    alone = pool.acquire(conv(None))
+    assert (first.bound, again.bound, alone.bound) == (True, True, False)
+
+
+def test_a_bound_conversation_sends_the_one_recovery_probe_after_a_cooldown():
+    pool, clock, _ = make_pool(3, 3)
+    lease = pool.acquire(conv("c1"))
+    lease.release(Outcome.FAILURE)
+    clock.advance(15)
+    probe = pool.acquire(conv("c1"))
+    assert probe.probe and probe.account is lease.account
+    code = None
+    try:
+        pool.acquire(conv("c1"))
+    except GatewayError as err:
+        code = err.code
+    assert code == "account_busy"  # one probe at a time, even for its own conversation
+    probe.release(Outcome.SUCCESS)
+    assert not pool.acquire(conv("c1")).probe
+
+
+def test_a_new_conversation_can_be_the_probe():
+    pool, clock, _ = make_pool(3)
+    pool.acquire(conv(None)).release(Outcome.FAILURE)
+    clock.advance(15)
+    lease = pool.acquire(conv("fresh"))
+    assert lease.probe and lease.bound
