@@ -40,6 +40,7 @@ WINDOWS = {
     "dialog-keyring.png",
     "dialog-settings.png",
     "dialog-setup-tool.png",
+    "dialog-port-in-use.png",
 }
 
 
