@@ -20,7 +20,7 @@ from sublane_desktop.core.routing import route_model
 from sublane_desktop.core.translate.anthropic import (
     AnthropicReader, prompt_from_messages, strip_foreign_thinking,
 )
-from sublane_desktop.core.translate.events import OPENAI_TAG
+from sublane_desktop.core.translate.events import GEMINI_TAG, OPENAI_TAG
 from sublane_desktop.core.translate.prompt import TranslationError
 from sublane_desktop.providers import anthropic
 from sublane_desktop.proxy.errors import anthropic_error
@@ -103,7 +103,8 @@ class MessagesRoute:
     async def _native(self, request: web.Request, attempt: Attempt, body: dict[str, Any],
                       raw: bytes) -> web.StreamResponse:
         route = attempt.route
-        if OPENAI_TAG.encode() in raw:  # a conversation that was on a GPT model before
+        if OPENAI_TAG.encode() in raw or GEMINI_TAG.encode() in raw:
+            # a conversation that was on a GPT or Gemini model before
             body = strip_foreign_thinking(body) or body
             raw = json.dumps(dict(body, model=route.upstream_model)).encode()
         elif route.upstream_model != body.get("model"):

@@ -33,7 +33,7 @@ from sublane_desktop.core.routing import ModelRoute, route_model
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.core.translate import responses as rs
 from sublane_desktop.core.translate.errors import openai_type_for
-from sublane_desktop.core.translate.events import ANTHROPIC_TAG, Tally, Transcript
+from sublane_desktop.core.translate.events import ANTHROPIC_TAG, GEMINI_TAG, Tally, Transcript
 from sublane_desktop.core.translate.prompt import TranslationError
 from sublane_desktop.providers import codex
 from sublane_desktop.proxy.errors import openai_error, where
@@ -93,7 +93,8 @@ class ResponsesRoute:
             key = conversation_key(request.headers, body)
             if route.provider != "codex":
                 prompt, upstream = _translated_body(body, route, key)
-            elif ANTHROPIC_TAG.encode() in raw:  # a conversation that was on a Claude model
+            elif ANTHROPIC_TAG.encode() in raw or GEMINI_TAG.encode() in raw:
+                # a conversation that was on a Claude or Gemini model
                 body = rs.strip_foreign_reasoning(body) or body
         except GatewayError as err:
             return openai_error(err)

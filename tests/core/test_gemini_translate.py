@@ -454,3 +454,18 @@ def test_error_tool_results_and_json_mode():
         "id": "t1",
         "response": {"error": "denied"},
     }
+
+
+def test_gemini_signatures_are_stripped_before_native_claude_and_gpt_requests():
+    """A conversation that moves from a Gemini model to a Claude or GPT one carries Gemini's
+    signed reasoning, which those APIs would refuse: the native pass-throughs drop it."""
+    messages = {"messages": [{"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "t", "signature": gm.GEMINI_TAG + "t:sig"},
+        {"type": "text", "text": "hi"}]}]}
+    assert an.strip_foreign_thinking(messages)["messages"][0]["content"] == [
+        {"type": "text", "text": "hi"}]
+    responses = {"input": [{"type": "reasoning", "summary": [],
+                            "encrypted_content": gm.GEMINI_TAG + "c:sig"},
+                           {"role": "user", "content": "next"}]}
+    assert rs.strip_foreign_reasoning(responses)["input"] == [{"role": "user",
+                                                                "content": "next"}]

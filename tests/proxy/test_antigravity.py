@@ -425,3 +425,17 @@ async def test_a_responses_socket_turn_on_gemini(ready):
     assert "Done." in json.dumps(second[-1]["response"]["output"])
     parts = h.google.seen[-1].body["request"]["contents"][1]["parts"]
     assert parts[-1]["thoughtSignature"] == "sig-call-1"
+
+
+async def test_moving_a_conversation_from_gemini_to_claude_drops_gemini_signatures(ready):
+    h, key = ready
+    await h.add_account("claude", "sk-ant-oat01-claude")
+    h.google.script(AgReply(text="Hi.", thought="Greeting."))
+    first = await sdk(h, key).messages.create(model="gemini-3-pro-high", max_tokens=64,
+                                              messages=ASK)
+    assert first.content[0].signature.startswith(GEMINI_TAG)
+    await sdk(h, key).messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=[
+        *ASK, {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {"role": "user", "content": "and now?"}])
+    sent = h.upstream.seen[-1].body["messages"][1]["content"]
+    assert [b["type"] for b in sent] == ["text"]

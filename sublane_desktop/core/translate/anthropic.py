@@ -7,7 +7,7 @@ from typing import Any
 
 from sublane_desktop.core.translate.events import (
     event_payload,
-    ANTHROPIC_TAG, NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started,
+    ANTHROPIC_TAG, GEMINI_TAG, NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started,
     TextDelta, ToolArgs, ToolEnd, ToolStart, Transcript, Usage, tag_signature, untag_signature,
 )
 from sublane_desktop.core.translate.prompt import (
@@ -439,11 +439,15 @@ def anthropic_message(transcript: Transcript, model: str, message_id: str) -> di
             "stop_sequence": None, "usage": _anthropic_usage(transcript.usage)}
 
 
+# Signatures other upstreams made, which Anthropic would refuse (Codex, Gemini).
+FOREIGN_TO_ANTHROPIC = (OPENAI_TAG, GEMINI_TAG)
+
+
 def strip_foreign_thinking(body: dict[str, Any]) -> dict[str, Any] | None:
-    """A native Messages body without the thinking blocks a Codex model wrote (their
+    """A native Messages body without the thinking blocks a Codex or Gemini model wrote (their
     signatures mean nothing to Anthropic and would be refused); None when there are none.
 
-    A conversation that switches from a GPT to a Claude model carries them."""
+    A conversation that switches from a GPT or Gemini to a Claude model carries them."""
     changed = False
     messages = []
     for message in body.get("messages") or []:
@@ -451,7 +455,7 @@ def strip_foreign_thinking(body: dict[str, Any]) -> dict[str, Any] | None:
         if isinstance(content, list):
             kept = [b for b in content if not (
                 isinstance(b, dict) and b.get("type") == "thinking"
-                and str(b.get("signature") or "").startswith(OPENAI_TAG))]
+                and str(b.get("signature") or "").startswith(FOREIGN_TO_ANTHROPIC))]
             if len(kept) != len(content):
                 changed = True
                 message = dict(message, content=kept or [{"type": "text", "text": "…"}])

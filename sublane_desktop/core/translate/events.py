@@ -85,6 +85,7 @@ def event_payload(data: str) -> dict[str, Any] | None:
 # Reasoning blobs are only meaningful to the upstream that made them.
 ANTHROPIC_TAG = "sl1.an."
 OPENAI_TAG = "sl1.oa."
+GEMINI_TAG = "sl1.gm."
 
 
 def tag_signature(tag: str, value: str | None) -> str | None:

@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from sublane_desktop.core.translate.events import (
+    GEMINI_TAG,
     NOTHING,
     Event,
     Finished,
@@ -57,7 +58,6 @@ from sublane_desktop.core.translate.prompt import (
     text_of,
 )
 
-GEMINI_TAG = "sl1.gm."
 ON_THOUGHT = "t:"
 ON_CALL = "c:"
 # Google's documented stand-in for a function-call signature the client could not keep.

@@ -8,7 +8,7 @@ from typing import Any
 
 from sublane_desktop.core.translate.events import (
     event_payload,
-    ANTHROPIC_TAG, NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started,
+    ANTHROPIC_TAG, GEMINI_TAG, NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started,
     TextDelta, ToolArgs, ToolEnd, ToolStart, Transcript, Usage, tag_signature, untag_signature,
 )
 from sublane_desktop.core.translate.prompt import (
@@ -516,14 +516,18 @@ def responses_object(transcript: Transcript, model: str, response_id: str,
     return renderer.shell
 
 
+# Reasoning other upstreams signed, which the Responses API cannot decrypt (Claude, Gemini).
+FOREIGN_TO_OPENAI = (ANTHROPIC_TAG, GEMINI_TAG)
+
+
 def strip_foreign_reasoning(body: dict[str, Any]) -> dict[str, Any] | None:
-    """A native Responses body without the reasoning items a Claude model wrote (their
-    content is an Anthropic signature the Responses API cannot decrypt); None when there are
-    none. A conversation that switches from a Claude to a GPT model carries them."""
+    """A native Responses body without the reasoning items a Claude or Gemini model wrote
+    (their content is a signature the Responses API cannot decrypt); None when there are none.
+    A conversation that switches from a Claude or Gemini to a GPT model carries them."""
     items = body.get("input")
     if not isinstance(items, list):
         return None
     kept = [i for i in items if not (
         isinstance(i, dict) and i.get("type") == "reasoning"
-        and str(i.get("encrypted_content") or "").startswith(ANTHROPIC_TAG))]
+        and str(i.get("encrypted_content") or "").startswith(FOREIGN_TO_OPENAI))]
     return dict(body, input=kept) if len(kept) != len(items) else None
