@@ -15,6 +15,7 @@ is run once more so the service is stopped inside a running loop.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import sys
@@ -65,7 +66,9 @@ def run(service_factory: Callable[[], Any], data_dir: Path) -> int:
     desktop = _Desktop(service_factory, data_dir)
     # Listen before the (possibly slow) service start so a quick second launch finds us.
     instance.listen(desktop.show_window)
-    loop = qasync.QEventLoop(app)
+    from sublane_desktop.gui.event_loop import DesktopEventLoop
+
+    loop = DesktopEventLoop(app)
     asyncio.set_event_loop(loop)
     quit_interceptor = _QuitInterceptor(desktop.quit_requested.set)
     app.installEventFilter(quit_interceptor)
@@ -172,6 +175,10 @@ class _Desktop:
                 windows.show_accounts()
             if self._show_pending:
                 windows.show_accounts()
+            # Everything built so far lives as long as the app: keep it out of the collector's
+            # full passes, which otherwise stall the loop the proxy shares (bench_proxy --tray).
+            gc.collect()
+            gc.freeze()
             if bridge.keyring_problem():  # R-UI-8: no keyring: offer the encrypted file
                 windows.show_keyring()
             elif not bridge.snapshot():  # R-UI-9: first run: the welcome window

@@ -13,6 +13,7 @@ blanked there, so that column is hidden).
 from __future__ import annotations
 
 import asyncio
+import time
 import logging
 from typing import Any
 
@@ -77,6 +78,7 @@ from sublane_desktop.gui.requests_model import Column, RequestsModel
 log = logging.getLogger(__name__)
 
 LIVE_DELAY_MS = 300  # coalesces bursts of records; well inside the one-second promise
+LIVE_FILTERS_EVERY_S = 10.0  # new filter choices under live traffic (a full history scan)
 TYPING_DELAY_MS = 400  # request id and custom times apply once typing pauses
 ANY = None
 CUSTOM = "custom"
@@ -224,6 +226,8 @@ class RequestsWindow(QWidget):
         self._build()
         set_default_size(self, 1180, 680)
 
+        self._live_load = False
+        self._filters_read_at = 0.0
         self._live_timer = QTimer(self, singleShot=True, interval=LIVE_DELAY_MS)
         self._live_timer.timeout.connect(self._live_reload)
         self._typing_timer = QTimer(self, singleShot=True, interval=TYPING_DELAY_MS)
@@ -343,7 +347,10 @@ class RequestsWindow(QWidget):
         rows.setDefaultSectionSize(int(metrics.height() * 1.9) + 10)
         header = self.table.horizontalHeader()
         header.setHighlightSections(False)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # Sized to the contents when a person loads a page, not on every live reload: with
+        # ResizeToContents each reload asked every cell its size hint, thousands of Python calls
+        # on the loop the proxy shares (bench_proxy --tray).
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setSectionResizeMode(Column.MODEL, QHeaderView.ResizeMode.Stretch)
         header.setMinimumSectionSize(metrics.horizontalAdvance("00:00:00") + 24)
         self.table.doubleClicked.connect(self.open_details)
@@ -571,13 +578,22 @@ class RequestsWindow(QWidget):
             self._finish_page(problem=f"could not load history: {exc or type(exc).__name__}")
             return
         page = task.result()
+        live, self._live_load = self._live_load, False
+        was_empty = self.model.rowCount() == 0
         selected = {r.get("id") for r in self.selected_records()}
         current = self.table.currentIndex()
         current_id = self.model.record(current.row()).get("id") if current.isValid() else None
         self.model.set_records(page["items"])
+        if not live or was_empty:
+            self._fit_columns()
         self._next_cursor = page["next_cursor"]
         self._reselect(selected, current_id)
         self._finish_page(problem=None)
+
+    def _fit_columns(self) -> None:
+        for column in range(self.model.columnCount()):
+            if column != Column.MODEL:
+                self.table.resizeColumnToContents(column)
 
     def _finish_page(self, *, problem: str | None) -> None:
         self._loading = False
@@ -656,7 +672,12 @@ class RequestsWindow(QWidget):
 
     def _live_reload(self) -> None:
         if self.on_first_page:
-            self.reload_filters()  # a new model or key may have appeared
+            now = time.monotonic()
+            if now - self._filters_read_at >= LIVE_FILTERS_EVERY_S:
+                # a new model or key may have appeared; a full scan, so not on every reload
+                self._filters_read_at = now
+                self.reload_filters()
+            self._live_load = True
             self.reload()
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt override)

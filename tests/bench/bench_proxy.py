@@ -362,6 +362,203 @@ async def bench_serve_rss(upstream_url: str, tmp: Path) -> dict[str, Any]:
     return result
 
 
+# --- --tray: the tray app, `serve` and a bare relay, side by side (issue 14) ----------------------
+
+TRAY_TARGET_RATIO = 1.2  # tray p50 overhead <= 1.2 x serve's
+TRAY_TARGET_P99_C8_MS = 10.0  # tray p99 overhead at concurrency 8
+SERVE_VS_BARE_C8_MS = 0.5  # serve p50 within this of the bare relay at concurrency 8
+TRAY_REQUESTS = 1200  # measured per mode and concurrency
+TRAY_ROUNDS = 6
+
+
+async def spawn_listening(args: list[str], env: dict[str, str], tmp: Path, name: str
+                          ) -> tuple[asyncio.subprocess.Process, str]:
+    out_path, err_path = tmp / f"{name}.out", tmp / f"{name}.err"
+    with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, *args, stdin=asyncio.subprocess.DEVNULL, stdout=out_f,
+            stderr=err_f, env=env, cwd=REPO)
+    for _ in range(1200):  # up to 60 s
+        match = re.search(r"listening on (http://\S+)", out_path.read_text(errors="replace"))
+        if match:
+            return proc, match.group(1)
+        if proc.returncode is not None:
+            break
+        await asyncio.sleep(0.05)
+    if proc.returncode is None:
+        proc.kill()
+    raise RuntimeError(f"{name} did not start: " + err_path.read_text(errors="replace")[-3000:])
+
+
+async def stop_process(proc: asyncio.subprocess.Process) -> int | None:
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+    return proc.returncode
+
+
+async def prepared_data_dir(env: dict[str, str], data: Path) -> str:
+    """A data dir with one account (limit 8) and a client key; returns the key."""
+    secret = json.dumps({"access_token": "tok", "refresh_token": "r", "expires_at": 4000000000})
+    await cli(env, "account", "add", "--provider", "anthropic", "--name", "bench",
+              "--max-concurrency", "8", "--data-dir", str(data), stdin=secret.encode())
+    key = await cli(env, "key", "create", "--name", "bench", "--data-dir", str(data))
+    return key.strip().splitlines()[0].strip()
+
+
+async def bench_side_by_side(upstream_url: str, tmp: Path) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SUBLANE_KEYRING", "SUBLANE_KEYRING_PASSWORD", "SUBLANE_DATA_DIR")}
+    env.update({
+        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+        "KEYRING_PROPERTY_FILE_PATH": str(tmp / "keyring.cfg"),
+        "SUBLANE_ANTHROPIC_BASE_URL": upstream_url,
+        "QT_QPA_PLATFORM": "offscreen", "QT_API": "pyside6",
+        "XDG_CONFIG_HOME": str(tmp / "xdg"),  # start-at-login and window geometry stay here
+    })
+    serve_key = await prepared_data_dir(env, tmp / "serve-data")
+    tray_key = await prepared_data_dir(env, tmp / "tray-data")
+    procs: list[asyncio.subprocess.Process] = []
+    result: dict[str, Any] = {}
+    try:
+        bare, bare_url = await spawn_listening(
+            ["-m", "tests.bench.bare_relay", upstream_url], env, tmp, "bare")
+        procs.append(bare)
+        serve, serve_url = await spawn_listening(
+            ["-m", "sublane_desktop", "serve", "--port", "0", "--data-dir",
+             str(tmp / "serve-data")], env, tmp, "serve")
+        procs.append(serve)
+        tray, tray_url = await spawn_listening(
+            ["-m", "tests.bench.tray_app", "--data-dir", str(tmp / "tray-data")], env, tmp,
+            "tray")
+        procs.append(tray)
+        modes = {
+            "direct": (upstream_url, DIRECT_TOKEN),
+            "bare relay": (bare_url, "unused"),
+            "serve": (serve_url, serve_key),
+            "tray": (tray_url, tray_key),
+        }
+        sessions = {name: new_session() for name in modes}
+        try:
+            for concurrency in (1, 8):
+                samples = {name: Sample() for name in modes}
+                for name, (url, token) in modes.items():
+                    headers = {**BASE_HEADERS, "Authorization": f"Bearer {token}"}
+                    warm = await drive(sessions[name], url + "/v1/messages", headers, N_WARMUP,
+                                       concurrency)
+                    if warm.errors:
+                        logs = "".join((tmp / f"{n}.err").read_text(errors="replace")[-600:]
+                                       for n in ("tray",) if (tmp / f"{n}.err").exists())
+                        raise RuntimeError(f"warm-up {name} at {url} failed: "
+                                           f"{dict(warm.errors)}; tray log: {logs}")
+                block = TRAY_REQUESTS // TRAY_ROUNDS
+                names = list(modes)
+                for r in range(TRAY_ROUNDS):  # rotate the order so drift hits every mode alike
+                    for name in names[r % len(names):] + names[:r % len(names)]:
+                        url, token = modes[name]
+                        headers = {**BASE_HEADERS, "Authorization": f"Bearer {token}"}
+                        samples[name].extend(await drive(
+                            sessions[name], url + "/v1/messages", headers, block, concurrency))
+                part: dict[str, Any] = {}
+                for name, sample in samples.items():
+                    part[name] = {"p50_ms": ms(percentile(sample.latencies, 50)),
+                                  "p99_ms": ms(percentile(sample.latencies, 99)),
+                                  "ok": len(sample.latencies), "errors": dict(sample.errors)}
+                for name in modes:
+                    if name != "direct":
+                        part[name]["overhead_p50_ms"] = (part[name]["p50_ms"]
+                                                         - part["direct"]["p50_ms"])
+                        part[name]["overhead_p99_ms"] = (part[name]["p99_ms"]
+                                                         - part["direct"]["p99_ms"])
+                result[f"c{concurrency}"] = part
+        finally:
+            for session in sessions.values():
+                await session.close()
+        if tray.returncode is not None:
+            raise RuntimeError("the tray app died: "
+                               + (tmp / "tray.err").read_text(errors="replace")[-12000:])
+        result["tray_rss_mb"] = proc_status(tray.pid)
+    finally:
+        result["exit_codes"] = [await stop_process(p) for p in procs]
+    c1, c8 = result["c1"], result["c8"]
+    result["verdicts"] = {
+        "tray_p50_vs_serve_c1": c1["tray"]["overhead_p50_ms"]
+        <= TRAY_TARGET_RATIO * c1["serve"]["overhead_p50_ms"],
+        "tray_p50_vs_serve_c8": c8["tray"]["overhead_p50_ms"]
+        <= TRAY_TARGET_RATIO * c8["serve"]["overhead_p50_ms"],
+        "tray_p99_c8": c8["tray"]["overhead_p99_ms"] <= TRAY_TARGET_P99_C8_MS,
+        "serve_vs_bare_c8": c8["serve"]["p50_ms"] - c8["bare relay"]["p50_ms"]
+        <= SERVE_VS_BARE_C8_MS,
+    }
+    return result
+
+
+def render_side_by_side(report: dict[str, Any]) -> str:
+    env = report["environment"]
+    side = report["side_by_side"]
+    lines = [
+        "SubLane: tray app vs `serve` vs a bare aiohttp relay (same fake upstream, same run)",
+        f"  python {env['python']}, aiohttp {env['aiohttp']}, {env['cpus']} CPUs; load average "
+        f"{_load(env['loadavg_start'])} at start, {_load(env['loadavg_end'])} at end",
+        "  each proxy in its own process; client and fake upstream in the bench process; tray ="
+        " `sublane` GUI (offscreen) with the Accounts and Requests windows open and live",
+        f"  {TRAY_REQUESTS} measured requests per mode and concurrency (+{N_WARMUP} warm-up), "
+        f"{TRAY_ROUNDS} rotating blocks",
+        "",
+        f"  {'conc':>4}  {'mode':<11} {'p50 ms':>7} {'p99 ms':>7} {'+p50':>7} {'+p99':>7}",
+    ]
+    for c in (1, 8):
+        part = side[f"c{c}"]
+        for name in ("direct", "bare relay", "serve", "tray"):
+            m = part[name]
+            extra = ("" if name == "direct" else
+                     f" {m['overhead_p50_ms']:>+7.2f} {m['overhead_p99_ms']:>+7.2f}")
+            errors = f"  errors {m['errors']}" if m["errors"] else ""
+            lines.append(f"  {c:>4}  {name:<11} {m['p50_ms']:>7.2f} {m['p99_ms']:>7.2f}{extra}"
+                         f"{errors}")
+    v = side["verdicts"]
+    c1, c8 = side["c1"], side["c8"]
+    lines += [
+        "",
+        f"  tray p50 overhead <= {TRAY_TARGET_RATIO} x serve's: c1 "
+        f"{c1['tray']['overhead_p50_ms']:+.2f} vs {c1['serve']['overhead_p50_ms']:+.2f} ms "
+        f"{verdict(v['tray_p50_vs_serve_c1'])}, c8 {c8['tray']['overhead_p50_ms']:+.2f} vs "
+        f"{c8['serve']['overhead_p50_ms']:+.2f} ms {verdict(v['tray_p50_vs_serve_c8'])}",
+        f"  tray p99 overhead at c8 <= {TRAY_TARGET_P99_C8_MS:g} ms: "
+        f"{c8['tray']['overhead_p99_ms']:+.2f} ms {verdict(v['tray_p99_c8'])}",
+        f"  serve p50 within {SERVE_VS_BARE_C8_MS} ms of the bare relay at c8: "
+        f"{c8['serve']['p50_ms'] - c8['bare relay']['p50_ms']:+.2f} ms "
+        f"{verdict(v['serve_vs_bare_c8'])}",
+        f"  tray RSS {side['tray_rss_mb'].get('VmRSS', 0):.0f} MB (peak "
+        f"{side['tray_rss_mb'].get('VmHWM', 0):.0f} MB); exit codes {side['exit_codes']}",
+    ]
+    return "\n".join(lines)
+
+
+async def run_side_by_side() -> dict[str, Any]:
+    started = time.perf_counter()
+    report: dict[str, Any] = {"environment": {
+        "python": platform.python_version(), "aiohttp": aiohttp.__version__,
+        "cpus": os.cpu_count(), "machine": platform.machine(),
+        "loadavg_start": list(os.getloadavg()),
+    }}
+    upstream = Upstream(threaded=True)
+    upstream_url = await upstream.start()
+    upstream.answer(Reply())
+    try:
+        with tempfile.TemporaryDirectory(prefix="sublane-bench-tray-") as tmp_name:
+            report["side_by_side"] = await bench_side_by_side(upstream_url, Path(tmp_name))
+    finally:
+        await upstream.stop()
+    report["environment"]["loadavg_end"] = list(os.getloadavg())
+    report["elapsed_s"] = time.perf_counter() - started
+    return report
+
+
 # --- report -------------------------------------------------------------------------------------
 
 
@@ -502,9 +699,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--upstream", choices=("thread", "loop"), default="thread",
                         help="fake upstream on its own thread+loop (default) or on the main loop")
+    parser.add_argument("--tray", action="store_true",
+                        help="instead: the tray app, `serve` and a bare aiohttp relay side by "
+                             "side against the same fake upstream")
     args = parser.parse_args(argv)
-    report = asyncio.run(run(args))
-    print(render(report))
+    if args.tray:
+        report = asyncio.run(run_side_by_side())
+        print(render_side_by_side(report))
+    else:
+        report = asyncio.run(run(args))
+        print(render(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         print(f"figures written to {args.json}")

@@ -1,0 +1,105 @@
+"""The qasync loop the desktop runs on, with asyncio's own "ready queue" for call_soon.
+
+qasync runs every `call_soon` callback through its own Qt timer (startTimer, a timer event,
+killTimer). A proxied request schedules about ten of them, and the timer round-trips cost more
+than the callbacks (bench_proxy --tray: the tray's overhead was well above `serve`'s with no
+window open). Here callbacks that are ready now go into one queue that a single zero-interval
+timer drains, as asyncio's `_run_once` does: what is ready at the start of a drain runs in that
+drain; anything it schedules waits for the next turn of the Qt loop, so widgets still paint
+between turns. Delayed callbacks (call_later / call_at) keep qasync's timers.
+
+A socket that became readable or writable runs its callback straight from the notifier (qasync
+first queues it as one more timer callback): the notifier is off while the callback runs and
+back on afterwards if the callback left it in place, as in qasync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import deque
+from typing import Any
+
+os.environ.setdefault("QT_API", "pyside6")
+
+import qasync
+from PySide6.QtCore import QSocketNotifier, QTimer
+
+Notifiers = dict[Any, QSocketNotifier]
+
+
+class DesktopEventLoop(qasync.QEventLoop):  # type: ignore[misc]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ready_now: deque[asyncio.Handle] = deque()
+        self._drain_timer = QTimer()
+        self._drain_timer.setSingleShot(True)
+        self._drain_timer.setInterval(0)
+        self._drain_timer.timeout.connect(self._drain)
+
+    def call_soon(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:
+        self._check_closed()
+        if asyncio.iscoroutinefunction(callback):
+            raise TypeError("coroutines cannot be used with call_soon")
+        handle = asyncio.Handle(callback, args, self, context=context)
+        self._ready_now.append(handle)
+        if not self._drain_timer.isActive():
+            self._drain_timer.start()
+        return handle
+
+    def _drain(self) -> None:
+        for _ in range(len(self._ready_now)):
+            handle = self._ready_now.popleft()
+            if not handle._cancelled:
+                handle._run()
+        if self._ready_now:
+            self._drain_timer.start()
+
+    # sockets ------------------------------------------------------------------------------------
+
+    def _add_reader(self, fd: Any, callback: Any, *args: Any) -> None:
+        self._watch(self._read_notifiers, QSocketNotifier.Type.Read, fd, callback, args)
+
+    def _add_writer(self, fd: Any, callback: Any, *args: Any) -> None:
+        self._watch(self._write_notifiers, QSocketNotifier.Type.Write, fd, callback, args)
+
+    def _watch(
+        self,
+        notifiers: Notifiers,
+        kind: QSocketNotifier.Type,
+        fd: Any,
+        callback: Any,
+        args: tuple[Any, ...],
+    ) -> None:
+        self._check_closed()
+        existing = notifiers.get(fd)
+        if existing is not None:
+            existing.setEnabled(False)
+            existing.activated["int"].disconnect()
+        notifier = QSocketNotifier(qasync._fileno(fd), kind)
+        handle = asyncio.Handle(callback, args, self)
+        notifier.activated["int"].connect(
+            lambda *_: self._socket_ready(notifiers, notifier, fd, handle)
+        )
+        notifier.setEnabled(True)
+        notifiers[fd] = notifier
+
+    @staticmethod
+    def _socket_ready(
+        notifiers: Notifiers, notifier: QSocketNotifier, fd: Any, handle: asyncio.Handle
+    ) -> None:
+        if notifiers.get(fd) is not notifier:
+            notifier.setEnabled(False)  # replaced or removed meanwhile
+            return
+        notifier.setEnabled(False)
+        try:
+            handle._run()
+        finally:
+            if notifiers is not None and notifiers.get(fd) is notifier:
+                notifier.setEnabled(True)
+
+    def close(self) -> None:
+        if not self.is_running():
+            self._drain_timer.stop()
+            self._ready_now.clear()
+        super().close()
