@@ -183,7 +183,12 @@ def read_google_error(body: bytes, http_status: int) -> GoogleError:
 
 
 class ProjectUnknown(Exception):
-    """loadCodeAssist named no Cloud project for this login (a clear, secret-free reason)."""
+    """loadCodeAssist named no Cloud project for this login (a clear, secret-free reason);
+    `status` is its HTTP status when it answered one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def project_of(body: Any) -> str | None:
@@ -219,7 +224,7 @@ async def discover_project(
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         raise ProjectUnknown(f"could not reach loadCodeAssist ({type(exc).__name__})") from None
     if status != 200:
-        raise ProjectUnknown(f"loadCodeAssist answered HTTP {status}")
+        raise ProjectUnknown(f"loadCodeAssist answered HTTP {status}", status)
     project = project_of(body)
     if project is None:
         raise ProjectUnknown(

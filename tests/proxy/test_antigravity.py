@@ -363,6 +363,29 @@ async def test_the_project_is_discovered_once_and_kept(antigravity_harness):
     assert stored["project_id"] == "proj-fake-1"
 
 
+async def test_project_discovery_with_a_stale_token_refreshes_once(antigravity_harness):
+    h = antigravity_harness
+    account_id = await h.add_antigravity_account("stale", project=None)
+    h.google.expired.add("ya29.stale")
+    h.google.refresh_tokens["1//rt-stale"] = "ya29.stale-renewed"
+    key = await h.create_key()
+    message = await sdk(h, key).messages.create(model="gemini-3-flash", max_tokens=8,
+                                                messages=ASK)
+    assert message.content[0].text.startswith("Hello")
+    assert h.google.load_calls == ["ya29.stale-renewed"]
+    stored = json.loads(h.service.secrets.get(account_secret(account_id)))
+    assert (stored["access_token"], stored["project_id"]) == ("ya29.stale-renewed",
+                                                              "proj-fake-1")
+    # a login Google no longer knows: one clear message, and the account is signed out
+    other = await h.add_antigravity_account("gone", project=None)
+    h.google.expired.add("ya29.gone")
+    await h.service.pause(account_id)
+    with pytest.raises(anthropic.APIStatusError) as err:
+        await sdk(h, key).messages.create(model="gemini-3-flash", max_tokens=8, messages=ASK)
+    assert "loadCodeAssist answered HTTP 401" in err.value.message
+    assert h.service.account_view(other)["state"] == "auth_failed"
+
+
 async def test_bad_input_gets_one_clear_message_and_the_server_keeps_serving(ready):
     h, key = ready
     # a model an Antigravity account cannot serve: 400 before admission, no record
