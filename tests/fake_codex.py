@@ -25,7 +25,8 @@ DEFAULT_USAGE = {"input_tokens": 20, "input_tokens_details": {"cached_tokens": 1
 
 @dataclass
 class CodexReply:
-    """One scripted answer. kind: sse | error | drop | json."""
+    """One scripted answer. kind: sse | error | drop | json, or a fault: hang (never sends
+    headers), stall (response.created, then silence with the connection open)."""
 
     kind: str = "sse"
     status: int = 200
@@ -205,6 +206,8 @@ class FakeCodex:
         if refused is not None:
             return refused
         reply = self._next(token_of(request))
+        if reply.kind == "hang":
+            await asyncio.Future()
         if reply.kind == "error" or reply.status != 200:
             return web.json_response(reply.error_body or {"error": {
                 "type": "server_error", "message": "scripted"}},
@@ -238,6 +241,8 @@ class FakeCodex:
     async def _answer(self, request: web.Request, body: dict[str, Any], reply: CodexReply
                       ) -> web.StreamResponse:
         headers = self._headers(request, reply)
+        if reply.kind == "hang":
+            await asyncio.Future()  # until the proxy gives up and disconnects
         if reply.kind == "error" or reply.status != 200:
             status = reply.status if reply.status != 200 else 500
             return web.json_response(reply.error_body or {"error": {
@@ -252,6 +257,8 @@ class FakeCodex:
         if reply.kind == "drop":
             request.transport.close()  # type: ignore[union-attr]
             return response
+        if reply.kind == "stall":
+            await asyncio.Future()
         await response.write(script.event("response.in_progress", response=script.shell()))
         for extra in reply.extra_events:
             await response.write(script.event(extra["type"], **{

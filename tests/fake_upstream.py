@@ -17,7 +17,9 @@ from aiohttp import web
 
 @dataclass
 class Reply:
-    """One scripted answer. kind: json | sse | error | drop | midstream_error | hang."""
+    """One scripted answer. kind: json | sse | error | drop | midstream_error, or a fault:
+    hang (accepts the request, never sends headers), stall (streams the first delta, then
+    silence), json_stall (headers and half a JSON body, then silence)."""
 
     kind: str = "auto"  # auto: sse when the request asked to stream, else json
     status: int = 200
@@ -190,6 +192,14 @@ class FakeAnthropic:
         kind = reply.kind
         if kind == "auto":
             kind = "sse" if body.get("stream") else "json"
+        if kind == "hang":
+            await asyncio.Future()  # until the proxy gives up and disconnects
+        if kind == "json_stall":
+            response = web.StreamResponse(headers={"content-type": "application/json",
+                                                   **headers})
+            await response.prepare(request)
+            await response.write(b'{"id": "msg_fake", "type": "mess')
+            await asyncio.Future()
         if reply.status != 200 or kind == "error":
             status = reply.status if reply.status != 200 else 500
             return web.json_response(
@@ -239,6 +249,8 @@ class FakeAnthropic:
             await response.write(_event("content_block_delta", {
                 "type": "content_block_delta", "index": 0,
                 "delta": {"type": "text_delta", "text": piece}}))
+            if kind == "stall" and i == 0:
+                await asyncio.Future()  # silence mid-stream, connection open
             if kind == "midstream_error" and i == 0:
                 await response.write(_event("error", {
                     "type": "error",

@@ -55,7 +55,7 @@ class RequestRecord:
         return row
 
 
-_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}" % (ERROR_CODE_MAX - 1), re.ASCII)
+_CODE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{ERROR_CODE_MAX - 1}}}", re.ASCII)
 # Credential-shaped text: key prefixes (Anthropic, OpenAI, ours), JWTs, long random runs.
 _SECRETISH = re.compile(r"(?i)(^|[^a-z])(sk|sl|sla|rt)-|eyJ[A-Za-z0-9_-]{8}|[A-Za-z0-9]{24}")
 

@@ -124,7 +124,7 @@ async def error_shape(request: web.Request, handler: Any) -> web.StreamResponse:
         code = _HTTP_CODES.get(exc.status, "invalid_request")
         err = GatewayError(code, exc.reason or "request refused", status=exc.status)
         return render_for(request.path)(err, new_request_id())
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the one place that answers anything unexpected
         request_id = getattr(exc, "sublane_request_id", None) or new_request_id()
         log.error("internal error on %s %s (request %s): %s at %s", request.method,
                   request.path, request_id, type(exc).__name__, where(exc))

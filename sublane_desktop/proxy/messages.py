@@ -34,8 +34,9 @@ from sublane_desktop.proxy.translated import refuse_unservable, relay_translated
 __all__ = ["MessagesRoute", "outcome_for_status", "retry_after_of"]
 
 
-def anthropic_fail_frame(message: str) -> bytes:
-    return named_frame({"type": "error", "error": {"type": "api_error", "message": message}})
+def anthropic_fail_frame(message: str, code: str = "upstream_error") -> bytes:
+    return named_frame({"type": "error", "error": {"type": "api_error", "code": code,
+                                                   "message": message}})
 
 
 class MessagesRoute:
@@ -120,8 +121,6 @@ class MessagesRoute:
                                                               anthropic_fail_frame))
             return response
         data = await attempt.read_whole()
-        if data is None:
-            raise GatewayError("upstream_error", "upstream connection lost")
         if upstream.status == 200:
             attempt.record.outcome = "success"
             try:

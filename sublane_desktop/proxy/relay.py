@@ -20,6 +20,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 import aiohttp
@@ -35,6 +36,7 @@ from sublane_desktop.core.ids import new_request_id
 from sublane_desktop.core.pool import Demand, Lease, Outcome
 from sublane_desktop.core.records import RequestRecord, sanitize_code
 from sublane_desktop.core.routing import BETA_1M, ModelRoute
+from sublane_desktop.core.timeouts import UpstreamTimeouts
 from sublane_desktop.core.translate.errors import read_error
 from sublane_desktop.core.translate.events import NOTHING, Event, Tally
 from sublane_desktop.providers import anthropic, anthropic_quota, antigravity, codex
@@ -126,6 +128,24 @@ class StallGuard:
             self.since = None
 
 
+async def _request_sent(session: Any, context: SimpleNamespace, params: Any) -> None:
+    sent = getattr(context.trace_request_ctx, "headers_sent", None)
+    if sent is not None:
+        sent()
+
+
+def header_clock() -> aiohttp.TraceConfig:
+    """The upstream session's hook that starts a model request's header timeout when the
+    request has gone out, so the connect and header phases are timed apart (R-FT-1)."""
+    config = aiohttp.TraceConfig()
+    config.on_request_headers_sent.append(_request_sent)
+    return config
+
+
+class HeadersTimeout(Exception):
+    """The upstream took the request but sent no response headers in time."""
+
+
 class ClientGone(Exception):
     """The client stopped taking the answer: disconnected, or stalled past the bound."""
 
@@ -169,7 +189,7 @@ class Sink(Protocol):
     reads_all: bool  # False: it forwards bytes, so bulk deltas need not be read
 
     async def take(self, chunk: bytes, batch: list[Frame]) -> None: ...
-    async def fail(self, message: str) -> None: ...
+    async def fail(self, message: str, code: str = "upstream_error") -> None: ...
     async def end(self, tally: Tally) -> None: ...
 
 
@@ -202,6 +222,7 @@ class Attempt:
         self.client_gone: str | None = None
         self.closed = False
         self.guard = StallGuard(transport, self._stalled)
+        self.timeouts = UpstreamTimeouts.from_settings(service.settings)  # per request
 
     def _stalled(self) -> None:
         self.client_gone = "client_stalled"
@@ -267,9 +288,8 @@ class Attempt:
             raise GatewayError("auth_failed",
                                f"credential for account {account.name} is unavailable") from None
         call = self._correlated(build(credential))
-        http = self.service.http
         try:
-            self.upstream = await http.post(call.url, data=call.body, headers=call.headers)
+            self.upstream = await self._post(call)
             if self.upstream.status in self._auth_statuses() and "api_key" not in credential:
                 # An expired OAuth token: refresh (shared with any concurrent refresh) and
                 # retry once; a second 401 is a real auth failure.
@@ -277,15 +297,46 @@ class Attempt:
                 fresh = await self.service.refresh_credential(account)
                 if fresh.get("access_token") != credential.get("access_token"):
                     call = self._correlated(build(fresh))
-                self.upstream = await http.post(call.url, data=call.body, headers=call.headers)
+                self.upstream = await self._post(call)
+        except HeadersTimeout:
+            self.outcome = Outcome.FAILURE
+            record.outcome, record.error_code = "error", "upstream_timeout"
+            log.warning("upstream %s sent no response headers within %gs", account.name,
+                        self.timeouts.headers)
+            raise GatewayError("upstream_timeout", f"the upstream for account {account.name}"
+                               f" sent no answer within {self.timeouts.headers:g}s") from None
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             self.outcome = Outcome.FAILURE
             record.outcome, record.error_code = "error", "upstream_unreachable"
             log.warning("upstream %s unreachable: %s", account.name, type(exc).__name__)
-            raise GatewayError("upstream_error",
+            raise GatewayError("upstream_unreachable",
                                f"could not reach the upstream for account {account.name}") from None
         self._observe(self.upstream)
         return self.upstream
+
+    async def _post(self, call: UpstreamCall) -> aiohttp.ClientResponse:
+        """One upstream request up to its response headers, under the connect and header
+        timeouts (R-FT-1). The body's idle timeout is the readers' (`_idle_watch`)."""
+        limits = self.timeouts
+        timeout = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=limits.connect,
+                                        sock_read=None)
+        # The header clock starts once the request is out (header_clock below); until then
+        # only connecting can take time, and that has its own, shorter limit.
+        waiting = asyncio.timeout(limits.connect + limits.headers)
+        loop = asyncio.get_running_loop()
+
+        def sent() -> None:
+            waiting.reschedule(loop.time() + limits.headers)
+
+        try:
+            async with waiting:
+                return await self.service.http.post(
+                    call.url, data=call.body, headers=call.headers, timeout=timeout,
+                    trace_request_ctx=SimpleNamespace(headers_sent=sent))
+        except TimeoutError:
+            if waiting.expired():
+                raise HeadersTimeout() from None
+            raise  # aiohttp's own connect timeout: unreachable
 
     def _correlated(self, call: UpstreamCall) -> UpstreamCall:
         """An unbound request carries a fresh random correlation id upstream (R-POOL-6).
@@ -323,16 +374,29 @@ class Attempt:
                 # A model-scoped 429: rest only the Fable bucket (R-LANE-7).
                 self.outcome = Outcome.FABLE_FAILURE
 
-    async def read_whole(self) -> bytes | None:
-        """The whole upstream body, or None when the upstream dropped it (recorded)."""
+    async def read_whole(self) -> bytes:
+        """The whole upstream body. An upstream that drops it or falls silent for the idle
+        timeout raises GatewayError (recorded; the account is blamed)."""
         assert self.upstream is not None
+        chunks: list[bytes] = []
+        idle = self.timeouts.idle
         try:
-            return await self.upstream.read()
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            async with asyncio.timeout(idle) as watch:
+                async for chunk in self.upstream.content.iter_any():
+                    watch.reschedule(asyncio.get_running_loop().time() + idle)
+                    chunks.append(chunk)
+        except TimeoutError:
+            self.outcome = Outcome.FAILURE
+            self.record.outcome, self.record.error_code = "incomplete", "upstream_timeout"
+            log.warning("upstream body silent for %gs", idle)
+            raise GatewayError("upstream_timeout",
+                               f"the upstream fell silent for {idle:g}s") from None
+        except aiohttp.ClientError as exc:
             self.outcome = Outcome.FAILURE
             self.record.outcome, self.record.error_code = "error", "upstream_dropped"
             log.warning("upstream body lost: %s", type(exc).__name__)
-            return None
+            raise GatewayError("upstream_error", "upstream connection lost") from None
+        return b"".join(chunks)
 
     def client_wait(self) -> int:
         """The Retry-After for this attempt's 429/503: the upstream's usable wait, else the
@@ -395,21 +459,39 @@ class Attempt:
         # read: the record only wants how the stream ends.
         skippable = frozenset() if sink.reads_all else reader.BULK
         self.guard.start()
+        idle = self.timeouts.idle
+        clock = asyncio.get_running_loop().time
         try:
-            async for chunk in self.upstream.content.iter_any():
-                batch: list[Frame] = []
-                for name, data in splitter.feed(chunk):
-                    if name in skippable and tally.first_output:
-                        batch.append((data, NOTHING, None))
-                        continue
-                    events = reader.feed(name, data)
-                    if events:
-                        if tally.feed(events) and record.first_token_ms is None:
-                            record.first_token_ms = self.ms()
-                    batch.append((data, events, reader.payload))
-                await sink.take(chunk, batch)
+            # Silence from the upstream is a fault; a long stream is not (R-FT-1). The watch
+            # is off while the client is being written to: a slow client is the stall
+            # guard's business, not the upstream's.
+            async with asyncio.timeout(idle) as watch:
+                async for chunk in self.upstream.content.iter_any():
+                    watch.reschedule(None)
+                    batch: list[Frame] = []
+                    for name, data in splitter.feed(chunk):
+                        if name in skippable and tally.first_output:
+                            batch.append((data, NOTHING, None))
+                            continue
+                        events = reader.feed(name, data)
+                        if events:
+                            if tally.feed(events) and record.first_token_ms is None:
+                                record.first_token_ms = self.ms()
+                        batch.append((data, events, reader.payload))
+                    await sink.take(chunk, batch)
+                    watch.reschedule(clock() + idle)
         except ClientGone as gone:
             self.client_gone = gone.code
+            return
+        except TimeoutError:
+            if self._transport_closing():
+                self.client_gone = "client_disconnected"
+                return
+            self.outcome = Outcome.FAILURE
+            record.outcome, record.error_code = "incomplete", "upstream_timeout"
+            log.warning("upstream stream silent for %gs", idle)
+            await self._quietly(sink.fail(f"the upstream fell silent for {idle:g}s",
+                                          "upstream_timeout"))
             return
         except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError,
                 asyncio.TimeoutError) as exc:
@@ -527,7 +609,7 @@ class PassThrough:
     reads_all = False
 
     def __init__(self, attempt: Attempt, response: web.StreamResponse,
-                 fail_frame: Callable[[str], bytes]) -> None:
+                 fail_frame: Callable[[str, str], bytes]) -> None:
         self.attempt = attempt
         self.response = response
         self.fail_frame = fail_frame
@@ -535,8 +617,8 @@ class PassThrough:
     async def take(self, chunk: bytes, batch: list[Frame]) -> None:
         await self.attempt.write(self.response, chunk)
 
-    async def fail(self, message: str) -> None:
-        await self.attempt.write(self.response, self.fail_frame(message))
+    async def fail(self, message: str, code: str = "upstream_error") -> None:
+        await self.attempt.write(self.response, self.fail_frame(message, code))
 
     async def end(self, tally: Tally) -> None:
         await self.attempt.write(self.response, eof=True)
@@ -563,8 +645,8 @@ class Rendered:
         render = self.renderer.render
         await self._send([p for _, events, _ in batch for event in events for p in render(event)])
 
-    async def fail(self, message: str) -> None:
-        await self._send(self.renderer.fail(message))
+    async def fail(self, message: str, code: str = "upstream_error") -> None:
+        await self._send(self.renderer.fail(message, code))
 
     async def end(self, tally: Tally) -> None:
         if not self.renderer.done:
@@ -580,13 +662,14 @@ class Fold:
         self.transcript = transcript
         self.reads_all = reads_all
         self.failure: str | None = None
+        self.code: str | None = None
 
     async def take(self, chunk: bytes, batch: list[Frame]) -> None:
         for _, events, _ in batch:
             self.transcript.feed(events)
 
-    async def fail(self, message: str) -> None:
-        self.failure = message
+    async def fail(self, message: str, code: str = "upstream_error") -> None:
+        self.failure, self.code = message, code
 
     async def end(self, tally: Tally) -> None:
         if tally.finished is None:

@@ -53,9 +53,8 @@ STAMPED = frozenset({"response.created", "response.completed", "response.incompl
                      "response.failed"})
 
 
-def responses_fail_frame(message: str) -> bytes:
-    return named_frame({"type": "error", "code": "upstream_error", "message": message,
-                        "param": None})
+def responses_fail_frame(message: str, code: str = "upstream_error") -> bytes:
+    return named_frame({"type": "error", "code": code, "message": message, "param": None})
 
 
 def _route_or_error(body: dict[str, Any]) -> ModelRoute:
@@ -126,11 +125,12 @@ class ResponsesRoute:
         if fold.failure is not None or answer is None or answer.get("status") == "failed":
             error = answer.get("error") if isinstance(answer, dict) else None
             error = error if isinstance(error, dict) else {}
+            code = fold.code or error.get("code") or "upstream_error"
             return web.json_response({"error": {
-                "type": "server_error",
-                "code": sanitize_code(error.get("code") or "upstream_error", "upstream_error"),
+                "type": "server_error", "code": sanitize_code(code, "upstream_error"),
                 "message": fold.failure or error.get("message") or "upstream error",
-                "param": None}}, status=502, headers=headers)
+                "param": None}, "request_id": attempt.request_id},
+                status=504 if code == "upstream_timeout" else 502, headers=headers)
         return web.json_response(answer, headers=headers)
 
 
@@ -139,8 +139,6 @@ async def _whole_answer(attempt: Attempt, headers: dict[str, str]) -> web.Respon
     upstream = attempt.upstream
     assert upstream is not None
     data = await attempt.read_whole()
-    if data is None:
-        raise GatewayError("upstream_error", "upstream connection lost")
     if upstream.status == 200:
         attempt.record.outcome = "success"
         attempt.take_counts(*codex.usage_of_json(data))
@@ -384,7 +382,7 @@ class SocketSession:
             await self._exchange(attempt, turn, body, route, translated)
         except GatewayError as err:
             await self.refuse(err, attempt.request_id)
-        except Exception as exc:  # our own fault: one log line, an error event, socket lives
+        except Exception as exc:  # noqa: BLE001 - our own fault: one log line, an error event, socket lives
             attempt.close(exc)
             log.error("internal error on a Responses socket turn (request %s): %s at %s",
                       attempt.request_id, type(exc).__name__, where(exc))
@@ -417,8 +415,6 @@ class SocketSession:
         upstream_response = await attempt.open(build)
         if upstream_response.status != 200:
             data = await attempt.read_whole()
-            if data is None:
-                raise GatewayError("upstream_error", "upstream connection lost")
             kind, message = attempt.note_error(data)
             status = upstream_response.status
             retry = attempt.client_wait() if status in WAIT_STATUSES else None
@@ -479,9 +475,10 @@ class SocketTurn:
             else:
                 await send(data)  # unknown event types pass through untouched
 
-    async def fail(self, message: str) -> None:
+    async def fail(self, message: str, code: str = "upstream_error") -> None:
         self.finished_ok = False
-        await self.session.send(socket_error("server_error", "upstream_error", message, 502,
+        status = 504 if code == "upstream_timeout" else 502
+        await self.session.send(socket_error("server_error", code, message, status,
                                              self.attempt.request_id))
 
     async def end(self, tally: Tally) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sublane_desktop.core.errors import WAIT_STATUSES, GatewayError
+from sublane_desktop.core.errors import WAIT_STATUSES
 from sublane_desktop.core.translate import anthropic as an
 from sublane_desktop.core.translate import chat
 from sublane_desktop.core.translate import gemini as gm
@@ -96,8 +96,6 @@ async def relay_translated(request: web.Request, attempt: Attempt, prompt: Promp
     upstream = await attempt.open(build)
     if upstream.status != 200:
         data = await attempt.read_whole()
-        if data is None:
-            raise GatewayError("upstream_error", "upstream connection lost")
         kind, message = attempt.note_error(data)
         wait = attempt.client_wait() if upstream.status in WAIT_STATUSES else None
         return upstream_error(client, upstream.status, kind, message, attempt.request_id, wait)
@@ -121,7 +119,9 @@ async def relay_translated(request: web.Request, attempt: Attempt, prompt: Promp
     end = fold.transcript.finished
     if fold.failure is not None or end is None or end.status == "failed":
         message = fold.failure or (end.message if end else None) or "upstream error"
-        kind = end.error_type if end is not None and end.error_type else "upstream_error"
-        return upstream_error(client, 502, kind, message, attempt.request_id)
+        kind = fold.code or (end.error_type if end is not None and end.error_type
+                             else "upstream_error")
+        status = 504 if kind == "upstream_timeout" else 502
+        return upstream_error(client, status, kind, message, attempt.request_id)
     return web.json_response(whole_answer(client, fold.transcript, model, created),
                              headers={"X-Request-ID": attempt.request_id})

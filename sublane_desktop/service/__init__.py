@@ -146,6 +146,7 @@ class Service:
     async def _start(self) -> None:
         import aiohttp
 
+        from sublane_desktop.proxy.relay import header_clock
         from sublane_desktop.proxy.server import ProxyServer, build_app
 
         if self.port is not None:
@@ -176,6 +177,7 @@ class Service:
             timeout=aiohttp.ClientTimeout(total=None, connect=15, sock_read=600),
             connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
             skip_auto_headers=("User-Agent",),
+            trace_configs=[header_clock()],
         )
         max_body = int(settings.get("proxy.max_body_bytes", DEFAULT_MAX_BODY))
         if self.port is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sublane_desktop.core import timeouts
 from sublane_desktop.core.pool import Pool
 from sublane_desktop.core.quota import QuotaRefresher
 from sublane_desktop.core.scheduler import MODES, Ceilings
@@ -40,6 +41,7 @@ SCHEDULER_SETTINGS = {
     "proxy.max_body_bytes": 32 * 1024 * 1024,
     "server.port": 8765,
     "app.start_at_login": False,
+    **timeouts.DEFAULTS,  # upstream.connect/header/idle_timeout_s (R-FT-1)
 }
 
 
@@ -89,6 +91,8 @@ def validate_settings(changes: Any) -> dict[str, Any]:
                          "quota.poll_floor_seconds": (0, 86400)}[key]
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ValueError(f"{key} must be an integer from {low} to {high}")
+        elif key in timeouts.DEFAULTS:
+            value = timeouts.validate(key, value)
         elif key == "app.start_at_login":
             if not isinstance(value, bool):
                 raise ValueError("app.start_at_login must be true or false")

@@ -425,9 +425,13 @@ def test_responses_renderer_endings(end, kind):
 
 def test_renderers_say_so_when_the_stream_breaks():
     assert an.AnthropicRenderer("m", "id").fail("gone")[-1] == {
-        "type": "error", "error": {"type": "api_error", "message": "gone"}}
-    assert rs.ResponsesRenderer("m", "r", 0).fail("gone")[-1]["type"] == "response.failed"
-    assert "error" in chat.ChatRenderer("m", "c", 0).fail("gone")[-1]
+        "type": "error", "error": {"type": "api_error", "code": "upstream_error",
+                                   "message": "gone"}}
+    failed = rs.ResponsesRenderer("m", "r", 0).fail("gone", "upstream_timeout")[-1]
+    assert failed["type"] == "response.failed"
+    assert failed["response"]["error"]["code"] == "upstream_timeout"
+    assert chat.ChatRenderer("m", "c", 0).fail("gone", "upstream_timeout")[-1]["error"][
+        "code"] == "upstream_timeout"
 
 
 # --- round trips: what a renderer writes, the matching reader reads back --------------------------

@@ -88,7 +88,7 @@ async def test_an_internal_error_inside_an_attempt_answers_with_its_record(ready
         raise KeyError("x-secret-header")
 
     monkeypatch.setattr(h.service, "observe_headers", broken)
-    status, headers, raw = await post(h, "/v1/messages", CLAUDE, {"x-api-key": key})
+    status, _headers, raw = await post(h, "/v1/messages", CLAUDE, {"x-api-key": key})
     assert status == 500
     body = assert_anthropic_shape(raw, 500, "internal_error")
     await h.service.flush_records()
@@ -213,39 +213,36 @@ async def test_the_management_api_503_carries_retry_after(ready, monkeypatch):
     h, _ = ready
     monkeypatch.setattr(h.service, "admin_token", None)
     monkeypatch.setattr(h.service, "keyring_problem", "no keyring")
-    async with aiohttp.ClientSession() as s:
-        async with s.get(h.url + "/api/accounts/runtime",
-                         headers={"Authorization": "Bearer x"}) as r:
-            assert r.status == 503
-            assert 1 <= int(r.headers["Retry-After"]) <= 300
+    async with aiohttp.ClientSession() as s, s.get(h.url + "/api/accounts/runtime",
+                     headers={"Authorization": "Bearer x"}) as r:
+        assert r.status == 503
+        assert 1 <= int(r.headers["Retry-After"]) <= 300
 
 
 async def test_the_websocket_error_event_of_a_codex_429_carries_the_ladder_wait(ready):
     h, key = ready
     await codex_429(h, "garbage")
-    async with aiohttp.ClientSession() as s:
-        async with s.ws_connect(h.url + "/v1/responses",
-                                headers={"Authorization": f"Bearer {key}"}) as ws:
-            await ws.send_str(json.dumps({"type": "response.create", "model": "gpt-5.4",
-                                          "input": "hi"}))
-            error = json.loads((await ws.receive()).data)
+    async with aiohttp.ClientSession() as s, s.ws_connect(h.url + "/v1/responses",
+                            headers={"Authorization": f"Bearer {key}"}) as ws:
+        await ws.send_str(json.dumps({"type": "response.create", "model": "gpt-5.4",
+                                      "input": "hi"}))
+        error = json.loads((await ws.receive()).data)
     assert error["type"] == "error" and error["status"] == 429
     assert error["headers"]["retry-after"] == "15"
 
 
 async def test_a_websocket_message_nested_too_deep_is_an_error_event(ready):
     h, key = ready
-    async with aiohttp.ClientSession() as s:
-        async with s.ws_connect(h.url + "/v1/responses",
-                                headers={"Authorization": f"Bearer {key}"}) as ws:
-            await ws.send_str("[" * 5000)
-            error = json.loads((await ws.receive()).data)
-            assert error["type"] == "error" and error["status"] == 400
-            assert "nested deeper" in error["message"]
-            await ws.send_str(json.dumps({"type": "response.create", "model": "gpt-5.4",
-                                          "input": "hi"}))
-            first = json.loads((await ws.receive()).data)
-            assert first["type"] == "response.created"  # the socket still serves
+    async with aiohttp.ClientSession() as s, s.ws_connect(h.url + "/v1/responses",
+                            headers={"Authorization": f"Bearer {key}"}) as ws:
+        await ws.send_str("[" * 5000)
+        error = json.loads((await ws.receive()).data)
+        assert error["type"] == "error" and error["status"] == 400
+        assert "nested deeper" in error["message"]
+        await ws.send_str(json.dumps({"type": "response.create", "model": "gpt-5.4",
+                                      "input": "hi"}))
+        first = json.loads((await ws.receive()).data)
+        assert first["type"] == "response.created"  # the socket still serves
 
 
 # --- R-FT-10: upstream error strings go through the one sanitizer ---------------------------------

@@ -403,12 +403,14 @@ class AnthropicRenderer:
             out.append({"type": "message_stop"})
         return out
 
-    def fail(self, message: str) -> list[dict[str, Any]]:
+    def fail(self, message: str, code: str = "upstream_error") -> list[dict[str, Any]]:
         """The stream broke off: close what is open and say so in-band."""
         if self.done:
             return []
         self.done = True
-        return self._start() + self._close() + [anthropic_stream_error("api_error", message)]
+        error = anthropic_stream_error("api_error", message)
+        error["error"]["code"] = code
+        return self._start() + self._close() + [error]
 
 
 def anthropic_stream_error(error_type: str | None, message: str | None) -> dict[str, Any]:

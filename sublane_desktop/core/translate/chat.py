@@ -173,11 +173,11 @@ class ChatRenderer:
             out.append(DONE)
         return out
 
-    def fail(self, message: str) -> list[dict[str, Any] | str]:
+    def fail(self, message: str, code: str = "upstream_error") -> list[dict[str, Any] | str]:
         if self.done:
             return []
         self.done = True
-        return [chat_error("upstream_error", message)]
+        return [chat_error(code, message)]
 
 
 def chat_completion(transcript: Transcript, model: str, completion_id: str,

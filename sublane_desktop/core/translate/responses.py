@@ -486,11 +486,10 @@ class ResponsesRenderer:
         out.append(self._ev(kind, response=_copy(self.shell)))
         return out
 
-    def fail(self, message: str) -> list[dict[str, Any]]:
+    def fail(self, message: str, code: str = "upstream_error") -> list[dict[str, Any]]:
         if self.done:
             return []
-        return self._start() + self._finish(Finished("failed", "error", "upstream_error",
-                                                     message))
+        return self._start() + self._finish(Finished("failed", "error", code, message))
 
 
 def _copy(value: dict[str, Any]) -> dict[str, Any]:
