@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sublane_desktop.core.errors import WAIT_STATUSES
+from sublane_desktop.core.errors import WAIT_STATUSES, GatewayError
 from sublane_desktop.core.translate import anthropic as an
 from sublane_desktop.core.translate import chat
 from sublane_desktop.core.translate import gemini as gm
