@@ -28,7 +28,7 @@ from sublane_desktop.core.tasks import spawn
 log = logging.getLogger(__name__)
 
 
-COALESCE_MS = 100  # how long a burst of account events may last before one re-read
+COALESCE_MS = 200  # a burst of account events becomes one re-read: at most 5 a second
 # Today's cache misses (R-CF-3) are a database read: at most one a second, after records land.
 MISSES_COALESCE_MS = 1000
 TICK_MS = 1000

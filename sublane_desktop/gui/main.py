@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 DRAIN_SECONDS = 10.0
 # This only keeps a wedged stop from hanging Quit forever.
 STOP_TIMEOUT_S = 30.0
+# How long another thread may hold the GIL before the loop thread gets it back (see serve()).
+SWITCH_INTERVAL_S = 0.001
 # A lever already sent (a limit being saved) finishes before the service closes its store.
 LEVER_GRACE_S = 2.0
 
@@ -179,6 +181,10 @@ class _Desktop:
             # full passes, which otherwise stall the loop the proxy shares (bench_proxy --tray).
             gc.collect()
             gc.freeze()
+            # A database thread holding the GIL makes the loop thread wait up to the switch
+            # interval (5 ms by default) after every socket call; the proxy's requests should
+            # not queue behind a history page being read.
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
             if bridge.keyring_problem():  # R-UI-8: no keyring: offer the encrypted file
                 windows.show_keyring()
             elif not bridge.snapshot():  # R-UI-9: first run: the welcome window
