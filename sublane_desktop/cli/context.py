@@ -67,6 +67,7 @@ class Context:
         try:
             with _LOCAL.open(status["url"] + "/healthz", timeout=2) as resp:
                 if resp.status == 200:
+                    status["health"] = json.loads(resp.read())
                     return status
         except (OSError, KeyError, TypeError, ValueError, urllib.error.URLError):
             return None

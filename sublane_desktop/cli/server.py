@@ -43,13 +43,17 @@ def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
         states[a["state"]] = states.get(a["state"], 0) + 1
     summary = {"running": True, "url": server["url"], "host": server["host"],
                "port": server["port"], "pid": server["pid"], "accounts": len(runtime["accounts"]),
-               "states": states, "in_flight": runtime["in_flight"], "cap": runtime["cap"]}
+               "states": states, "in_flight": runtime["in_flight"], "cap": runtime["cap"],
+               "records_dropped": server.get("health", {}).get("records_dropped", 0)}
     if args.json:
         print(json.dumps(summary))
     else:
         by_state = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "no accounts"
         print(f"running on {server['url']} (pid {server['pid']}); {by_state}; "
               f"{runtime['in_flight']}/{runtime['cap']} in flight")
+        if summary["records_dropped"]:
+            print(f"{summary['records_dropped']} request records could not be saved; see the"
+                  " server log")
     return 0
 
 

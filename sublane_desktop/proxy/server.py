@@ -16,7 +16,8 @@ from sublane_desktop.proxy import chat, models, responses
 
 async def healthz(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
-    return web.json_response({"ok": True, "name": "sublane", "port": service.port})
+    return web.json_response({"ok": True, "name": "sublane", "port": service.port,
+                              "records_dropped": service.request_log.dropped})
 
 
 def build_app(service: Any, *, max_body: int) -> web.Application:

@@ -22,6 +22,7 @@ whatever is queued to the Store's writer thread as a single transaction.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -40,7 +41,7 @@ from sublane_desktop.core.history import (
     present_misses,
     retention_cutoff,
 )
-from sublane_desktop.core.records import RequestRecord
+from sublane_desktop.core.records import RequestRecord, clean_text
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.store.models import Account, ClientKey, RecordRow, User
 
@@ -65,26 +66,88 @@ _INSERT = (f"INSERT INTO request_records ({', '.join(_COLUMNS[1:])}) "
            f"VALUES ({', '.join('?' for _ in _COLUMNS[1:])})")
 
 
-def insert_records(records: Iterable[RequestRecord], now: float) -> int:
-    """Insert a batch and apply retention in the same transaction (R-REC-4).
+# What one value may be to go into SQLite as is; anything else is blanked (R-FT-2).
+_SQLITE_INT = (-(2**63), 2**63 - 1)
+
+
+def _row(record: RequestRecord) -> tuple[Any, ...]:
+    """A record as insert parameters, every string cleaned once more (R-FT-2): the record
+    path must hold whatever text reached it, however it got there."""
+    return tuple(clean_text(v) if isinstance(v, str) else v
+                 for v in (getattr(record, name) for name in _COLUMNS[1:]))
+
+
+def _blanked(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The row with every value SQLite cannot take replaced: text by "" (some columns are
+    NOT NULL), anything else by NULL."""
+    def fit(value: Any) -> Any:
+        if value is None or isinstance(value, float):
+            return value
+        if isinstance(value, (bool, int)):
+            return int(value) if _SQLITE_INT[0] <= value <= _SQLITE_INT[1] else None
+        if isinstance(value, str):
+            return value if clean_text(value) == value else ""
+        return None
+
+    return tuple(fit(v) for v in row)
+
+
+def insert_records(records: Iterable[RequestRecord], now: float) -> tuple[int, int]:
+    """Insert a batch and apply retention in the same transaction (R-REC-4); returns
+    (stored, dropped).
 
     Plain `executemany` on the writer's connection: this runs for every request the proxy
-    serves, and peewee's query building cost more than the insert itself (profiled).
+    serves, and peewee's query building cost more than the insert itself (profiled). A batch
+    that fails is never dropped as a whole (R-FT-2): its rows are retried one by one, and a
+    row that still fails is stored with its offending values blanked. Only a row that fails
+    even then counts as dropped.
     """
-    rows = [tuple(getattr(record, name) for name in _COLUMNS[1:]) for record in records]
-    RecordRow._meta.database.connection().executemany(_INSERT, rows)
+    db = RecordRow._meta.database
+    rows = [_row(record) for record in records]
+    dropped = 0
+    try:
+        with db.atomic():  # a savepoint: a failure undoes this batch only
+            db.connection().executemany(_INSERT, rows)
+    except (sqlite3.Error, ValueError, OverflowError, TypeError) as exc:
+        log.warning("a batch of %d request records failed (%s); saving them one by one",
+                    len(rows), type(exc).__name__)
+        for row in rows:
+            if not (_insert_one(db, row) or _insert_one(db, _blanked(row))):
+                dropped += 1
     prune(now)
-    return len(rows)
+    return len(rows) - dropped, dropped
+
+
+def _insert_one(db: Any, row: tuple[Any, ...]) -> bool:
+    try:
+        with db.atomic():
+            db.connection().execute(_INSERT, row)
+    except (sqlite3.Error, ValueError, OverflowError, TypeError) as exc:
+        log.warning("a request record failed: %s", type(exc).__name__)
+        return False
+    return True
 
 
 def prune(now: float) -> int:
-    """Drop records older than seven days, then all but the newest MAX_RECORDS by id."""
+    """Drop records older than seven days, then keep the newest MAX_RECORDS.
+
+    Over the count limit, pool rejections go first, oldest first (R-FT-11): a flood of
+    `account_busy` from one key must not push everyone's real history out.
+    """
     db = RecordRow._meta.database
     removed = db.execute_sql("DELETE FROM request_records WHERE started_at < ?",
                              (retention_cutoff(now),)).rowcount
-    edge = db.execute_sql("SELECT id FROM request_records ORDER BY id DESC LIMIT 1 OFFSET ?",
-                          (MAX_RECORDS,)).fetchone()
-    if edge is not None:
+    excess = db.execute_sql("SELECT COUNT(*) FROM request_records").fetchone()[0] - MAX_RECORDS
+    if excess <= 0:
+        return removed
+    gone = db.execute_sql(
+        "DELETE FROM request_records WHERE id IN (SELECT id FROM request_records"
+        " WHERE outcome = 'rejected' ORDER BY id LIMIT ?)", (excess,)).rowcount
+    removed += gone
+    excess -= gone
+    if excess > 0:
+        edge = db.execute_sql("SELECT id FROM request_records ORDER BY id LIMIT 1 OFFSET ?",
+                              (excess - 1,)).fetchone()
         removed += db.execute_sql("DELETE FROM request_records WHERE id <= ?",
                                   (edge[0],)).rowcount
     return removed
@@ -262,6 +325,7 @@ class RequestLog:
         self._store: Any = None
         self._pending: list[RequestRecord] = []
         self._added = 0
+        self.dropped = 0  # records that could not be stored at all (R-FT-2; 0 in every test)
         self._handled = 0
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
@@ -281,10 +345,13 @@ class RequestLog:
             return
         self._pending.append(record)
         self._added += 1
-        overflow = len(self._pending) - MAX_RECORDS
-        if overflow > 0:  # only while no writer runs; retention would drop these anyway
-            del self._pending[:overflow]
-            self._handled += overflow
+        if len(self._pending) > MAX_RECORDS:
+            # Only while no writer runs; retention would evict one anyway, and it evicts a
+            # pool rejection before anything else (R-FT-11).
+            pending = self._pending
+            oldest = next((i for i, r in enumerate(pending) if r.outcome == "rejected"), 0)
+            del pending[oldest]
+            self._handled += 1
         self._wake.set()
 
     async def flush(self) -> None:
@@ -321,18 +388,24 @@ class RequestLog:
             while self._pending:
                 batch = self._pending[:MAX_RECORDS]
                 del self._pending[:MAX_RECORDS]
-                now = self.clock.now()
                 try:
-                    await self._store.write(lambda: insert_records(batch, now))
-                except Exception as exc:  # history is best effort; the proxy must go on
-                    log.error("could not save %d request records: %s", len(batch),
-                              type(exc).__name__)
-                else:
-                    self._on_written(len(batch))
+                    await self._write(batch)
                 finally:
                     self._handled += len(batch)
                     async with self._progress:
                         self._progress.notify_all()
+
+    async def _write(self, batch: list[RequestRecord]) -> None:
+        now = self.clock.now()
+        try:
+            stored, dropped = await self._store.write(lambda: insert_records(batch, now))
+        except Exception as exc:  # noqa: BLE001 - the proxy must go on; the loss is counted
+            stored, dropped = 0, len(batch)
+            log.error("could not save %d request records: %s", len(batch), type(exc).__name__)
+        if dropped:
+            self.dropped += dropped  # shown on /healthz and by `sublane status`
+        if stored:
+            self._on_written(stored)
 
     # --- reads ----------------------------------------------------------------------------------
 

@@ -276,6 +276,7 @@ def test_serve_status_levers_and_ctrl_c(sublane: Sublane) -> None:
     status = sublane.json("status", "--json")
     assert status["running"] is True and status["port"] == server.port
     assert status["url"] == server.url and status["accounts"] == 1
+    assert status["records_dropped"] == 0  # R-FT-2: shown by `sublane status`
     # A (dead) HTTP proxy in the environment must not stand between the CLI and its server.
     dead_proxy = "http://127.0.0.1:9"
     proxied = sublane.run("status", "--json", env={
