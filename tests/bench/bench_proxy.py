@@ -401,6 +401,14 @@ async def stop_process(proc: asyncio.subprocess.Process) -> int | None:
     return proc.returncode
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time a process has used (load-independent, unlike latency)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def prepared_data_dir(env: dict[str, str], data: Path) -> str:
     """A data dir with one account (limit 8) and a client key; returns the key."""
     secret = json.dumps({"access_token": "tok", "refresh_token": "r", "expires_at": 4000000000})
@@ -436,6 +444,7 @@ async def bench_side_by_side(upstream_url: str, tmp: Path) -> dict[str, Any]:
             ["-m", "tests.bench.tray_app", "--data-dir", str(tmp / "tray-data")], env, tmp,
             "tray")
         procs.append(tray)
+        pids = {"direct": None, "bare relay": bare.pid, "serve": serve.pid, "tray": tray.pid}
         modes = {
             "direct": (upstream_url, DIRECT_TOKEN),
             "bare relay": (bare_url, "unused"),
@@ -446,6 +455,7 @@ async def bench_side_by_side(upstream_url: str, tmp: Path) -> dict[str, Any]:
         try:
             for concurrency in (1, 8):
                 samples = {name: Sample() for name in modes}
+                cpu = {name: 0.0 for name in modes}
                 for name, (url, token) in modes.items():
                     headers = {**BASE_HEADERS, "Authorization": f"Bearer {token}"}
                     warm = await drive(sessions[name], url + "/v1/messages", headers, N_WARMUP,
@@ -461,13 +471,17 @@ async def bench_side_by_side(upstream_url: str, tmp: Path) -> dict[str, Any]:
                     for name in names[r % len(names):] + names[:r % len(names)]:
                         url, token = modes[name]
                         headers = {**BASE_HEADERS, "Authorization": f"Bearer {token}"}
+                        before = cpu_seconds(pids[name])
                         samples[name].extend(await drive(
                             sessions[name], url + "/v1/messages", headers, block, concurrency))
+                        cpu[name] += cpu_seconds(pids[name]) - before
                 part: dict[str, Any] = {}
                 for name, sample in samples.items():
                     part[name] = {"p50_ms": ms(percentile(sample.latencies, 50)),
                                   "p99_ms": ms(percentile(sample.latencies, 99)),
-                                  "ok": len(sample.latencies), "errors": dict(sample.errors)}
+                                  "ok": len(sample.latencies), "errors": dict(sample.errors),
+                                  "cpu_ms_per_request": 1000 * cpu[name]
+                                  / max(1, len(sample.latencies))}
                 for name in modes:
                     if name != "direct":
                         part[name]["overhead_p50_ms"] = (part[name]["p50_ms"]
@@ -509,14 +523,16 @@ def render_side_by_side(report: dict[str, Any]) -> str:
         f"  {TRAY_REQUESTS} measured requests per mode and concurrency (+{N_WARMUP} warm-up), "
         f"{TRAY_ROUNDS} rotating blocks",
         "",
-        f"  {'conc':>4}  {'mode':<11} {'p50 ms':>7} {'p99 ms':>7} {'+p50':>7} {'+p99':>7}",
+        f"  {'conc':>4}  {'mode':<11} {'p50 ms':>7} {'p99 ms':>7} {'+p50':>7} {'+p99':>7}"
+        f" {'CPU ms/req':>10}",
     ]
     for c in (1, 8):
         part = side[f"c{c}"]
         for name in ("direct", "bare relay", "serve", "tray"):
             m = part[name]
             extra = ("" if name == "direct" else
-                     f" {m['overhead_p50_ms']:>+7.2f} {m['overhead_p99_ms']:>+7.2f}")
+                     f" {m['overhead_p50_ms']:>+7.2f} {m['overhead_p99_ms']:>+7.2f}"
+                     f" {m['cpu_ms_per_request']:>10.3f}")
             errors = f"  errors {m['errors']}" if m["errors"] else ""
             lines.append(f"  {c:>4}  {name:<11} {m['p50_ms']:>7.2f} {m['p99_ms']:>7.2f}{extra}"
                          f"{errors}")

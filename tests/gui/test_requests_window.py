@@ -296,3 +296,20 @@ def test_a_hidden_window_catches_up_when_shown(desk: Desk) -> None:
     window.show()
     desk.qtbot.waitUntil(lambda: ids(window)[:1] == ["req_hidden000000000000000001"],
                          timeout=WAIT_MS)
+
+
+def test_a_burst_of_records_is_one_reload_without_resizing_columns(desk: Desk) -> None:
+    """Issue 14: GUI work per request must not reach the proxy's loop. However many records a
+    burst writes, the window reads one page, and a live reload keeps the column widths."""
+    desk.seed(10)
+    window = open_window(desk, show=True)
+    width = window.table.columnWidth(Column.ACCOUNT)
+    window.table.setColumnWidth(Column.ACCOUNT, width + 37)  # a person widened it
+    pages = []
+    request_page = desk.bridge.request_page
+    desk.bridge.request_page = lambda *a, **k: pages.append(1) or request_page(*a, **k)
+    with desk.qtbot.waitSignal(window.pageLoaded, timeout=WAIT_MS):
+        for i in range(200):
+            desk.bridge.recordAdded.emit({"count": 1})
+    assert pages == [1]
+    assert window.table.columnWidth(Column.ACCOUNT) == width + 37
