@@ -6,6 +6,7 @@ signals that drain. Real `sublane` subprocesses; the only stand-in is the upstre
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -325,7 +326,7 @@ class Load:
         while True:
             try:
                 message(url, key, session)
-            except OSError:  # the server was killed under us: that is the point
+            except (OSError, http.client.HTTPException):  # killed under us: the point
                 return
             with self._grew:
                 self.done += 1

@@ -42,7 +42,11 @@ class ThreadedUpstream:
         self.loop.call_soon_threadsafe(gate.set)
 
     def script(self, token: str | None, *replies: Reply) -> None:
-        self.loop.call_soon_threadsafe(self.fake.script, token, *replies)
+        """Queue replies; in place before this returns, so the next request finds them."""
+        async def add() -> None:
+            self.fake.script(token, *replies)
+
+        self.call(add)
 
     def close(self) -> None:
         self.call(self.fake.stop)
