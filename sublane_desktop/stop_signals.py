@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 STOP_SIGNALS = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None),
                                  getattr(signal, "SIGBREAK", None)) if s is not None)
@@ -20,20 +22,24 @@ STOP_SIGNALS = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)
 def on_stop_signals(loop: asyncio.AbstractEventLoop, request_stop: Callable[[], None]
                     ) -> Callable[[], None]:
     """Route SIGINT/SIGTERM to `request_stop` on `loop`; returns a function that undoes it."""
-    undo: list[Callable[[], None]] = []
+    on_loop: list[int] = []
+    replaced: dict[int, Any] = {}
     for sig in STOP_SIGNALS:
         try:
             loop.add_signal_handler(sig, request_stop)
+            on_loop.append(sig)
         except (NotImplementedError, RuntimeError, ValueError):
             # Windows loops have no add_signal_handler: a plain handler that only schedules the
             # stop. (The tray app keeps a timer running so Python gets to run it.)
-            previous = signal.signal(sig, lambda _s, _f: loop.call_soon_threadsafe(request_stop))
-            undo.append(lambda sig=sig, previous=previous: signal.signal(sig, previous))
-        else:
-            undo.append(lambda sig=sig: loop.remove_signal_handler(sig))
+            def schedule(_signum: int, _frame: FrameType | None) -> None:
+                loop.call_soon_threadsafe(request_stop)
+
+            replaced[sig] = signal.signal(sig, schedule)
 
     def restore() -> None:
-        for step in undo:
-            step()
+        for sig in on_loop:
+            loop.remove_signal_handler(sig)
+        for sig, previous in replaced.items():
+            signal.signal(sig, previous)
 
     return restore

@@ -148,7 +148,12 @@ async def ask(error: BaseException, host: str) -> PortChoice | None:
     else:
         dialog = failure_box(error)
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    dialog.finished.connect(lambda result: done.done() or done.set_result(result))
+
+    def finished(result: int) -> None:
+        if not done.done():
+            done.set_result(result)
+
+    dialog.finished.connect(finished)
     dialog.open()
     dialog.raise_()
     dialog.activateWindow()
