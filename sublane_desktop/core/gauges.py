@@ -30,6 +30,9 @@ class Observation:
     observed_at: float
     source: str  # headers | poll
     rejected: bool = False  # the upstream said this window is denying requests now
+    # The account's quota epoch when the reading was taken (R-FT-9): reset-usage and re-auth
+    # advance it, and a reading from an older epoch is discarded wherever it is in flight.
+    epoch: int = 0
 
 
 def clean_observation(

@@ -66,6 +66,7 @@ class AccountState:
     failure_streak: int = 0
     runtime_revision: int = 0
     # process-local
+    quota_epoch: int = 0  # R-FT-9: advanced by reset-usage and re-auth
     in_flight: int = 0
     next_seq: int = 0
     decided_seq: int = -1  # highest admission sequence whose outcome has been applied
@@ -91,6 +92,8 @@ class AccountState:
             "cooldown_until": self.cooldown_until,
             "failure_streak": self.failure_streak,
             "runtime_revision": self.runtime_revision,
+            "fable_cooldown_until": self.fable_cooldown_until,
+            "fable_streak": self.fable_streak,
         }
 
 
@@ -170,6 +173,7 @@ class Pool:
                     known.revision = row.revision
                     known.auth_failed = row.auth_failed
                     known.gauges.clear()  # observations of the old credential are void
+                    known.quota_epoch += 1
                 fresh[row.id] = known
             else:
                 fresh[row.id] = row
@@ -321,14 +325,18 @@ class Pool:
             account.fable_streak += 1
             account.fable_cooldown_until = self.clock.now() + cooldown_seconds(
                 account.fable_streak)
+            self._persist.save_runtime(account.id, account.runtime_fields())  # R-FT-10
             return
         # Outcomes are ordered by admission sequence, not by when they arrive (R-POOL-8).
         if lease.seq <= account.decided_seq:
             return
         account.decided_seq = lease.seq
         if outcome == Outcome.SUCCESS:
+            fable_healed = account.fable_streak > 0
             account.fable_streak = 0
             if account.failure_streak == 0 and account.cooldown_until is None:
+                if fable_healed:
+                    self._persist.save_runtime(account.id, account.runtime_fields())
                 return
             account.failure_streak = 0
             account.cooldown_until = None
@@ -410,6 +418,7 @@ class Pool:
         """Every gauge back to cold (R-LANE-8)."""
         for account in self.accounts.values():
             account.gauges.clear()
+            account.quota_epoch += 1  # readings taken before now can no longer land (R-FT-9)
         self._on_change()
 
     def evaluate(self) -> None:

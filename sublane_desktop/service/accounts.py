@@ -43,6 +43,8 @@ def load_account_states() -> list[AccountState]:
             cooldown_until=rt.cooldown_until if rt else None,
             failure_streak=rt.failure_streak if rt else 0,
             runtime_revision=rt.runtime_revision if rt else 0,
+            fable_cooldown_until=rt.fable_cooldown_until if rt else None,
+            fable_streak=rt.fable_streak if rt else 0,
         ))
     return states
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sublane_desktop.core.forecast import BURN_WINDOW_S, UsageTrail
@@ -79,7 +80,7 @@ class QuotaFeed:
         """Header readings are saved (coalesced, latest per window) before they are shown."""
         revision, pending = self._pending_obs.get(account.id, (account.revision, {}))
         for obs in found:
-            pending[obs.window] = obs
+            pending[obs.window] = replace(obs, epoch=account.quota_epoch)
         self._pending_obs[account.id] = (revision, pending)
         if self._obs_flush is None or self._obs_flush.done():
             self._obs_flush = spawn(self._flush(), name="quota-observations")
@@ -98,13 +99,23 @@ class QuotaFeed:
         store = self.service.store
         if store is None:
             return False
+
+        def current() -> list[Observation]:
+            """The readings still of this account's quota epoch (R-FT-9). Asked again on
+            the writer thread and after the save: a reset may come at any point between."""
+            return [obs for obs in observations if obs.epoch == account.quota_epoch]
+
+        def save() -> bool:
+            fresh = current()
+            return bool(fresh) and quota_store.save_observations(account.id, revision, fresh)
+
         try:
-            saved = await store.write(
-                lambda: quota_store.save_observations(account.id, revision, observations))
+            saved = await store.write(save)
         except Exception as exc:
             log.error("could not save quota observations: %s", type(exc).__name__)
             return False
-        if not saved or account.revision != revision:
+        observations = current()
+        if not saved or account.revision != revision or not observations:
             return False
         changed = [account.gauges.apply(obs) for obs in observations]
         for obs in observations:
@@ -138,6 +149,11 @@ class QuotaFeed:
         return len(self.refresher.want(self.candidates(), force=True))
 
     async def read(self, account: AccountState) -> list[Observation]:
+        """A usage read, its readings stamped with the quota epoch it began under (R-FT-9)."""
+        epoch = account.quota_epoch
+        return [replace(obs, epoch=epoch) for obs in await self._read(account)]
+
+    async def _read(self, account: AccountState) -> list[Observation]:
         service = self.service
         if account.provider == "antigravity":
             return await service.antigravity.read_quota(account)

@@ -106,6 +106,11 @@ STEPS: dict[int, list[str]] = {
     8: [
         "ALTER TABLE affinity_bindings ADD COLUMN last_turns TEXT",
     ],
+    # The Fable-scope cooldown survives a restart like the account-wide one (R-FT-10).
+    9: [
+        "ALTER TABLE account_runtime ADD COLUMN fable_cooldown_until REAL",
+        "ALTER TABLE account_runtime ADD COLUMN fable_streak INTEGER NOT NULL DEFAULT 0",
+    ],
 }
 LATEST = max(STEPS)
 

@@ -104,6 +104,8 @@ class AccountRuntime(BaseModel):
     failure_streak = IntegerField(default=0)
     runtime_revision = IntegerField(default=0)
     updated_at = FloatField(null=True)
+    fable_cooldown_until = FloatField(null=True)  # the Fable scope's own rest (R-FT-10)
+    fable_streak = IntegerField(default=0)
 
     class Meta:
         table_name = "account_runtime"

@@ -270,7 +270,8 @@ def test_resume_neither_unpauses_nor_repairs_auth():
     assert a.cooldown_until is None and a.failure_streak == 0
     assert a.paused and pool.state_of(a) == "paused"
     assert rec.runtime[-1] == (1, {"paused": True, "auth_failed": False, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 1})
+                                   "failure_streak": 0, "runtime_revision": 1,
+                                   "fable_cooldown_until": None, "fable_streak": 0})
     lease = pool.acquire(Demand(group_id=1, route=CLAUDE, conversation=None))
     assert lease.account is b
     lease.release(Outcome.AUTH_FAILURE)
@@ -301,7 +302,8 @@ def test_each_resume_starts_a_new_runtime_revision():
     between.release(Outcome.FAILURE)  # admitted before the second: ignored
     assert pool.state_of(pool.accounts[1]) == "ok"
     assert rec.runtime[-1] == (1, {"paused": False, "auth_failed": False, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 2})
+                                   "failure_streak": 0, "runtime_revision": 2,
+                                   "fable_cooldown_until": None, "fable_streak": 0})
 
 
 def test_enabling_again_persists_the_next_runtime_revision():
@@ -312,7 +314,8 @@ def test_enabling_again_persists_the_next_runtime_revision():
     assert len(rec.lifecycle) == 1
     pool.set_enabled("acc1", True)
     assert rec.runtime[-1] == (1, {"paused": False, "auth_failed": False, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 2})
+                                   "failure_streak": 0, "runtime_revision": 2,
+                                   "fable_cooldown_until": None, "fable_streak": 0})
 
 
 def test_limits_are_1_to_8_inclusive_and_a_bad_one_says_so():
@@ -327,10 +330,12 @@ def test_pause_and_auth_failure_are_persisted_for_that_account():
     pool, _, rec = make_pool(2, 2)
     pool.set_paused("acc2", True)
     assert rec.runtime[-1] == (2, {"paused": True, "auth_failed": False, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 0})
+                                   "failure_streak": 0, "runtime_revision": 0,
+                                   "fable_cooldown_until": None, "fable_streak": 0})
     pool.mark_auth_failed(pool.accounts[1])
     assert rec.runtime[-1] == (1, {"paused": False, "auth_failed": True, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 0})
+                                   "failure_streak": 0, "runtime_revision": 0,
+                                   "fable_cooldown_until": None, "fable_streak": 0})
 
 
 def test_switch_frees_only_the_other_same_provider_accounts_conversations():
