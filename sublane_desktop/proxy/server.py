@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from sublane_desktop.proxy import SERVICE, history, management
+from sublane_desktop.proxy.connections import GuardedSite
 from sublane_desktop.proxy.errors import error_shape, mark_started
 from sublane_desktop.proxy.guards import make_host_guard
 from sublane_desktop.proxy.messages import MessagesRoute
@@ -40,10 +41,13 @@ def build_app(service: Any, *, max_body: int) -> web.Application:
 
 
 class ProxyServer:
-    def __init__(self, app: web.Application, host: str, port: int) -> None:
+    def __init__(self, app: web.Application, host: str, port: int,
+                 **gate_options: Any) -> None:
         self.app = app
         self.host = host
         self.port = port
+        self.gate_options = gate_options  # tests shorten the connection gate's bounds
+        self.site: GuardedSite | None = None
         # A client that goes away cancels its handler, which cancels the upstream request and
         # releases the lease on the spot instead of at the next chunk.
         self.runner = web.AppRunner(
@@ -61,7 +65,7 @@ class ProxyServer:
         except BaseException:  # port taken or invalid: the caller explains; no socket leaks
             sock.close()
             raise
-        site = web.SockSite(self.runner, sock)
+        self.site = site = GuardedSite(self.runner, sock, self.gate_options)
         await site.start()
         self.port = sock.getsockname()[1]
         return self.port

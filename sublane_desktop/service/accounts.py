@@ -90,6 +90,9 @@ class AccountCatalog:
         self.service = service
         self._data_version: int | None = None
         self._identities: dict[str, tuple[repo.KeyIdentity, float]] = {}
+        # Advanced by every revocation: a key lookup that was reading the database while a
+        # revocation committed must not put the old answer back into the cache (R-FT-12).
+        self._key_generation = 0
 
     async def load(self) -> None:
         """At start: every account, then the stored conversation bindings."""
@@ -141,7 +144,11 @@ class AccountCatalog:
             await self.reload()
         except Exception as exc:  # serving on the catalog we have beats failing the request
             log.error("could not check the account catalog: %s", type(exc).__name__)
-        identity = await self.service.store.read(lambda: repo.identify_key(key))
+        while True:
+            generation = self._key_generation
+            identity = await self.service.store.read(lambda: repo.identify_key(key))
+            if generation == self._key_generation:
+                break  # no revocation returned meanwhile: the answer is current
         if identity is not None:
             if len(self._identities) > 10_000:  # bounded: unknown keys are never cached
                 self._identities.clear()
@@ -167,6 +174,7 @@ class AccountCatalog:
             return {"id": row.id, "name": row.name, "prefix": row.prefix, "revoked": True}
 
         revoked = await self.service.store.write(write)
+        self._key_generation += 1
         self._identities.clear()
         return revoked
 

@@ -1,0 +1,127 @@
+"""Client connections the server is willing to hold (R-FT-12).
+
+aiohttp waits forever for a client that opens a connection and never finishes its request
+headers, and accepts as many connections as arrive; either way a misbehaving local program could
+starve the proxy. Every connection passes through a `ConnectionGate` here:
+
+1. At most MAX_CONNECTIONS are held at once; one more is closed on arrival.
+2. A connection whose first request headers are not complete within HEADER_DEADLINE_S is
+   dropped. Later requests on a kept-alive connection are bounded by aiohttp's keep-alive
+   timeout; a request that is being answered is never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+MAX_CONNECTIONS = 512
+HEADER_DEADLINE_S = 30.0
+_END_OF_HEADERS = b"\r\n\r\n"
+
+
+class ConnectionGate:
+    """A protocol factory around aiohttp's: counts live connections and times the headers."""
+
+    def __init__(self, factory: Callable[[], asyncio.Protocol], *,
+                 limit: int = MAX_CONNECTIONS, header_deadline: float = HEADER_DEADLINE_S
+                 ) -> None:
+        self.factory = factory
+        self.limit = limit
+        self.header_deadline = header_deadline
+        self.open = 0
+        self.refused = 0
+        self.dropped_slow = 0
+
+    def __call__(self) -> asyncio.Protocol:
+        return GuardedConnection(self)
+
+
+class GuardedConnection(asyncio.Protocol):
+    """One client connection: aiohttp's protocol inside, the gate's rules around it."""
+
+    def __init__(self, gate: ConnectionGate) -> None:
+        self.gate = gate
+        self.inner: Any = None
+        self.transport: asyncio.BaseTransport | None = None
+        self.deadline: asyncio.TimerHandle | None = None
+        self.tail = b""  # the last bytes seen, for an end-of-headers split across reads
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        gate = self.gate
+        self.transport = transport
+        if gate.open >= gate.limit:
+            gate.refused += 1
+            if gate.refused == 1 or gate.refused % 100 == 0:
+                log.warning("%d client connections open; refusing more (%d so far)",
+                            gate.open, gate.refused)
+            transport.abort()
+            return
+        gate.open += 1
+        self.inner = gate.factory()
+        self.inner.connection_made(transport)
+        self.deadline = asyncio.get_running_loop().call_later(gate.header_deadline,
+                                                               self._too_slow)
+
+    def data_received(self, data: bytes) -> None:
+        if self.deadline is not None:
+            seen = self.tail + data
+            if _END_OF_HEADERS in seen:
+                self.deadline.cancel()
+                self.deadline = None
+                self.tail = b""
+            else:
+                self.tail = seen[-3:]
+        if self.inner is not None:
+            self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received() if self.inner is not None else None
+
+    def pause_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.inner is not None:
+            self.inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+        if self.inner is not None:
+            self.gate.open -= 1
+            inner, self.inner = self.inner, None
+            inner.connection_lost(exc)
+
+    def _too_slow(self) -> None:
+        self.deadline = None
+        self.gate.dropped_slow += 1
+        log.info("dropped a client connection that sent no complete request headers in %gs",
+                 self.gate.header_deadline)
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class GuardedSite(web.SockSite):
+    """aiohttp's SockSite with every connection going through a ConnectionGate."""
+
+    def __init__(self, runner: web.BaseRunner, sock: Any, gate_options: dict[str, Any]) -> None:
+        super().__init__(runner, sock)
+        self.gate: ConnectionGate | None = None
+        self._gate_options = gate_options
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site with its runner
+        server = self._runner.server
+        assert server is not None
+        self.gate = ConnectionGate(server, **self._gate_options)
+        self._server = await asyncio.get_running_loop().create_server(
+            self.gate, sock=self._sock, backlog=self._backlog)
