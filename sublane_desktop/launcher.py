@@ -13,9 +13,11 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from sublane_desktop import file_modes
 from sublane_desktop.startup import data_dir_unusable
@@ -116,7 +118,7 @@ def _signals_go_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
     if sys.platform == "win32":
         yield
         return
-    previous: dict[int, object] = {}
+    previous: dict[int, Callable[[int, FrameType | None], Any] | int | None] = {}
 
     def forward(signum: int, _frame: object) -> None:
         if proc.poll() is None:
@@ -129,7 +131,7 @@ def _signals_go_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)  # type: ignore[arg-type]
+            signal.signal(signum, handler)
 
 
 def _own_group() -> dict[str, object]:

@@ -53,6 +53,10 @@ EVENTS = {  # step hour -> what happens
 }
 
 
+# Each simulated account's next reset per window, rolled forward as the fake clock passes it.
+_RESETS: dict[int, dict[str, float]] = {}
+
+
 def build() -> tuple[Pool, FakeClock]:
     clock = FakeClock(start=1_800_000_000.0)
     pool = Pool(clock)
@@ -60,7 +64,7 @@ def build() -> tuple[Pool, FakeClock]:
                                     max_concurrency=4) for i, p in enumerate(PLANS))
     for account, plan in zip(pool.accounts.values(), PLANS, strict=True):
         now = clock.now()
-        account.extra_resets = {  # type: ignore[attr-defined]
+        _RESETS[account.id] = {
             "five_hour": now + 5 * H, "seven_day": now + plan.week_reset_h * H,
             "fable": now + plan.fable_reset_h * H}
         observe(account, clock, "five_hour", plan.five)
@@ -72,7 +76,7 @@ def build() -> tuple[Pool, FakeClock]:
 
 
 def observe(account: AccountState, clock: FakeClock, window: str, util: float) -> None:
-    resets = account.extra_resets  # type: ignore[attr-defined]
+    resets = _RESETS[account.id]
     while resets[window] <= clock.now():  # windows roll over
         resets[window] += 5 * H if window == "five_hour" else 7 * 24 * H
     account.gauges.apply(Observation(window, min(util, 1.5), resets[window], clock.now(),
@@ -100,7 +104,7 @@ def serve(pool: Pool, clock: FakeClock, route, burn: dict[str, float]) -> str:
 def gauges_line(pool: Pool, now: float) -> str:
     parts = []
     for a in pool.accounts.values():
-        def pct(window: str) -> str:
+        def pct(window: str, a: AccountState = a) -> str:
             value = a.gauges.get(window).reading(now)
             return " cold" if value is None else f"{value * 100:4.0f}%"
 

@@ -149,7 +149,7 @@ async def test_encrypted_file_async(tmp_path):
 def test_encrypted_file_wrong_password(tmp_path):
     EncryptedFileKeyring(tmp_path, password="right").set_password(SERVICE, ADMIN_TOKEN, SECRET)
     store = SecretStore(tmp_path, backend=EncryptedFileKeyring(tmp_path, password="wrong"))
-    with pytest.raises(KeyringUnavailable, match="^encrypted keyring: wrong password$"):
+    with pytest.raises(KeyringUnavailable, match=r"^encrypted keyring: wrong password$"):
         store.get(ADMIN_TOKEN)
     with pytest.raises(KeyringUnavailable, match="wrong password"):
         store.set(ADMIN_TOKEN, "overwrite")
@@ -230,7 +230,7 @@ def test_hanging_backend_times_out(tmp_path):
         store = SecretStore(tmp_path, backend=HangingKeyring(release), timeout=0.2)
         for call in (lambda: store.get(ADMIN_TOKEN), lambda: store.set(ADMIN_TOKEN, SECRET)):
             started = time.monotonic()
-            with pytest.raises(KeyringUnavailable, match="did not answer within 0.2s") as info:
+            with pytest.raises(KeyringUnavailable, match=r"did not answer within 0\.2s") as info:
                 call()
             assert time.monotonic() - started < 1.0
             assert SECRET not in str(info.value)

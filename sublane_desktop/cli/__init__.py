@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from sublane_desktop.cli import (
     accounts,
@@ -36,7 +37,7 @@ __all__ = ["DEFAULT_PORT", "PROVIDERS", "CliError", "Context", "build_parser",
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one stderr line (R-CLI-2), not usage text plus a line."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 

@@ -123,7 +123,7 @@ def print_accounts(runtime: dict[str, Any]) -> None:
     print(f"{'ID':>3}  {'NAME':<18} {'PROVIDER':<11} {'STATE':<16} {'FLIGHT':>6}  "
           f"{'5H':>5} {'7D':>5} {'FABLE':>5}")
     for a in accounts:
-        def gauge(name: str) -> str:
+        def gauge(name: str, a: dict[str, Any] = a) -> str:
             g = a["gauges"].get(name)
             if g is None:
                 return "-"

@@ -28,8 +28,8 @@ PERSONAL_PARAMS = ("cursor", "outcome", "model", "key_id", "request_id", "from",
                    "cache_miss")
 # `cache_miss=any` asks for every miss, whatever its cause.
 ANY_MISS = "any"
-MISS_FILTERS = CAUSES + (ANY_MISS,)
-ADMIN_PARAMS = PERSONAL_PARAMS + ("user_id", "account_id")
+MISS_FILTERS = (*CAUSES, ANY_MISS)
+ADMIN_PARAMS = (*PERSONAL_PARAMS, "user_id", "account_id")
 
 _DIGITS = re.compile(r"[0-9]+")
 _DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")

@@ -270,11 +270,11 @@ class Scheduler:
         ordered = sorted(candidates, key=lambda a: a.id)
         lane_name = "fable" if demand.route.fable else "main"
         for account in ordered:  # 3. a live pin beats everything but the hard gates
-            if self.pinned(account, now):
-                if self.hard_gate(account, demand, now, pinned=True) is None and self.has_room(
-                        account, now):
-                    self.last = Decision(account.name, lane_name, "manual pin")
-                    return account
+            if (self.pinned(account, now)
+                    and self.hard_gate(account, demand, now, pinned=True) is None
+                    and self.has_room(account, now)):
+                self.last = Decision(account.name, lane_name, "manual pin")
+                return account
         open_ = [a for a in ordered if self.hard_gate(a, demand, now) is None]
         eligible = [a for a in open_ if demand.route.fable or not self.over_ceiling(a, now)]
         if not eligible:
@@ -332,12 +332,10 @@ class Scheduler:
                 account = by_id.get(account_id)
                 if account is None or not account.enabled or account.paused or \
                         account.auth_failed or account.cooling(now) or \
-                        self.quota_exhausted(account, now):
-                    del anchors[lane]
-                elif anchors is self.fable_current and (
+                        self.quota_exhausted(account, now) or (anchors is self.fable_current and (
                         account.gauges.fable.exhausted(now) or (
                             account.fable_cooldown_until is not None
-                            and now < account.fable_cooldown_until)):
+                            and now < account.fable_cooldown_until))):
                     del anchors[lane]
         for account in accounts:
             if account.pinned_until is not None and now >= account.pinned_until:

@@ -275,7 +275,7 @@ class AccountCard(QFrame):
             badge = Badge()
             self.badges.append(badge)
             self.badge_row.addWidget(badge)
-        for badge, (text, tone) in zip(self.badges, wanted):
+        for badge, (text, tone) in zip(self.badges, wanted, strict=False):
             badge.set(text, tone)
             badge.show()
         for badge in self.badges[len(wanted):]:

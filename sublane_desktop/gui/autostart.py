@@ -131,20 +131,27 @@ def is_enabled(*, platform: str | None = None, env: Mapping[str, str] | None = N
                home: Path | None = None) -> bool:
     platform = platform or sys.platform
     if platform == "win32":
-        import winreg  # type: ignore[import-not-found]
-
-        try:
-            with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
-                winreg.QueryValueEx(key, RUN_VALUE)
-            return True
-        except OSError:
-            return False
+        return _windows_enabled()
     path = launch_agent_path(home) if platform == "darwin" else xdg_entry_path(env, home)
     return path.is_file()
 
 
+def _windows_enabled() -> bool:
+    # The assert tells the type checker (run on Linux) that winreg exists only on Windows.
+    assert sys.platform == "win32"
+    import winreg
+
+    try:
+        with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
+            winreg.QueryValueEx(key, RUN_VALUE)
+        return True
+    except OSError:
+        return False
+
+
 def _apply_windows(enabled: bool, command: list[str]) -> str:
-    import winreg  # type: ignore[import-not-found]
+    assert sys.platform == "win32"  # as above
+    import winreg
 
     with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
         if enabled:

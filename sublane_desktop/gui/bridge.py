@@ -19,6 +19,7 @@ import asyncio
 import inspect
 import logging
 import time
+from collections.abc import Generator
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -49,7 +50,7 @@ class Reply(QObject):
         self.method = method
         self.task: asyncio.Task[Any] | None = None
 
-    def __await__(self):  # type: ignore[no-untyped-def]
+    def __await__(self) -> Generator[Any, None, Any]:
         assert self.task is not None
         return self.task.__await__()
 
@@ -292,7 +293,7 @@ class Bridge(QObject):
                 result = fn(*args, **kwargs)
                 if inspect.isawaitable(result):
                     result = await result
-            except Exception as exc:  # noqa: BLE001 (any failure goes to a person, as words)
+            except Exception as exc:  # any failure goes to a person, as words
                 message = str(exc) or type(exc).__name__
                 reply.failed.emit(message)
                 if report:

@@ -219,7 +219,7 @@ class _Desktop:
         while True:
             try:
                 await service.start()
-            except Exception as exc:  # noqa: BLE001 (every failure reaches the person)
+            except Exception as exc:  # every failure reaches the person
                 if not isinstance(exc, StartupError):
                     log.debug("start failed", exc_info=True)
                 text = str(exc) if isinstance(exc, StartupError) else (
@@ -234,7 +234,7 @@ class _Desktop:
             if remember is not None:
                 try:
                     await service.update_settings({"server.port": remember})
-                except Exception as exc:  # noqa: BLE001 (serving matters more than saving)
+                except Exception as exc:  # serving matters more than saving
                     log.warning("could not save port %s: %s", remember, exc)
             return service
 
@@ -247,7 +247,7 @@ class _Desktop:
             where = autostart.apply(enabled, autostart.launch_command(self._data_dir))
             log.info("start at login %s (%s)", "on" if enabled else "off", where)
             self._autostart = enabled
-        except Exception as exc:  # noqa: BLE001 (a read-only config dir must not stop the app)
+        except Exception as exc:  # a read-only config dir must not stop the app
             log.warning("could not change start at login: %s", exc)
             bridge.leverFailed.emit("start_at_login", str(exc))
 

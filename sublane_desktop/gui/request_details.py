@@ -28,7 +28,6 @@ from sublane_desktop.gui.requests_model import (
     tokens,
 )
 
-
 # What an error code means, said as a cause a person can act on (R-UI-8). Codes not listed
 # here are the provider's own error types, shown as the provider named them.
 CAUSES = {

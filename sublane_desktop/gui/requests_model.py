@@ -20,6 +20,7 @@ from sublane_desktop.core.miss_words import LABELS, MARKS, explain
 
 Record = dict[str, Any]
 Index = QModelIndex | QPersistentModelIndex
+_ROOT = QModelIndex()  # the invalid index: a flat table has rows only under the root
 
 NONE = "—"
 
@@ -185,13 +186,13 @@ class RequestsModel(QAbstractTableModel):
         self._records: list[Record] = []
 
     # Qt overrides (camelCase is Qt's)
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+    def rowCount(self, parent: Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(self._records)
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
+    def columnCount(self, parent: Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(Column)
 
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation,
                    role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(Column):
             return None

@@ -160,7 +160,7 @@ class TwoLineDelegate(QStyledItemDelegate):
                 small.elidedText(second, Qt.TextElideMode.ElideRight, rect.width()))
         painter.restore()
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:  # noqa: N802
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         first, second = _lines(index)
@@ -188,7 +188,7 @@ class RequestsTable(QTableView):
     copyRequested = Signal()
     detailsRequested = Signal(QModelIndex)
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.matches(QKeySequence.StandardKey.Copy):
             self.copyRequested.emit()
             event.accept()
@@ -680,18 +680,18 @@ class RequestsWindow(QWidget):
             self._live_load = True
             self.reload()
 
-    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt override)
+    def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         if self._stale:
             self._stale = False
             self.refresh()
 
-    def hideEvent(self, event: QHideEvent) -> None:  # noqa: N802 (Qt override)
+    def hideEvent(self, event: QHideEvent) -> None:
         super().hideEvent(event)
         # Reopened later, it shows the present: "Last hour" moves on, records may have aged out.
         self._stale = True
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+    def closeEvent(self, event: QCloseEvent) -> None:
         # Hidden, not destroyed: the tray reopens the same window (R-UI-5).
         if self.details is not None:
             self.details.hide()

@@ -593,7 +593,7 @@ class _Releaser:
     def hide(self) -> None:
         pass
 
-    def deleteLater(self) -> None:  # noqa: N802 (the clean-up loop's Qt-style name)
+    def deleteLater(self) -> None:
         self.obj.deleteLater()
 
 

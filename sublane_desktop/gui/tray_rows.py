@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRect, QRectF, QSize, Qt
 from PySide6.QtGui import (
+    QColor,
     QEnterEvent,
     QFont,
     QFontMetrics,
@@ -76,7 +77,7 @@ class _Row(QWidget):
             painter.fillRect(self.rect(), palette.color(QPalette.ColorRole.Highlight))
         return palette
 
-    def _text_colour(self, palette: QPalette):  # type: ignore[no-untyped-def]
+    def _text_colour(self, palette: QPalette) -> QColor:
         role = QPalette.ColorRole.HighlightedText if self._active() else QPalette.ColorRole.Text
         return palette.color(role)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -62,7 +61,7 @@ async def refresh(http: aiohttp.ClientSession, provider: str, oauth_base: str,
             if resp.status != 200:
                 raise RefreshFailed(f"token refresh failed (HTTP {resp.status})")
             body = await resp.json(content_type=None)
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+    except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
         raise RefreshFailed(f"token refresh failed ({type(exc).__name__})") from None
     token = body.get("access_token") if isinstance(body, dict) else None
     if not isinstance(token, str) or not token:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import aiohttp
@@ -35,5 +34,5 @@ async def fetch_usage(http: aiohttp.ClientSession, url: str, headers: dict[str, 
                 return await resp.json(content_type=None)
             except ValueError:
                 raise QuotaReadError("usage endpoint sent invalid JSON") from None
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, aiohttp.ClientError) as exc:
         raise QuotaReadError(f"usage endpoint unreachable ({type(exc).__name__})") from None

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from sublane_desktop.proxy import SERVICE
-
 from sublane_desktop.core.affinity import conversation_digest, conversation_key
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.routing import route_model
 from sublane_desktop.core.translate.chat import prompt_from_chat
 from sublane_desktop.core.translate.prompt import TranslationError
+from sublane_desktop.proxy import SERVICE
 from sublane_desktop.proxy.errors import openai_error
 from sublane_desktop.proxy.intake import authenticate, json_body
 from sublane_desktop.proxy.relay import Attempt, serve

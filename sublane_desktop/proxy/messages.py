@@ -12,22 +12,30 @@ from typing import Any
 
 from aiohttp import web
 
-from sublane_desktop.proxy import SERVICE
-
 from sublane_desktop.core.affinity import conversation_digest, conversation_key
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.routing import route_model
 from sublane_desktop.core.translate.anthropic import (
-    AnthropicReader, prompt_from_messages, strip_foreign_thinking,
+    AnthropicReader,
+    prompt_from_messages,
+    strip_foreign_thinking,
 )
 from sublane_desktop.core.translate.events import GEMINI_TAG, OPENAI_TAG
 from sublane_desktop.core.translate.prompt import TranslationError
 from sublane_desktop.providers import anthropic
+from sublane_desktop.proxy import SERVICE
 from sublane_desktop.proxy.errors import anthropic_error
 from sublane_desktop.proxy.intake import authenticate, json_body
 from sublane_desktop.proxy.relay import (
-    Attempt, PassThrough, anthropic_builder, named_frame, outcome_for_status, passback_headers,
-    retry_after_of, serve, start_stream,
+    Attempt,
+    PassThrough,
+    anthropic_builder,
+    named_frame,
+    outcome_for_status,
+    passback_headers,
+    retry_after_of,
+    serve,
+    start_stream,
 )
 from sublane_desktop.proxy.translated import refuse_unservable, relay_translated, upstream_body
 

@@ -24,8 +24,6 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from sublane_desktop.proxy import SERVICE
-
 from sublane_desktop.core.affinity import conversation_digest, conversation_key
 from sublane_desktop.core.errors import WAIT_STATUSES, GatewayError
 from sublane_desktop.core.records import sanitize_code
@@ -36,14 +34,27 @@ from sublane_desktop.core.translate.errors import openai_type_for
 from sublane_desktop.core.translate.events import ANTHROPIC_TAG, GEMINI_TAG, Tally, Transcript
 from sublane_desktop.core.translate.prompt import TranslationError
 from sublane_desktop.providers import codex
+from sublane_desktop.proxy import SERVICE
 from sublane_desktop.proxy.errors import openai_error, where
 from sublane_desktop.proxy.intake import authenticate, json_body, parse_json_object
 from sublane_desktop.proxy.relay import (
-    Attempt, ClientGone, StallGuard, Fold, Frame, PassThrough, codex_builder, named_frame,
-    passback_headers, serve, start_stream,
+    Attempt,
+    ClientGone,
+    Fold,
+    Frame,
+    PassThrough,
+    StallGuard,
+    codex_builder,
+    named_frame,
+    passback_headers,
+    serve,
+    start_stream,
 )
 from sublane_desktop.proxy.translated import (
-    refuse_unservable, relay_translated, translated_call, upstream_body,
+    refuse_unservable,
+    relay_translated,
+    translated_call,
+    upstream_body,
 )
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,16 @@ from sublane_desktop.core.translate.prompt import Prompt, TranslationError
 from sublane_desktop.providers import antigravity
 from sublane_desktop.proxy.errors import upstream_error
 from sublane_desktop.proxy.relay import (
-    Attempt, Builder, Fold, Rendered, anthropic_builder, antigravity_builder, codex_builder,
-    data_frame, named_frame, start_stream,
+    Attempt,
+    Builder,
+    Fold,
+    Rendered,
+    anthropic_builder,
+    antigravity_builder,
+    codex_builder,
+    data_frame,
+    named_frame,
+    start_stream,
 )
 
 

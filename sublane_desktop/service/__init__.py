@@ -197,7 +197,7 @@ class Service:
             try:
                 if not self._idle.is_set():
                     await asyncio.wait_for(self._idle.wait(), drain_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("quit with %s requests still in flight", self.pool.in_flight)
             await self._server.stop()
             self._server = None

@@ -46,6 +46,10 @@ class OfflineService:
     def db_path(self) -> Path:
         return self.data_dir / DB_FILE
 
+    def open(self) -> Store:
+        """Open (and migrate) the database now, if it is not open yet."""
+        return self.store
+
     @property
     def store(self) -> Store:
         """The database, opened (and migrated) on first use, with its administrator user."""
@@ -91,7 +95,7 @@ class OfflineService:
         """The stored pool, built by the same service code as the live one's view."""
         from sublane_desktop.service import Service, load_account_states
 
-        self.store  # noqa: B018 - opens and migrates
+        self.open()
         service = Service(self.data_dir)  # never started: no keyring, no server
         service.pool.sync_accounts(load_account_states())
         for account_id, observations in quota_store.load_observations().items():
@@ -101,7 +105,7 @@ class OfflineService:
 
     def account_id(self, ref: str) -> int:
         """Raises NotFound for an unknown (or deleted) account."""
-        self.store  # noqa: B018 - opens and migrates
+        self.open()
         return repo.find_account(ref).id
 
     def pause(self, ref: str, paused: bool) -> None:
@@ -122,7 +126,7 @@ class OfflineService:
     def set_enabled(self, ref: str, enabled: bool) -> None:
         """Disable or enable (R-AG-6); enabling is a new lifecycle revision, disabling frees
         the account's conversations."""
-        self.store  # noqa: B018 - opens and migrates
+        self.open()
         with self.store.db.atomic():
             account = repo.find_account(ref)
             if bool(account.enabled) != enabled:
@@ -145,7 +149,7 @@ class OfflineService:
     # --- settings -------------------------------------------------------------------------------
 
     def settings(self) -> dict[str, Any]:
-        self.store  # noqa: B018 - opens and migrates
+        self.open()
         return {**SCHEDULER_SETTINGS, **repo.all_settings()}
 
     def set_setting(self, key: str, value: Any) -> None:
@@ -154,7 +158,7 @@ class OfflineService:
             repo.set_setting(key, value)
 
     def setting(self, key: str, default: Any = None) -> Any:
-        self.store  # noqa: B018 - opens and migrates
+        self.open()
         return repo.get_setting(key, default)
 
     # --- members and client keys ----------------------------------------------------------------
@@ -175,7 +179,7 @@ class OfflineService:
         return {"id": row.id, "name": row.name, "user": owner.name, "group": found.name}, key
 
     def list_keys(self) -> list[dict[str, Any]]:
-        self.store  # noqa: B018 - opens and migrates
+        self.open()
         return repo.list_keys()
 
     def revoke_key(self, ref: str) -> dict[str, Any]:
@@ -185,7 +189,7 @@ class OfflineService:
         return {"id": row.id, "name": row.name}
 
     def key_is_valid(self, key: str) -> bool:
-        self.store  # noqa: B018 - opens and migrates
+        self.open()
         return repo.identify_key(key) is not None
 
     def run_key(self) -> str | None:
@@ -211,6 +215,6 @@ class OfflineService:
 
     def request_misses(self, query: HistoryQuery, *, mine: bool) -> dict[str, Any]:
         """Cache misses by cause over the query's window (R-CF-2)."""
-        self.store  # noqa: B018 - opens and migrates
+        self.open()
         return records.read_misses(owner=self._owner(mine), since=query.since,
                                    until=query.until, now=time.time())

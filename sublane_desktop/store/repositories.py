@@ -56,7 +56,7 @@ class AccountRow:
 
 def ensure_admin(name: str = "admin") -> User:
     """First run creates the administrator."""
-    admin = User.select().where(User.is_admin == True).order_by(User.id).first()  # noqa: E712
+    admin = User.select().where(User.is_admin == True).order_by(User.id).first()
     if admin is None:
         admin = User.create(name=name, is_admin=True, created_at=time.time())
     return admin
@@ -236,7 +236,7 @@ def load_bindings(scope: str = "auto") -> dict[tuple[int, str], int]:
     return {
         (b.group_id, b.digest): b.account_id
         for b in AffinityBinding.select().where(
-            (AffinityBinding.scope == scope) & (AffinityBinding.bound == True)  # noqa: E712
+            (AffinityBinding.scope == scope) & (AffinityBinding.bound == True)
         )
     }
 
@@ -256,7 +256,7 @@ def delete_bindings_for(account_id: int) -> int:
     """Free the account's conversations; their rows stay (unbound) for the cache-miss facts."""
     return (AffinityBinding.update(bound=False)
             .where((AffinityBinding.account == account_id)
-                   & (AffinityBinding.bound == True))  # noqa: E712
+                   & (AffinityBinding.bound == True))
             .execute())
 
 

@@ -165,7 +165,7 @@ async def drive(session: aiohttp.ClientSession, url: str, headers: dict[str, str
                 async with session.post(url, data=SMALL_BODY, headers=headers) as response:
                     await response.read()
                     status = response.status
-            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, aiohttp.ClientError) as exc:
                 sample.errors[type(exc).__name__] += 1
                 continue
             elapsed = time.perf_counter() - t0
@@ -355,7 +355,7 @@ async def bench_serve_rss(upstream_url: str, tmp: Path) -> dict[str, Any]:
             proc.send_signal(signal.SIGINT)
             try:
                 await asyncio.wait_for(proc.wait(), 20)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 proc.kill()
                 await proc.wait()
         result["exit_code"] = proc.returncode

@@ -213,7 +213,7 @@ class StreamingClient:
                     if event.type == "content_block_delta":
                         self.first_text.set()
                 self.result["message"] = stream.get_final_message()
-        except Exception as exc:  # noqa: BLE001 (reported by finish())
+        except Exception as exc:  # reported by finish()
             self.result["error"] = exc
         finally:
             self.first_text.set()
@@ -256,7 +256,7 @@ def test_a_stop_signal_lets_the_stream_in_flight_finish_then_exits_0(
     assert server.proc.wait(timeout=30) == 0, server.stderr()
     assert not (sublane.data_dir / "server.json").exists()
     stderr = server.stderr()
-    for noise in NOISE + ("KeyboardInterrupt",):
+    for noise in (*NOISE, "KeyboardInterrupt"):
         assert noise not in stderr, stderr
 
 

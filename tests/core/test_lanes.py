@@ -6,7 +6,7 @@ import pytest
 
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.errors import GatewayError
-from sublane_desktop.core.gauges import Observation
+from sublane_desktop.core.gauges import GaugeSet, Observation
 from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
 from sublane_desktop.core.routing import route_model
 from sublane_desktop.core.scheduler import (
@@ -15,7 +15,6 @@ from sublane_desktop.core.scheduler import (
     fable_urgency,
     main_ramp,
 )
-from sublane_desktop.core.gauges import GaugeSet
 
 H = 3600.0
 FABLE = route_model("claude-fable-5")
@@ -155,7 +154,7 @@ def test_fresh_exhaustion_gates_bound_conversations_with_quota_exhausted():
 
 
 def test_fable_scope_park_leaves_non_fable_traffic_on_the_account():
-    pool, clock = make(1)
+    pool, _clock = make(1)
     lease = pool.acquire(Demand(group_id=1, route=FABLE))
     lease.release(Outcome.FABLE_FAILURE, status=429)
     with pytest.raises(GatewayError) as err:
@@ -177,7 +176,7 @@ def test_round_robin_keeps_the_anchor_absolutely_until_gated():
 
 
 def test_tick_abandons_a_paused_current():
-    pool, clock = make()
+    pool, _clock = make()
     pool.scheduler.current[(1, "anthropic")] = 1
     pool.scheduler.fable_current[(1, "anthropic")] = 1
     pool.accounts[1].paused = True
@@ -303,7 +302,7 @@ def test_auth_failure_on_a_pinned_account_releases_the_pin():
 
 
 def test_refresh_rejection_on_a_pinned_account_releases_the_pin():
-    pool, clock = make()
+    pool, _clock = make()
     b = pool.accounts[2]
     pool.switch("acc2")
     pool.mark_auth_failed(b)

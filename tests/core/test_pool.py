@@ -102,7 +102,7 @@ def test_cooldown_ladder_doubles_and_caps_and_retry_after_wins():
 
 
 def test_same_tick_older_success_cannot_clear_newer_failure():
-    pool, clock, _ = make_pool(2)
+    pool, _clock, _ = make_pool(2)
     older = pool.acquire(conv(None))
     newer = pool.acquire(conv(None))
     newer.release(Outcome.FAILURE)
@@ -142,7 +142,7 @@ def test_probe_waits_for_in_flight_requests_and_failure_cools_again():
 
 
 def test_resume_clears_cooldown_and_ignores_outcomes_admitted_before_it():
-    pool, clock, rec = make_pool(2)
+    pool, _clock, rec = make_pool(2)
     late = pool.acquire(conv(None))
     pool.acquire(conv(None)).release(Outcome.FAILURE)
     pool.resume("acc1")
@@ -262,7 +262,7 @@ def test_enable_advances_the_revision_so_older_outcomes_are_ignored():
 
 def test_resume_neither_unpauses_nor_repairs_auth():
     """R-POOL-9: resume clears the cooldown only; a paused or signed-out account stays out."""
-    pool, clock, rec = make_pool(2, 2)
+    pool, _clock, rec = make_pool(2, 2)
     a, b = pool.accounts[1], pool.accounts[2]
     pool.acquire(conv(None)).release(Outcome.FAILURE)  # acc1 cools
     pool.set_paused("acc1", True)
@@ -295,7 +295,7 @@ def test_reauth_voids_the_old_credentials_gauges():
 
 
 def test_each_resume_starts_a_new_runtime_revision():
-    pool, clock, rec = make_pool(2)
+    pool, _clock, rec = make_pool(2)
     pool.resume("acc1")
     between = pool.acquire(conv(None))  # admitted after the first resume
     pool.resume("acc1")
@@ -307,7 +307,7 @@ def test_each_resume_starts_a_new_runtime_revision():
 
 
 def test_enabling_again_persists_the_next_runtime_revision():
-    pool, clock, rec = make_pool(2)
+    pool, _clock, rec = make_pool(2)
     pool.resume("acc1")  # runtime revision 1
     pool.set_enabled("acc1", False)
     pool.set_enabled("acc1", False)  # no change: nothing written
@@ -322,7 +322,7 @@ def test_limits_are_1_to_8_inclusive_and_a_bad_one_says_so():
     pool, _, _ = make_pool(2)
     assert pool.set_limit("acc1", 8).max_concurrency == 8
     assert pool.set_limit(1, 1).max_concurrency == 1
-    with pytest.raises(ValueError, match="^max_concurrency must be an integer from 1 to 8$"):
+    with pytest.raises(ValueError, match=r"^max_concurrency must be an integer from 1 to 8$"):
         pool.set_limit("acc1", 9)
 
 

@@ -124,7 +124,7 @@ async def test_reset_usage_lifts_the_floor_so_feeds_repopulate_at_once():
 
 
 async def test_at_most_two_reads_at_once_and_duplicates_coalesce():
-    refresher, up, clock = make()
+    refresher, up, _clock = make()
     up.gate = asyncio.Event()
     accounts = [Acc(i) for i in range(1, 5)]
     tasks = refresher.want(accounts)
@@ -150,7 +150,7 @@ async def test_a_failed_read_keeps_publishing_nothing_and_lets_the_floor_run():
 
 
 async def test_an_empty_answer_publishes_nothing():
-    refresher, up, clock = make()
+    refresher, up, _clock = make()
     up.answer = []
     assert await settle(refresher.want([Acc(1)])) == [False]
     assert up.published == []
@@ -158,7 +158,7 @@ async def test_an_empty_answer_publishes_nothing():
 
 async def test_publish_carries_the_revision_the_read_started_under():
     """R-GAUGE-4: a re-auth during a read makes its result land under the old revision."""
-    refresher, up, clock = make()
+    refresher, up, _clock = make()
     up.gate = asyncio.Event()
     a = Acc(1, revision=3)
     tasks = refresher.want([a])
@@ -174,7 +174,7 @@ async def test_quota_reads_wait_for_room_under_the_global_cap():
     it is not sent (and may be tried again at once when room returns)."""
     pool = Pool(FakeClock(), cap=2)
     pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic", max_concurrency=2)])
-    refresher, up, clock = make(pool)
+    refresher, up, _clock = make(pool)
     leases = [pool.acquire(Demand(group_id=1, route=CLAUDE)) for _ in range(2)]
     assert await settle(refresher.want([Acc(1)])) == [False]
     assert up.reads == [] and pool.metadata_in_flight == 0
@@ -196,7 +196,7 @@ async def test_a_quota_read_never_clears_a_cooldown():
     pool = Pool(FakeClock(), cap=8)
     account = AccountState(id=1, name="acc1", provider="anthropic")
     pool.sync_accounts([account])
-    refresher, up, clock = make(pool)
+    refresher, up, _clock = make(pool)
     pool.acquire(Demand(group_id=1, route=CLAUDE)).release(Outcome.FAILURE)
     until_before = account.cooldown_until
     await settle(refresher.want([account]))
@@ -206,7 +206,7 @@ async def test_a_quota_read_never_clears_a_cooldown():
 
 
 async def test_a_failed_read_says_why_in_the_log(caplog):
-    refresher, up, clock = make()
+    refresher, up, _clock = make()
     up.fail = QuotaReadError("usage endpoint answered 503")
     with caplog.at_level("WARNING", logger="sublane_desktop.core.quota"):
         await settle(refresher.want([Acc(7)]))

@@ -12,8 +12,20 @@ from sublane_desktop.core.translate import chat
 from sublane_desktop.core.translate import responses as rs
 from sublane_desktop.core.translate.errors import read_error
 from sublane_desktop.core.translate.events import (
-    ANTHROPIC_TAG, NOTHING, OPENAI_TAG, Finished, ReasoningDelta, ReasoningEnd, Started, Tally,
-    TextDelta, ToolArgs, ToolEnd, ToolStart, Transcript, Usage,
+    ANTHROPIC_TAG,
+    NOTHING,
+    OPENAI_TAG,
+    Finished,
+    ReasoningDelta,
+    ReasoningEnd,
+    Started,
+    Tally,
+    TextDelta,
+    ToolArgs,
+    ToolEnd,
+    ToolStart,
+    Transcript,
+    Usage,
 )
 from sublane_desktop.core.translate.prompt import TranslationError
 

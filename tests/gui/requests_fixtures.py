@@ -18,16 +18,16 @@ from typing import Any
 
 os.environ["QT_API"] = "pyside6"
 
-import pytest  # noqa: E402
-import qasync  # noqa: E402
-from keyrings.alt.file import PlaintextKeyring  # noqa: E402
+import pytest
+import qasync
+from keyrings.alt.file import PlaintextKeyring
 
-from sublane_desktop.core.clock import FakeClock  # noqa: E402
-from sublane_desktop.core.records import RequestRecord  # noqa: E402
-from sublane_desktop.gui.bridge import Bridge  # noqa: E402
-from sublane_desktop.secrets import SecretStore  # noqa: E402
-from sublane_desktop.service import Service  # noqa: E402
-from sublane_desktop.store import repositories as repo  # noqa: E402
+from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.core.records import RequestRecord
+from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.secrets import SecretStore
+from sublane_desktop.service import Service
+from sublane_desktop.store import repositories as repo
 
 WAIT_MS = 5000
 MODELS = ("claude-sonnet-4-5", "claude-fable-5", "gpt-5-codex")

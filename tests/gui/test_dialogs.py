@@ -2,7 +2,7 @@
 
 import json
 
-from PySide6.QtWidgets import QLineEdit, QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox
 
 from sublane_desktop.gui.dialogs.add_account import AddAccountDialog, secret_from_text
 from sublane_desktop.gui.dialogs.client_keys import ClientKeysDialog

@@ -39,7 +39,7 @@ def bar_row(bar, image):
 
 
 def same(a: QColor, b: QColor, tolerance=3) -> bool:
-    return all(abs(x - y) <= tolerance for x, y in zip(a.getRgb()[:3], b.getRgb()[:3]))
+    return all(abs(x - y) <= tolerance for x, y in zip(a.getRgb()[:3], b.getRgb()[:3], strict=False))
 
 
 def test_normal_97_percent_stale_and_cold_look_different(qtbot):

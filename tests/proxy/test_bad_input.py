@@ -46,7 +46,7 @@ async def ready(harness):
 )
 async def test_bad_bodies(ready, data, ctype, status, needle):
     h, key = ready
-    got, body, headers = await post(h, data=data, headers={"content-type": ctype, "x-api-key": key})
+    got, body, _headers = await post(h, data=data, headers={"content-type": ctype, "x-api-key": key})
     assert got == status
     assert body["type"] == "error" and needle in body["error"]["message"]
     assert body["error"]["type"] in ("invalid_request_error", "request_too_large")
@@ -79,14 +79,14 @@ async def test_revoked_key_is_401(ready):
     h, key = ready
     await post(h, json_body=BODY, headers={"x-api-key": key})  # known and cached now
     await h.service.revoke_key("test")
-    status, body, _ = await post(h, json_body=BODY, headers={"x-api-key": key})
+    status, _body, _ = await post(h, json_body=BODY, headers={"x-api-key": key})
     assert status == 401
 
 
 @pytest.mark.parametrize("host", ["evil.example", "192.168.1.5:8765", ""])
 async def test_foreign_host_is_refused(ready, host):
     h, key = ready
-    status, body, _ = await post(h, json_body=BODY, headers={"x-api-key": key, "Host": host or " "})
+    status, _body, _ = await post(h, json_body=BODY, headers={"x-api-key": key, "Host": host or " "})
     assert status == 403
     assert h.upstream.seen == []
 

@@ -219,7 +219,7 @@ async def test_pool_rejection_leaves_a_rejected_record(harness):
     assert rejected["upstream_status"] is None and rejected["input_tokens"] is None
     assert rejected["account_id"] == account_id  # the bound account that was busy
     assert [i["outcome"] for i in items] == ["success", "rejected"]  # newest first
-    status, page = await api(harness, "/api/me/requests", key, {"outcome": "rejected"})
+    _status, page = await api(harness, "/api/me/requests", key, {"outcome": "rejected"})
     assert [i["request_id"] for i in page["items"]] == [rejected_id]
 
 
@@ -279,7 +279,7 @@ async def test_members_never_see_each_other(harness):
     alice, alice_key_id, alice_id = await member_key(harness, "alice")
     bob, bob_key_id, bob_id = await member_key(harness, "bob")
     bob_requests = []
-    for n in range(65):  # interleaved, so every page boundary falls between foreign ids
+    for _n in range(65):  # interleaved, so every page boundary falls between foreign ids
         await ask(harness, alice)
         bob_requests.append(await ask(harness, bob))
     await harness.service.flush_records()
@@ -378,7 +378,7 @@ async def test_revoked_key_history_stays_filterable(harness):
     await harness.service.flush_records()
     items = await walk(harness, "/api/me/requests", new, [("key_id", str(old_id))])
     assert [i["request_id"] for i in items] == [first]
-    status, choices = await api(harness, "/api/me/requests/filters", new)
+    _status, choices = await api(harness, "/api/me/requests/filters", new)
     assert choices["keys"] == [
         {"id": old_id, "name": "old", "prefix": old[:10], "revoked": True},
         {"id": new_id, "name": "new", "prefix": new[:10], "revoked": False},
@@ -398,7 +398,7 @@ async def test_deleted_account_renders_deleted(harness):
     [item] = await walk(harness, "/api/requests", admin)
     assert item["account_id"] == account_id and item["account_name"] == "deleted"
     [item] = await walk(harness, "/api/requests", admin, [("account_id", str(account_id))])
-    status, choices = await api(harness, "/api/requests/filters", admin)
+    _status, choices = await api(harness, "/api/requests/filters", admin)
     assert choices["accounts"] == [{"id": account_id, "name": "deleted", "deleted": True}]
 
 
@@ -428,7 +428,7 @@ async def test_filters_narrow_the_history(harness):
     # Empty values mean "no filter" (`?cursor=0&outcome=` is what clients send).
     assert len(await walk(harness, "/api/me/requests", key,
                           [("cursor", "0"), ("outcome", ""), ("model", "")])) == 3
-    status, choices = await api(harness, "/api/me/requests/filters", key)
+    _status, choices = await api(harness, "/api/me/requests/filters", key)
     assert choices["outcomes"] == ["success", "error"]
     assert choices["models"] == ["claude-haiku-4-5", "claude-sonnet-4-5"]
 
@@ -520,7 +520,7 @@ async def test_history_expires_after_seven_days(clocked, clock):
     clock.advance(11)
     items = await walk(clocked, "/api/me/requests", key)
     assert [i["request_id"] for i in items] == [recent]
-    status, choices = await api(clocked, "/api/me/requests/filters", key)
+    _status, choices = await api(clocked, "/api/me/requests/filters", key)
     assert choices["outcomes"] == ["success"]
     clock.advance(MAX_AGE_SECONDS)
     assert await walk(clocked, "/api/requests", clocked.service.admin_token) == []

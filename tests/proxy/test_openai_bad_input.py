@@ -63,7 +63,7 @@ async def test_a_client_that_never_reads_is_let_go(ready, monkeypatch, path, bod
     else:
         h.upstream.script(None, Reply(kind="sse", text="y" * 18_000_000, events=300))
     payload = json.dumps(body).encode()
-    reader, writer = await asyncio.open_connection("127.0.0.1", h.service.port)
+    _reader, writer = await asyncio.open_connection("127.0.0.1", h.service.port)
     writer.write(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
                  f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
                  .encode() + payload)

@@ -12,7 +12,6 @@ import anthropic
 import openai
 import pytest
 
-from sublane_desktop.providers import codex
 from tests.fake_codex import CodexReply
 from tests.fake_upstream import Reply
 from tests.openai_helpers import count_releases, oai, raw_sse, records, until
@@ -82,7 +81,7 @@ async def test_sdk_stream_events_and_tool_calls(ready):
     events = [event async for event in stream]
     final = events[-1].response
     assert events[-1].type == "response.completed"
-    call = [item for item in final.output if item.type == "function_call"][0]
+    call = next(item for item in final.output if item.type == "function_call")
     assert (call.name, call.arguments, call.call_id) == ("weather", '{"city":"Oslo"}',
                                                          "call_fake_1")
     deltas = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from peewee import SqliteDatabase
 
+from sublane_desktop.core.gauges import Observation
 from sublane_desktop.store import migrations
 from sublane_desktop.store import quota as quota_store
 from sublane_desktop.store import repositories as repo
 from sublane_desktop.store.connection import Store
-from sublane_desktop.core.gauges import Observation
 
 KEY = "sl-test-key-0123456789abcdef"
 

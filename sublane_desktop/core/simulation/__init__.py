@@ -14,9 +14,22 @@ from sublane_desktop.core.simulation.metrics import JSON_FIELDS, RunResult
 from sublane_desktop.core.simulation.plans import PLANS, PoolPlan, build_accounts
 from sublane_desktop.core.simulation.traces import TRACES, Trace, Turn, from_records, generate
 
-__all__ = ["JSON_FIELDS", "PLANS", "TRACES", "PoolPlan", "RunResult", "Simulation", "Trace",
-           "Turn", "build_accounts", "from_records", "generate", "run_trace", "run_builtin",
-           "simulate"]
+__all__ = [
+    "JSON_FIELDS",
+    "PLANS",
+    "TRACES",
+    "PoolPlan",
+    "RunResult",
+    "Simulation",
+    "Trace",
+    "Turn",
+    "build_accounts",
+    "from_records",
+    "generate",
+    "run_builtin",
+    "run_trace",
+    "simulate",
+]
 
 
 def run_trace(trace: Trace, policies: Iterable[str], *, seed: int = 1,

@@ -35,6 +35,7 @@ from sublane_desktop.core.simulation.traces import Trace, Turn
 from sublane_desktop.core.simulation.upstream import SimAccount
 from sublane_desktop.core.turn_memory import TurnMemory
 
+
 def _route(model: str) -> ModelRoute:
     route = route_model(model)
     assert route is not None

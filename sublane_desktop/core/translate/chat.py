@@ -6,11 +6,28 @@ from __future__ import annotations
 from typing import Any
 
 from sublane_desktop.core.translate.events import (
-    Event, Finished, ReasoningDelta, TextDelta, ToolArgs, ToolStart, Transcript, Usage,
+    Event,
+    Finished,
+    ReasoningDelta,
+    TextDelta,
+    ToolArgs,
+    ToolStart,
+    Transcript,
+    Usage,
 )
 from sublane_desktop.core.translate.prompt import (
-    Image, Prompt, Text, Tool, ToolCall, ToolResult, TranslationError, as_dicts, as_float,
-    as_int, as_str, json_text,
+    Image,
+    Prompt,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    TranslationError,
+    as_dicts,
+    as_float,
+    as_int,
+    as_str,
+    json_text,
 )
 
 DONE = "[DONE]"

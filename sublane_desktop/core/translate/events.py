@@ -8,9 +8,8 @@ Upstream streams are sequential, so one open block at a time is all a renderer m
 from __future__ import annotations
 
 import json
-
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -66,8 +65,8 @@ class Finished:
     message: str | None = None
 
 
-Event = Union[Started, TextDelta, ReasoningDelta, ReasoningEnd, ToolStart, ToolArgs, ToolEnd,
-              Usage, Finished]
+Event = (Started | TextDelta | ReasoningDelta | ReasoningEnd | ToolStart | ToolArgs | ToolEnd
+         | Usage | Finished)
 
 NOTHING: tuple[Event, ...] = ()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 
 @dataclass
@@ -37,7 +37,7 @@ class Reasoning:
     signature: str | None = None  # opaque, tagged with its origin (events.tag_signature)
 
 
-Part = Union[Text, Image, ToolCall, ToolResult, Reasoning]
+Part = Text | Image | ToolCall | ToolResult | Reasoning
 
 
 @dataclass

@@ -7,13 +7,39 @@ import json
 from typing import Any
 
 from sublane_desktop.core.translate.events import (
+    ANTHROPIC_TAG,
+    GEMINI_TAG,
+    NOTHING,
+    OPENAI_TAG,
+    Event,
+    Finished,
+    ReasoningDelta,
+    ReasoningEnd,
+    Started,
+    TextDelta,
+    ToolArgs,
+    ToolEnd,
+    ToolStart,
+    Transcript,
+    Usage,
     event_payload,
-    ANTHROPIC_TAG, GEMINI_TAG, NOTHING, OPENAI_TAG, Event, Finished, ReasoningDelta, ReasoningEnd, Started,
-    TextDelta, ToolArgs, ToolEnd, ToolStart, Transcript, Usage, tag_signature, untag_signature,
+    tag_signature,
+    untag_signature,
 )
 from sublane_desktop.core.translate.prompt import (
-    Image, Prompt, Reasoning, Text, Tool, ToolCall, ToolResult, TranslationError, as_dicts,
-    as_float, as_int, as_str, json_text,
+    Image,
+    Prompt,
+    Reasoning,
+    Text,
+    Tool,
+    ToolCall,
+    ToolResult,
+    TranslationError,
+    as_dicts,
+    as_float,
+    as_int,
+    as_str,
+    json_text,
 )
 
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")

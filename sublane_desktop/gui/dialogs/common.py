@@ -72,10 +72,16 @@ def copy_text(text: str) -> None:
     QGuiApplication.clipboard().setText(text)
 
 
-def secret_field(name: str, parent: QWidget | None = None) -> tuple[QLineEdit, QWidget]:
+class SecretEdit(QLineEdit):
+    """A masked line edit that knows its Show toggle (tests and screen readers find it)."""
+
+    show_toggle: QToolButton
+
+
+def secret_field(name: str, parent: QWidget | None = None) -> tuple[SecretEdit, QWidget]:
     """A masked line edit with a Show toggle (R-UI-10: secrets are masked in dialogs)."""
     row = QWidget(parent)
-    edit = QLineEdit(row)
+    edit = SecretEdit(row)
     edit.setEchoMode(QLineEdit.EchoMode.Password)
     edit.setAccessibleName(name)
     toggle = QToolButton(row)
@@ -89,5 +95,5 @@ def secret_field(name: str, parent: QWidget | None = None) -> tuple[QLineEdit, Q
     layout.setContentsMargins(0, 0, 0, 0)
     layout.addWidget(edit, 1)
     layout.addWidget(toggle)
-    edit.show_toggle = toggle  # type: ignore[attr-defined]  # tests and screen readers find it
+    edit.show_toggle = toggle
     return edit, row

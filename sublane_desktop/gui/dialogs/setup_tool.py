@@ -71,7 +71,7 @@ class ToolPage(QWidget):
 
     def render(self) -> None:
         for view, snippet in zip(self.views, snippets(self.tool.id, self._bridge.endpoint_url(),
-                                                      self.key)):
+                                                      self.key), strict=False):
             view.setPlainText(snippet.text)
 
     def create_key(self) -> None:
