@@ -87,8 +87,10 @@ class BackgroundServer:
         """Ctrl-C the server and wait for it (bounded); kill it if it will not go."""
         if self.proc.poll() is None:
             try:
-                self.proc.send_signal(
-                    signal.CTRL_BREAK_EVENT if sys.platform == "win32" else signal.SIGINT)
+                if sys.platform == "win32":
+                    self.proc.send_signal(signal.CTRL_BREAK_EVENT)
+                else:
+                    self.proc.send_signal(signal.SIGINT)
                 self.proc.wait(timeout=timeout)
             except (subprocess.TimeoutExpired, OSError):
                 self.proc.kill()
@@ -125,8 +127,8 @@ def _signals_go_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
             proc.send_signal(signum)
 
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        previous[signum] = signal.signal(signum, forward)
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        previous[stop] = signal.signal(stop, forward)
     try:
         yield
     finally:
@@ -134,7 +136,7 @@ def _signals_go_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def _own_group() -> dict[str, object]:
+def _own_group() -> dict[str, Any]:
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
     return {"start_new_session": True}

@@ -36,7 +36,7 @@ PASSWORD_ENV = "SUBLANE_KEYRING_PASSWORD"
 FILE_NAME = "secrets.enc"
 
 
-def account_secret(account_id: str) -> str:
+def account_secret(account_id: int | str) -> str:
     """The secret name under which an account's credential JSON is stored."""
     return f"account:{account_id}"
 
@@ -101,15 +101,20 @@ class SecretStore:
 
     # -- internals --
 
+    @property
+    def _chosen(self) -> KeyringBackend:
+        assert self._backend is not None  # chosen in __init__, before any call can be made
+        return self._backend
+
     def _get(self, name: str) -> str | None:
-        return self._backend.get_password(SERVICE, name)
+        return self._chosen.get_password(SERVICE, name)
 
     def _set(self, name: str, value: str) -> None:
-        self._backend.set_password(SERVICE, name, value)
+        self._chosen.set_password(SERVICE, name, value)
 
     def _delete(self, name: str) -> None:
         try:
-            self._backend.delete_password(SERVICE, name)
+            self._chosen.delete_password(SERVICE, name)
         except PasswordDeleteError:
             pass  # already gone; callers want "absent afterwards", not "was present"
 
@@ -281,7 +286,7 @@ class EncryptedFileKeyring(KeyringBackend):
         with self._lock:
             doc = self._read()
             entries = doc["secrets"].get(service, {}) if doc else {}
-            if username not in entries:
+            if doc is None or username not in entries:
                 raise PasswordDeleteError(f"no secret {service}/{username}")
             self._fernet(doc)  # only the password holder may delete
             del entries[username]

@@ -17,11 +17,19 @@ from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
-from sublane_desktop.core.routing import route_model
+from sublane_desktop.core.routing import ModelRoute, route_model
 
 H = 3600.0
-MAIN = route_model("claude-sonnet-4-5")
-FABLE = route_model("claude-fable-5")
+
+
+def _route(model: str) -> ModelRoute:
+    route = route_model(model)
+    assert route is not None  # a known model name always has a route
+    return route
+
+
+MAIN = _route("claude-sonnet-4-5")
+FABLE = _route("claude-fable-5")
 
 
 @dataclass

@@ -106,7 +106,7 @@ class FakeCodex:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = site._server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         return self.url
 
@@ -255,7 +255,7 @@ class FakeCodex:
         await response.prepare(request)
         await response.write(script.event("response.created", response=script.shell()))
         if reply.kind == "drop":
-            request.transport.close()  # type: ignore[union-attr]
+            request.transport.close()
             return response
         if reply.kind == "stall":
             await asyncio.Future()

@@ -102,7 +102,7 @@ class FakeAnthropic:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = site._server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         return self.url
 
@@ -223,7 +223,7 @@ class FakeAnthropic:
         if kind == "drop":
             await response.write(_event("message_start", {"type": "message_start", "message": {
                 **message, "content": [], "usage": {**reply.usage, "output_tokens": 1}}}))
-            request.transport.close()  # type: ignore[union-attr]
+            request.transport.close()
             return response
         if reply.blocks is not None:
             await _stream_blocks(response, message, reply)

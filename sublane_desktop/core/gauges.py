@@ -148,7 +148,8 @@ class GaugeSet:
     gemini_flash: Gauge = field(default_factory=Gauge)
 
     def get(self, window: str) -> Gauge:
-        return getattr(self, window)
+        gauge: Gauge = getattr(self, window)
+        return gauge
 
     def apply(self, obs: Observation) -> bool:
         return self.get(obs.window).apply(obs)

@@ -144,7 +144,7 @@ class Scheduler:
             )
         if account.paused:
             return GatewayError("no_account", f"account {account.name} is paused")
-        if account.cooling(now):
+        if account.cooling(now) and account.cooldown_until is not None:
             return GatewayError(
                 "account_cooling",
                 f"account {account.name} is cooling down after upstream failures",

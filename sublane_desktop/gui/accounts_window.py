@@ -7,7 +7,7 @@ bridge — the same method the management API and the CLI call (R-ARCH-2).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import QRectF, QSize, Qt, Signal
@@ -451,7 +451,7 @@ class AccountsWindow(QWidget):
         self.misses_label.setToolTip(reread_today_by_account(summary))
         self.misses_label.setVisible(bool(self.misses_label.text()))
 
-    def _rebuild(self, accounts: list[Mapping[str, Any]]) -> None:
+    def _rebuild(self, accounts: Sequence[Mapping[str, Any]]) -> None:
         for card in self.cards.values():
             self.list_layout.removeWidget(card)
             card.deleteLater()

@@ -137,8 +137,8 @@ def is_enabled(*, platform: str | None = None, env: Mapping[str, str] | None = N
 
 
 def _windows_enabled() -> bool:
-    # The assert tells the type checker (run on Linux) that winreg exists only on Windows.
-    assert sys.platform == "win32"
+    if sys.platform != "win32":  # also tells the type checker winreg is Windows-only
+        raise OSError("the Windows registry exists only on Windows")
     import winreg
 
     try:
@@ -150,7 +150,8 @@ def _windows_enabled() -> bool:
 
 
 def _apply_windows(enabled: bool, command: list[str]) -> str:
-    assert sys.platform == "win32"  # as above
+    if sys.platform != "win32":  # as above
+        raise OSError("the Windows registry exists only on Windows")
     import winreg
 
     with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:

@@ -138,21 +138,24 @@ def _has_name(widget: QWidget) -> bool:
 def _form_labelled(window: QWidget) -> set[QWidget]:
     """Fields a QFormLayout row or a label buddy names."""
     out: set[QWidget] = set()
-    for label in window.findChildren(QLabel):
-        if label.buddy() is not None:
-            out.add(label.buddy())
+    for text in window.findChildren(QLabel):
+        buddy = text.buddy()
+        if buddy is not None:
+            out.add(buddy)
     for form in window.findChildren(QFormLayout):
         for row in range(form.rowCount()):
             label = form.itemAt(row, QFormLayout.ItemRole.LabelRole)
             field = form.itemAt(row, QFormLayout.ItemRole.FieldRole)
             if label is None or field is None or label.widget() is None:
                 continue
-            if field.widget() is not None:
-                out.add(field.widget())
-                out.update(field.widget().findChildren(QWidget))
-            elif field.layout() is not None:
-                for i in range(field.layout().count()):
-                    w = field.layout().itemAt(i).widget()
+            widget, layout = field.widget(), field.layout()
+            if widget is not None:
+                out.add(widget)
+                out.update(widget.findChildren(QWidget))
+            elif layout is not None:
+                for i in range(layout.count()):
+                    item = layout.itemAt(i)
+                    w = item.widget() if item is not None else None
                     if w is not None:
                         out.add(w)
     return out
@@ -167,11 +170,8 @@ def _table_like(area: QAbstractScrollArea) -> bool:
 
 def _is_scroll_content(widget: QWidget) -> bool:
     parent = widget.parentWidget()
-    return (
-        parent is not None
-        and isinstance(parent.parentWidget(), QAbstractScrollArea)
-        and parent is parent.parentWidget().viewport()
-    )
+    area = parent.parentWidget() if parent is not None else None
+    return isinstance(area, QAbstractScrollArea) and parent is area.viewport()
 
 
 def _in_viewport(widget: QWidget) -> bool:

@@ -49,12 +49,13 @@ SWITCH_INTERVAL_S = 0.001
 LEVER_GRACE_S = 2.0
 
 
-def run(service_factory: Callable[[], Any], data_dir: Path) -> int:
+def run(service_factory: Callable[..., Any], data_dir: Path) -> int:
     # qasync picks PyQt6 over PySide6 when both are importable; it reads QT_API at import time.
     os.environ["QT_API"] = "pyside6"
     import qasync
 
-    app = QApplication.instance() or QApplication(sys.argv)
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
     app.setApplicationName("SubLane")
     app.setDesktopFileName("sublane")  # Wayland maps windows to sublane.desktop by this
     app.setQuitOnLastWindowClosed(False)
@@ -124,7 +125,7 @@ class _QuitInterceptor(QObject):
 class _Desktop:
     """What GUI mode owns while it runs: the service, the bridge and the visible pieces."""
 
-    def __init__(self, service_factory: Callable[[], Any], data_dir: Path | None = None
+    def __init__(self, service_factory: Callable[..., Any], data_dir: Path | None = None
                  ) -> None:
         self._service_factory = service_factory
         self._data_dir = data_dir

@@ -7,7 +7,7 @@ tray, the Accounts window and the notifications agree, and tests need no Qt.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -257,7 +257,7 @@ def tightest_gauge(accounts: Iterable[Account], settings: Mapping[str, Any]
     return None if best is None else best[1:]
 
 
-def tooltip_text(endpoint_url: str, accounts: list[Account],
+def tooltip_text(endpoint_url: str, accounts: Sequence[Account],
                  settings: Mapping[str, Any] | None = None, now: float | None = None) -> str:
     """Says why the icon is not green: which account, what, until when (R-UI-6)."""
     at = now if now is not None else time.time()

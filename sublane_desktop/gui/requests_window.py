@@ -21,6 +21,7 @@ import shiboken6
 from PySide6.QtCore import (
     QDateTime,
     QModelIndex,
+    QPersistentModelIndex,
     QPoint,
     QRect,
     QSize,
@@ -115,7 +116,8 @@ class TwoLineDelegate(QStyledItemDelegate):
         small.setPointSizeF(max(6.0, font.pointSizeF() * 0.86))
         return small
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
+              index: QModelIndex | QPersistentModelIndex) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         first, second = _lines(index)
@@ -160,7 +162,8 @@ class TwoLineDelegate(QStyledItemDelegate):
                 small.elidedText(second, Qt.TextElideMode.ElideRight, rect.width()))
         painter.restore()
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:
+    def sizeHint(self, option: QStyleOptionViewItem,
+                 index: QModelIndex | QPersistentModelIndex) -> QSize:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         first, second = _lines(index)
@@ -176,7 +179,7 @@ def _text_margin(widget: QWidget | None) -> int:
     return style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, widget) + 3
 
 
-def _lines(index: QModelIndex) -> tuple[str, str]:
+def _lines(index: QModelIndex | QPersistentModelIndex) -> tuple[str, str]:
     # From the model, not the style option: Qt turns "\n" into U+2028 in option.text.
     first, _, second = str(index.data(Qt.ItemDataRole.DisplayRole) or "").partition("\n")
     return first, second
@@ -305,17 +308,18 @@ class RequestsWindow(QWidget):
         # Two rows: in one the filters overflowed the window's default width (R-UI-10).
         who = QHBoxLayout()
         when = QHBoxLayout()
-        for row, label, widget in (
+        controls: tuple[tuple[QHBoxLayout, str | QLabel, QWidget], ...] = (
                 (who, "Outcome", self.outcome_filter), (who, "Model", self.model_filter),
                 (who, "Key", self.key_filter), (who, self.user_label, self.user_filter),
                 (who, self.account_label, self.account_filter),
-                (when, "Cache", self.miss_filter), (when, "Time", self.time_filter)):
-            row.addWidget(label if isinstance(label, QLabel) else QLabel(label))
+                (when, "Cache", self.miss_filter), (when, "Time", self.time_filter))
+        for row, caption, widget in controls:
+            row.addWidget(caption if isinstance(caption, QLabel) else QLabel(caption))
             row.addWidget(widget)
             row.addSpacing(6)
-        for widget in (self.from_label, self.from_edit, self.until_label, self.until_edit):
-            when.addWidget(widget)
-            widget.setVisible(False)
+        for hidden in (self.from_label, self.from_edit, self.until_label, self.until_edit):
+            when.addWidget(hidden)
+            hidden.setVisible(False)
         who.addStretch(1)
         when.addStretch(1)
         when.addWidget(self.clear_button)

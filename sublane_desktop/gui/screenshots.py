@@ -28,7 +28,7 @@ import random
 import re
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,6 +212,12 @@ def seed_records(service: Any, clock: Any, member_id: int, keys: dict[str, int],
             key_id = keys["ci"]
         account = (rng.choice(anthropic) if provider == "anthropic" else "codex-plus")
         roll = rng.random()
+        status: int | None
+        code: str | None
+        total: int | None
+        cached: int | None
+        output: int | None
+        first: int | None
         outcome, status, code = "success", 200, None
         if roll < 0.05:
             outcome, status, code = "error", rng.choice([529, 500, 502]), "upstream_error"
@@ -238,7 +244,7 @@ def seed_records(service: Any, clock: Any, member_id: int, keys: dict[str, int],
         elif outcome == "error":
             output, first, duration = None, None, rng.randint(600, 9_000)
             total = cached = None
-        elif outcome == "canceled":
+        elif outcome == "canceled" and output is not None:
             output = output // 4
         record = RequestRecord(
             request_id=f"req_{rng.getrandbits(96):024x}", user_id=user_id, key_id=key_id,
@@ -329,6 +335,7 @@ async def settle(bridge: Any = None) -> None:
 
 def _build(cls: Any, bridge: Any, **preferred: Any) -> Any:
     """cls(bridge, **the preferred options it accepts)."""
+    params: Mapping[str, Any]
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
@@ -627,8 +634,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["QT_API"] = "pyside6"  # qasync reads it at import
     from PySide6.QtWidgets import QApplication
 
-    app = QApplication.instance()
-    if app is None:
+    existing = QApplication.instance()
+    if isinstance(existing, QApplication):
+        app = existing
+    else:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"  # render, never show
         app = QApplication([sys.argv[0]])
         app.setApplicationName("SubLane")

@@ -35,7 +35,7 @@ class Tray(QObject):
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         app = QApplication.instance()
-        if app is not None:
+        if isinstance(app, QApplication):
             app.setQuitOnLastWindowClosed(False)
         self._bridge = bridge
         self.requests_available = requests_available
@@ -176,9 +176,10 @@ class Tray(QObject):
     def account_menu(self, name: str) -> QMenu:
         """The submenu of one account, after the menu was built (tests, accessibility)."""
         widget = self.rows.get(name)
-        if widget is None or widget.action is None or widget.action.menu() is None:
+        menu = widget.action.menu() if widget is not None and widget.action is not None else None
+        if not isinstance(menu, QMenu):
             raise LookupError(name)
-        return widget.action.menu()
+        return menu
 
     def copy_endpoint_url(self) -> None:
         QGuiApplication.clipboard().setText(self._bridge.endpoint_url())

@@ -93,7 +93,8 @@ class Windows(QObject):
         from sublane_desktop.gui.dialogs.settings import SettingsDialog
 
         dialog = self._dialog("settings", SettingsDialog)
-        dialog.load()  # the stored values now, not those of the last time it was open
+        if isinstance(dialog, SettingsDialog):
+            dialog.load()  # the stored values now, not those of the last time it was open
         return dialog
 
     def show_welcome(self) -> QWidget:

@@ -97,6 +97,6 @@ def render(results: Sequence[RunResult], path: Path) -> None:
                 painter.drawRect(frame)
     finally:
         painter.end()
-    if not image.save(str(path), "PNG"):
+    if not image.save(str(path)):  # PNG: the CLI accepts only a .png name
         raise OSError(f"cannot write {path}")
     del app

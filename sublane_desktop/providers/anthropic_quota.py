@@ -72,12 +72,12 @@ def usage_observations(body: Any, now: float) -> list[Observation]:
     if not isinstance(body, dict):
         return []
     found: dict[str, Observation] = {}
-    for key, window in (("five_hour", "five_hour"), ("seven_day", "seven_day")):
+    for key, classic in (("five_hour", "five_hour"), ("seven_day", "seven_day")):
         slot = body.get(key)
         if isinstance(slot, dict):
-            obs = _percent_obs(window, slot.get("utilization"), slot.get("resets_at"), now)
+            obs = _percent_obs(classic, slot.get("utilization"), slot.get("resets_at"), now)
             if obs is not None:
-                found[window] = obs
+                found[classic] = obs
     limits = body.get("limits")
     for row in limits if isinstance(limits, list) else []:
         if not isinstance(row, dict):
@@ -85,10 +85,12 @@ def usage_observations(body: Any, now: float) -> list[Observation]:
         kind = row.get("kind")
         if not isinstance(kind, str):
             continue
-        window = {"session": "five_hour", "weekly_all": "seven_day"}.get(kind)
+        window: str | None = {"session": "five_hour", "weekly_all": "seven_day"}.get(kind)
         if kind == "weekly_scoped":
-            scope = row.get("scope") if isinstance(row.get("scope"), dict) else {}
-            model = scope.get("model") if isinstance(scope.get("model"), dict) else {}
+            raw = row.get("scope")
+            scope: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            raw = scope.get("model")
+            model: dict[str, Any] = raw if isinstance(raw, dict) else {}
             name = str(model.get("display_name") or "").strip().lower()
             window = "fable" if name == FABLE_NAME else None
         if window is None:

@@ -91,8 +91,10 @@ def parse_json_object(raw: bytes | str, what: str = "message") -> dict[str, Any]
 
 
 def _deeper_than(value: Any, limit: int, raw: bytes | str) -> bool:
-    opens = raw.count(b"[" if isinstance(raw, bytes) else "[") + raw.count(
-        b"{" if isinstance(raw, bytes) else "{")
+    if isinstance(raw, bytes):
+        opens = raw.count(b"[") + raw.count(b"{")
+    else:
+        opens = raw.count("[") + raw.count("{")
     if opens <= limit:  # cheap: not enough brackets in the whole text to go that deep
         return False
     stack: list[tuple[Any, int]] = [(value, 1)]

@@ -70,6 +70,7 @@ def passback_headers(attempt: Attempt, provider: str) -> dict[str, str]:
     upstream = attempt.upstream
     assert upstream is not None
     request_id = attempt.request_id
+    names: tuple[str, ...]
     if provider == "anthropic":
         names, prefix = ANTHROPIC_PASS_BACK, ANTHROPIC_PASS_BACK_PREFIX
     else:
@@ -186,7 +187,9 @@ Frame = tuple[str, tuple[Event, ...], "dict[str, Any] | None"]
 class Sink(Protocol):
     """Where a relayed stream goes. `take` may raise ClientGone."""
 
-    reads_all: bool  # False: it forwards bytes, so bulk deltas need not be read
+    @property
+    def reads_all(self) -> bool:  # False: it forwards bytes, so bulk deltas need not be read
+        ...
 
     async def take(self, chunk: bytes, batch: list[Frame]) -> None: ...
     async def fail(self, message: str, code: str = "upstream_error") -> None: ...

@@ -223,6 +223,20 @@ class Service:
         return self._secrets
 
     @property
+    def db(self) -> Store:
+        """The open store: between start() and stop() only."""
+        if self.store is None:
+            raise RuntimeError("the service is not started: no database is open")
+        return self.store
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The upstream HTTP session: between start() and stop() only."""
+        if self.http is None:
+            raise RuntimeError("the service is not started: no HTTP session is open")
+        return self.http
+
+    @property
     def endpoint_url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
@@ -305,7 +319,7 @@ class Service:
         from sublane_desktop.first_run import send_test_request
 
         providers = [a.provider for a in self.pool.accounts.values() if a.enabled]
-        result = await send_test_request(self.http, self.endpoint_url, key,
+        result = await send_test_request(self.session, self.endpoint_url, key,
                                          providers[0] if providers else "anthropic")
         latest = self.records[-1] if self.records else None
         if latest is not None and latest.account_id in self.pool.accounts:

@@ -121,7 +121,7 @@ class CredentialCache:
         base = service.env.get(oauth.OAUTH_BASE_ENV.get(account.provider, BASE_URL_ENV["oauth"])) \
             or oauth.DEFAULT_OAUTH_BASE.get(account.provider, DEFAULT_BASE_URLS["oauth"])
         try:
-            fresh = await oauth.refresh(service.http, account.provider, base, old,
+            fresh = await oauth.refresh(service.session, account.provider, base, old,
                                         service.clock.now())
         except oauth.RefreshRejected as exc:
             log.warning("account %s: %s; marking it auth-failed", account.id, exc)

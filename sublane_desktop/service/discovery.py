@@ -117,6 +117,7 @@ class ModelDiscovery:
 
     async def _get(self, account: AccountState, credential: Any) -> Answer:
         payload: dict[str, Any] | None = None
+        url: str | None
         if account.provider == "antigravity":  # fetchAvailableModels is a POST
             url, headers, payload = antigravity.models_call(
                 antigravity.base_for(account.base_url, self.service.base_url("antigravity")),

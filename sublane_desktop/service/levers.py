@@ -23,7 +23,7 @@ class OperatorLevers:
     async def set_limit(self, ref: str | int, limit: int) -> dict[str, Any]:
         service = self.service
         account = service.pool.set_limit(ref, limit)
-        await service.store.write(lambda: repo.set_max_concurrency(account.id, limit))
+        await service.db.write(lambda: repo.set_max_concurrency(account.id, limit))
         return service.account_view(account.id)
 
     async def resume(self, ref: str | int) -> dict[str, Any]:
@@ -55,7 +55,7 @@ class OperatorLevers:
         service.pool.reset_usage()
         service.refresher.lift_floor()
         service.usage_trail.clear()
-        await service.store.write(quota_store.clear_observations)
+        await service.db.write(quota_store.clear_observations)
 
     async def update_settings(self, changes: dict[str, Any]) -> dict[str, Any]:
         """Validate, store and apply settings (the Settings dialog, the API and the CLI)."""
@@ -66,7 +66,7 @@ class OperatorLevers:
             for key, value in clean.items():
                 repo.set_setting(key, value)
 
-        await service.store.write(write)
+        await service.db.write(write)
         service.settings.update(clean)
         service.apply_settings()
         service.bus.publish("accounts.settings")

@@ -41,13 +41,13 @@ class QuotaFeed:
     async def load(self) -> None:
         """At start: the stored observations of every known account into its gauges."""
         pool = self.service.pool
-        stored = await self.service.store.read(quota_store.load_observations)
+        stored = await self.service.db.read(quota_store.load_observations)
         for account_id, observations in stored.items():
             if account_id in pool.accounts:
                 for obs in observations:
                     pool.accounts[account_id].gauges.apply(obs)
         now = self.service.clock.now()
-        recent = await self.service.store.read(
+        recent = await self.service.db.read(
             lambda: quota_store.load_history(now - BURN_WINDOW_S))
         for account_id, windows in recent.items():
             for window, points in windows.items():
@@ -97,7 +97,7 @@ class QuotaFeed:
                       observations: list[Observation]) -> bool:
         """Save, then publish; a refresh begun under an older revision is rejected (R-GAUGE-4)."""
         store = self.service.store
-        if store is None:
+        if store is None:  # a reading that lands after stop() is dropped
             return False
 
         def current() -> list[Observation]:
@@ -126,7 +126,7 @@ class QuotaFeed:
 
     async def history(self, account_id: int, since: float) -> dict[str, list[Any]]:
         """R-UI-11: one account's readings since `since`, per window, oldest first."""
-        found = await self.service.store.read(
+        found = await self.service.db.read(
             lambda: quota_store.load_history(since, account_id))
         return found.get(account_id, {})
 

@@ -46,4 +46,4 @@ class RequestHistory:
         await self.log.flush()
 
     async def admin_user_id(self) -> int | None:
-        return await self.service.store.read(admin_user_id)
+        return await self.service.db.read(admin_user_id)

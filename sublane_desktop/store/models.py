@@ -51,7 +51,9 @@ class ClientKey(BaseModel):
     id = AutoField()
     name = TextField()
     user = ForeignKeyField(User, backref="keys", on_delete="CASCADE")
+    user_id: int  # peewee's id accessor, declared for the type checker
     group = ForeignKeyField(Group, backref="keys")
+    group_id: int  # peewee's id accessor, declared for the type checker
     prefix = TextField()  # first characters, shown so a person can tell keys apart
     key_hash = TextField(unique=True)  # sha256 of the whole key; the key itself is never stored
     created_at = FloatField()
@@ -79,7 +81,9 @@ class Account(BaseModel):
 
 class AccountGroup(BaseModel):
     account = ForeignKeyField(Account, backref="memberships", on_delete="CASCADE")
+    account_id: int  # peewee's id accessor, declared for the type checker
     group = ForeignKeyField(Group, backref="memberships", on_delete="CASCADE")
+    group_id: int  # peewee's id accessor, declared for the type checker
 
     class Meta:
         table_name = "account_groups"
@@ -98,6 +102,7 @@ class AccountRuntime(BaseModel):
     """Persisted scheduling state (R-POOL-10); in-flight counts are process-local and not here."""
 
     account = ForeignKeyField(Account, primary_key=True, on_delete="CASCADE")
+    account_id: int  # peewee's id accessor, declared for the type checker
     paused = BooleanField(default=False)
     auth_failed = BooleanField(default=False)
     cooldown_until = FloatField(null=True)
@@ -118,6 +123,7 @@ class AffinityBinding(BaseModel):
     group_id = IntegerField()
     digest = TextField()
     account = ForeignKeyField(Account, on_delete="CASCADE")
+    account_id: int  # peewee's id accessor, declared for the type checker
     created_at = FloatField()
     bound = BooleanField(default=True)  # False: freed, kept for the last turn's facts
     # The conversation's last turn per model (R-CF-1), as JSON: model -> [account id, ended
@@ -163,6 +169,7 @@ class RecordRow(BaseModel):
 
 class QuotaObservation(BaseModel):
     account = ForeignKeyField(Account, on_delete="CASCADE")
+    account_id: int  # peewee's id accessor, declared for the type checker
     window = TextField()
     utilization = FloatField()
     resets_at = FloatField(null=True)
@@ -178,6 +185,7 @@ class QuotaObservation(BaseModel):
 
 class QuotaHistory(BaseModel):
     account = ForeignKeyField(Account, on_delete="CASCADE")
+    account_id: int  # peewee's id accessor, declared for the type checker
     window = TextField()
     utilization = FloatField()
     observed_at = FloatField()

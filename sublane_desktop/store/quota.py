@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.store.models import Account, QuotaHistory, QuotaObservation
@@ -60,7 +61,7 @@ def _append_history(account_id: int, obs: Observation) -> None:
 def load_history(since: float, account_id: int | None = None
                  ) -> dict[int, dict[str, list[tuple[float, float]]]]:
     """Readings since `since`, per account and window, oldest first."""
-    query = (QuotaHistory.select(QuotaHistory.account, QuotaHistory.window,
+    query: Any = (QuotaHistory.select(QuotaHistory.account, QuotaHistory.window,
                                  QuotaHistory.observed_at, QuotaHistory.utilization)
              .where(QuotaHistory.observed_at >= since))
     if account_id is not None:

@@ -271,7 +271,7 @@ def load_turns(scope: str = "auto") -> dict[tuple[int, str], dict[str, TurnFacts
     for b in query:
         try:
             models = {str(model): (int(f[0]), float(f[1]), int(f[2]), int(f[3]))
-                      for model, f in json.loads(b.last_turns).items()}
+                      for model, f in json.loads(b.last_turns or "").items()}
         except (ValueError, TypeError, AttributeError, IndexError, KeyError):
             continue
         if models:

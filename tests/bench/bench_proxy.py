@@ -102,7 +102,7 @@ class Upstream:
     async def _on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
         if not self.threaded:
             return await make()
-        future = asyncio.run_coroutine_threadsafe(make(), self._loop)  # type: ignore[arg-type]
+        future = asyncio.run_coroutine_threadsafe(make(), self._loop)
         return await asyncio.wait_for(asyncio.wrap_future(future), 30)
 
     async def start(self) -> str:
@@ -675,7 +675,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                               env={"SUBLANE_ANTHROPIC_BASE_URL": upstream_url})
             await service.start()
             try:
-                harness = Harness(service, upstream.fake)  # type: ignore[arg-type]
+                harness = Harness(service, upstream.fake)
                 await harness.add_account("bench", limit=8)
                 key = await harness.create_key("bench")
                 async with new_session() as direct_s, new_session() as through_s:

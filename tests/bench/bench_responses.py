@@ -70,7 +70,7 @@ class Upstream:
     async def _on_loop(self, make: Callable[[], Awaitable[T]]) -> T:
         if not self.threaded:
             return await make()
-        future = asyncio.run_coroutine_threadsafe(make(), self._loop)  # type: ignore[arg-type]
+        future = asyncio.run_coroutine_threadsafe(make(), self._loop)
         return await asyncio.wait_for(asyncio.wrap_future(future), 30)
 
     async def start(self) -> str:
@@ -174,7 +174,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                               env={"SUBLANE_CODEX_BASE_URL": upstream_url})
             await service.start()
             try:
-                harness = Harness(service, None)  # type: ignore[arg-type]
+                harness = Harness(service, None)
                 await harness.add_codex_account("bench", limit=8)
                 key = await harness.create_key("bench")
                 through_headers = {"Authorization": f"Bearer {key}",

@@ -29,7 +29,7 @@ class ThreadedUpstream:
         return fake
 
     def call(self, make: Callable[[], Awaitable[T]], timeout: float = 30) -> T:
-        return asyncio.run_coroutine_threadsafe(make(), self.loop).result(timeout)  # type: ignore[arg-type]
+        return asyncio.run_coroutine_threadsafe(make(), self.loop).result(timeout)
 
     def gate(self) -> asyncio.Event:
         """An event on the upstream's loop: a stream scripted with it waits before finishing."""

@@ -109,7 +109,7 @@ def desk_fixture(qapp, qtbot, tmp_path: Path) -> Iterator[Desk]:
     service = Service(tmp_path / "data", port=0, clock=clock,
                       secret_store=SecretStore(tmp_path, backend=file_keyring(
                           tmp_path / "keyring.cfg")))
-    desk = Desk(service=service, bridge=None, clock=clock, qtbot=qtbot)  # type: ignore[arg-type]
+    desk = Desk(service=service, bridge=None, clock=clock, qtbot=qtbot)
     try:
         desk.run(service.start())
 

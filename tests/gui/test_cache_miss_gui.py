@@ -4,7 +4,8 @@ the filter by cause, and the details, over a real service and store on a fake cl
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from requests_fixtures import Desk, desk_fixture  # noqa: F401 (the `desk` fixture)
+from requests_fixtures import Desk
+from requests_fixtures import desk_fixture as desk_fixture  # provides the `desk` fixture
 from test_requests_window import choose, open_window, settle
 
 from sublane_desktop.gui.requests_model import MISS_COLOR, Column

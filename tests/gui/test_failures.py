@@ -61,7 +61,7 @@ async def test_no_keyring_dialog_creates_the_encrypted_file_after_two_matching_p
 
         dialog = KeyringDialog(bridge)
         qtbot.addWidget(dialog)
-        assert dialog.create and dialog.ok_button.text() == "Create encrypted keyring"
+        assert dialog.creating and dialog.ok_button.text() == "Create encrypted keyring"
         assert dialog.password.echoMode() is QLineEdit.EchoMode.Password
         dialog.password.show_toggle.click()  # the Show toggle reveals, for checking a typo
         assert dialog.password.echoMode() is QLineEdit.EchoMode.Normal
@@ -105,7 +105,7 @@ async def test_no_keyring_dialog_creates_the_encrypted_file_after_two_matching_p
         assert work["auth_reason"] == problems.KEYRING_UNAVAILABLE
         dialog = KeyringDialog(bridge)
         qtbot.addWidget(dialog)
-        assert not dialog.create and dialog.ok_button.text() == "Unlock"
+        assert not dialog.creating and dialog.ok_button.text() == "Unlock"
         assert not dialog.confirm.isVisibleTo(dialog)
         dialog.password.setText("wrong password!")
         dialog.ok_button.click()

@@ -69,7 +69,7 @@ def test_notifier_shows_each_change_once(qtbot, service):
     shown = []
     service.set_accounts(snap(work="ok", home="ok"))
     bridge = Bridge(service)
-    notifier = Notifier(bridge, lambda title, body: shown.append(title))  # noqa: F841 (kept alive)
+    _notifier = Notifier(bridge, lambda title, body: shown.append(title))  # kept alive
     service.set_accounts(snap(work="cooling", home="ok"))
     qtbot.waitUntil(lambda: shown == ["work is cooling down"], timeout=1000)
     service.set_accounts(snap(work="probing", home="ok"))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
-from requests_fixtures import Desk, desk_fixture  # noqa: F401 (the `desk` fixture)
+from requests_fixtures import Desk
+from requests_fixtures import desk_fixture as desk_fixture  # provides the `desk` fixture
 
 from sublane_desktop.core.history import PAGE_SIZE
 from sublane_desktop.gui.requests_model import Column

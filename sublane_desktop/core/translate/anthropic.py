@@ -3,6 +3,7 @@ upstream stream, render a client stream or message (PROTOCOLS.md "Anthropic").""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sublane_desktop.core.translate.events import (
@@ -28,6 +29,7 @@ from sublane_desktop.core.translate.events import (
 from sublane_desktop.core.translate.prompt import (
     EFFORT_BUDGETS,
     Image,
+    Part,
     Prompt,
     Reasoning,
     Text,
@@ -159,7 +161,7 @@ def _image_block(image: Image) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "url", "url": image.url}}
 
 
-def _content(parts: list) -> list[dict[str, Any]]:
+def _content(parts: Sequence[Part]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in parts:
         if isinstance(part, Text):
@@ -189,7 +191,7 @@ def _content(parts: list) -> list[dict[str, Any]]:
 
 def messages_request(prompt: Prompt) -> dict[str, Any]:
     """The Anthropic Messages body for a Prompt; always streamed (the relay folds it back)."""
-    messages = []
+    messages: list[dict[str, Any]] = []
     for turn in prompt.turns:
         blocks = _content(turn.parts)
         if turn.role == "user":

@@ -69,10 +69,11 @@ def prompt_from_chat(body: dict[str, Any], model: str) -> Prompt:
             for part in _parts(message.get("content")):
                 prompt.add("assistant", part)
             for call in as_dicts(message.get("tool_calls")):
-                function = call.get("function") if isinstance(call.get("function"), dict) else {}
+                found = call.get("function")
+                called: dict[str, Any] = found if isinstance(found, dict) else {}
                 prompt.add("assistant", ToolCall(str(call.get("id") or ""),
-                                                 str(function.get("name") or ""),
-                                                 json_text(function.get("arguments"))))
+                                                 str(called.get("name") or ""),
+                                                 json_text(called.get("arguments"))))
         elif role == "tool":
             prompt.add("user", ToolResult(str(message.get("tool_call_id") or ""),
                                           _parts(message.get("content") or "")))

@@ -4,6 +4,7 @@ upstream stream, render a client stream or response object (PROTOCOLS.md "OpenAI
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sublane_desktop.core.translate.events import (
@@ -28,6 +29,7 @@ from sublane_desktop.core.translate.events import (
 )
 from sublane_desktop.core.translate.prompt import (
     Image,
+    Part,
     Prompt,
     Reasoning,
     Text,
@@ -137,7 +139,7 @@ def prompt_from_responses(body: dict[str, Any], model: str) -> Prompt:
 # --- Prompt -> upstream request -------------------------------------------------------------------
 
 
-def _input_content(parts: list, role: str) -> list[dict[str, Any]]:
+def _input_content(parts: Sequence[Part], role: str) -> list[dict[str, Any]]:
     text_type = "output_text" if role == "assistant" else "input_text"
     content = []
     for part in parts:
@@ -161,7 +163,7 @@ def _reasoning_item(part: Reasoning) -> dict[str, Any] | None:
     return item
 
 
-def _flush(items: list[dict[str, Any]], pending: list, role: str) -> None:
+def _flush(items: list[dict[str, Any]], pending: list[Part], role: str) -> None:
     content = _input_content(pending, role)
     if content:
         items.append({"type": "message", "role": role, "content": content})
@@ -172,7 +174,7 @@ def responses_request(prompt: Prompt) -> dict[str, Any]:
     """The Responses body for a Prompt: streamed and stateless (the whole history goes up)."""
     items: list[dict[str, Any]] = []
     for turn in prompt.turns:
-        pending: list = []  # consecutive text/image parts become one message item
+        pending: list[Part] = []  # consecutive text/image parts become one message item
         for part in turn.parts:
             if isinstance(part, (Text, Image)):
                 pending.append(part)
@@ -290,7 +292,8 @@ class ResponsesReader:
                 return (Started(str(response.get("id") or ""), str(response.get("model") or "")),)
             return NOTHING
         if kind == "error":
-            error = payload.get("error") if isinstance(payload.get("error"), dict) else payload
+            found = payload.get("error")
+            error = found if isinstance(found, dict) else payload
             code = str(error.get("code") or error.get("type") or "error")[:64]
             return (Finished("failed", "error", code, str(error.get("message") or code)),)
         return NOTHING
@@ -381,7 +384,8 @@ def _finish_shell(shell: dict[str, Any], end: Finished | None, usage: Usage) -> 
 class ResponsesRenderer:
     """Neutral events as Responses SSE event payloads, in the order the API sends them."""
 
-    def __init__(self, model: str, response_id: str, created_at: int, new_id=None) -> None:
+    def __init__(self, model: str, response_id: str, created_at: int,
+                 new_id: Callable[[str], str] | None = None) -> None:
         self.shell = response_shell(response_id, model, created_at)
         self.seq = 0
         self.started = False
@@ -441,6 +445,11 @@ class ResponsesRenderer:
         self.shell["output"].append(item)
         return out
 
+    def _current(self) -> dict[str, Any]:
+        """The output item just opened (`_open` always sets one)."""
+        assert self.item is not None
+        return self.item
+
     def _open(self, item: dict[str, Any]) -> list[dict[str, Any]]:
         out = self._close()
         self.item = item
@@ -457,7 +466,7 @@ class ResponsesRenderer:
             if item is None or item["type"] != "message":
                 out += self._open({"type": "message", "id": self._new_id("msg"),
                                    "status": "in_progress", "role": "assistant", "content": []})
-                item = self.item
+                item = self._current()
                 part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
                 out.append(self._ev("response.content_part.added", item_id=item["id"],
                                     output_index=self._index, content_index=0, part=dict(part)))
@@ -471,7 +480,7 @@ class ResponsesRenderer:
             if item is None or item["type"] != "reasoning":
                 out += self._open({"type": "reasoning", "id": self._new_id("rs"),
                                    "summary": [], "status": "in_progress"})
-                item = self.item
+                item = self._current()
             if isinstance(event, ReasoningDelta) and event.text:
                 if not item["summary"]:
                     part = {"type": "summary_text", "text": ""}
@@ -519,7 +528,8 @@ class ResponsesRenderer:
 
 
 def _copy(value: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(value))
+    copied: dict[str, Any] = json.loads(json.dumps(value))
+    return copied
 
 
 def responses_object(transcript: Transcript, model: str, response_id: str,

@@ -56,9 +56,9 @@ class ClientKeysDialog(QDialog):
         self.name = QLineEdit()
         self.name.setPlaceholderText("name, e.g. laptop-claude-code")
         self.name.setAccessibleName("New key name")
-        self.name.returnPressed.connect(self.create)
+        self.name.returnPressed.connect(self.create_key)
         self.create_button = QPushButton("Create key")
-        self.create_button.clicked.connect(self.create)
+        self.create_button.clicked.connect(self.create_key)
         self.revoke_button = QPushButton("Revoke…")
         self.revoke_button.setEnabled(False)
         self.revoke_button.clicked.connect(self.confirm_revoke)
@@ -129,7 +129,7 @@ class ClientKeysDialog(QDialog):
 
     # create / revoke ----------------------------------------------------------------------------
 
-    def create(self) -> None:
+    def create_key(self) -> None:
         show_error(self.error, "")
         name = self.name.text().strip()
         if not name:

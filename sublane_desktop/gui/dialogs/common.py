@@ -88,9 +88,11 @@ def secret_field(name: str, parent: QWidget | None = None) -> tuple[SecretEdit, 
     toggle.setText("Show")
     toggle.setCheckable(True)
     toggle.setAccessibleName(f"Show {name.lower()}")
-    toggle.toggled.connect(lambda shown: (
-        edit.setEchoMode(QLineEdit.EchoMode.Normal if shown else QLineEdit.EchoMode.Password),
-        toggle.setText("Hide" if shown else "Show")))
+    def reveal(shown: bool) -> None:
+        edit.setEchoMode(QLineEdit.EchoMode.Normal if shown else QLineEdit.EchoMode.Password)
+        toggle.setText("Hide" if shown else "Show")
+
+    toggle.toggled.connect(reveal)
     layout = QHBoxLayout(row)
     layout.setContentsMargins(0, 0, 0, 0)
     layout.addWidget(edit, 1)

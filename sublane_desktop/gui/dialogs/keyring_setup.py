@@ -29,13 +29,13 @@ class KeyringDialog(QDialog):
     def __init__(self, bridge: Bridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._bridge = bridge
-        self.create = not bridge.keyring_file_exists()
-        self.setWindowTitle("Set up a keyring" if self.create else "Unlock the keyring")
+        self.creating = not bridge.keyring_file_exists()
+        self.setWindowTitle("Set up a keyring" if self.creating else "Unlock the keyring")
 
         problem = bridge.keyring_problem() or "no usable keyring"
         self.problem_label = QLabel(f"SubLane cannot keep your credentials: {problem}")
         self.problem_label.setWordWrap(True)
-        if self.create:
+        if self.creating:
             what = (
                 "Create an encrypted keyring file instead. Choose a password; you will be "
                 "asked for it each time SubLane starts."
@@ -50,11 +50,11 @@ class KeyringDialog(QDialog):
         form = QFormLayout()
         form.addRow("Password:", password_row)
         form.addRow("Again:", confirm_row)
-        form.setRowVisible(confirm_row, self.create)  # unlocking asks once
+        form.setRowVisible(confirm_row, self.creating)  # unlocking asks once
         self.error = error_label()
         self.buttons = QDialogButtonBox()
         self.ok_button = self.buttons.addButton(
-            "Create encrypted keyring" if self.create else "Unlock",
+            "Create encrypted keyring" if self.creating else "Unlock",
             QDialogButtonBox.ButtonRole.AcceptRole,
         )
         self.ok_button.setDefault(True)
@@ -78,12 +78,12 @@ class KeyringDialog(QDialog):
         if len(password) < MIN_PASSWORD:
             show_error(self.error, f"Choose a password of at least {MIN_PASSWORD} characters.")
             return
-        if self.create and password != self.confirm.text():
+        if self.creating and password != self.confirm.text():
             show_error(self.error, "The two passwords differ; type them again.")
             self.confirm.clear()
             return
         show_error(self.error, "")
-        reply = self._bridge.open_file_keyring(password, create=self.create)
+        reply = self._bridge.open_file_keyring(password, create=self.creating)
         if reply is None:
             show_error(self.error, "This version of SubLane cannot open a file keyring.")
             return

@@ -69,7 +69,7 @@ class ToolPage(QWidget):
     def texts(self) -> list[str]:
         return [v.toPlainText() for v in self.views]
 
-    def render(self) -> None:
+    def show_snippets(self) -> None:
         for view, snippet in zip(self.views, snippets(self.tool.id, self._bridge.endpoint_url(),
                                                       self.key), strict=False):
             view.setPlainText(snippet.text)
@@ -90,7 +90,7 @@ class ToolPage(QWidget):
         self.create_button.setText("Create another key")
         self.key_note.setText(f"Key {info.get('prefix', '')}… named {info.get('name')!r} "
                               "is in the lines below. Copy them now: it is shown only once.")
-        self.render()
+        self.show_snippets()
 
     def _failed(self, message: str) -> None:
         self.create_button.setEnabled(True)
@@ -100,7 +100,7 @@ class ToolPage(QWidget):
         self.key = None
         self.create_button.setText(f"Create a key for {self.tool.title}")
         self.key_note.setText("The lines below show a placeholder until you create a key.")
-        self.render()
+        self.show_snippets()
 
 
 class SetupToolDialog(QDialog):
@@ -122,7 +122,7 @@ class SetupToolDialog(QDialog):
 
     def showEvent(self, event: Any) -> None:
         for page in self.pages.values():
-            page.render()  # the endpoint may have changed since the dialog was built
+            page.show_snippets()  # the endpoint may have changed since the dialog was built
         super().showEvent(event)
 
     def hideEvent(self, event: Any) -> None:
