@@ -28,7 +28,13 @@ from PySide6.QtCore import QSocketNotifier, QTimer
 Notifiers = dict[Any, QSocketNotifier]
 
 
-class DesktopEventLoop(qasync.QEventLoop):  # type: ignore[misc]
+def _overloads(signal: Any) -> Any:
+    """A signal indexed by its overload's signature: PySide6 supports it at run time, its
+    stubs do not model it."""
+    return signal
+
+
+class DesktopEventLoop(qasync.QEventLoop):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._ready_now: deque[asyncio.Handle] = deque()
@@ -75,10 +81,10 @@ class DesktopEventLoop(qasync.QEventLoop):  # type: ignore[misc]
         existing = notifiers.get(fd)
         if existing is not None:
             existing.setEnabled(False)
-            existing.activated["int"].disconnect()
+            _overloads(existing.activated)["int"].disconnect()
         notifier = QSocketNotifier(qasync._fileno(fd), kind)
         handle = asyncio.Handle(callback, args, self)
-        notifier.activated["int"].connect(
+        _overloads(notifier.activated)["int"].connect(
             lambda *_: self._socket_ready(notifiers, notifier, fd, handle)
         )
         notifier.setEnabled(True)

@@ -52,7 +52,6 @@ LEVER_GRACE_S = 2.0
 def run(service_factory: Callable[..., Any], data_dir: Path) -> int:
     # qasync picks PyQt6 over PySide6 when both are importable; it reads QT_API at import time.
     os.environ["QT_API"] = "pyside6"
-    import qasync
 
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)

@@ -13,8 +13,8 @@ blanked there, so that column is hidden).
 from __future__ import annotations
 
 import asyncio
-import time
 import logging
+import time
 from typing import Any
 
 import shiboken6

@@ -89,10 +89,10 @@ class Service:
         secret_store: SecretStore | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
+        from sublane_desktop.service.antigravity import AntigravityAccounts
         from sublane_desktop.service.credentials import CredentialCache
         from sublane_desktop.service.discovery import ModelDiscovery
         from sublane_desktop.service.quota import QuotaFeed
-        from sublane_desktop.service.antigravity import AntigravityAccounts
 
         self.data_dir = Path(data_dir)
         self.host = host

@@ -46,7 +46,7 @@ async def main(upstream: str) -> None:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = site._server.sockets[0].getsockname()[1]
     print(f"listening on http://127.0.0.1:{port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -395,7 +395,7 @@ async def stop_process(proc: asyncio.subprocess.Process) -> int | None:
         proc.send_signal(signal.SIGINT)
         try:
             await asyncio.wait_for(proc.wait(), 30)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
     return proc.returncode

@@ -42,9 +42,9 @@ def main() -> int:
             QTimer.singleShot(50, lambda: open_windows(service))
             return
         shown[0].requestsRequested.emit()  # the Requests window, live
-        print(f"listening on {service.endpoint_url}", flush=True)  # type: ignore[attr-defined]
+        print(f"listening on {service.endpoint_url}", flush=True)
 
-    def factory():  # type: ignore[no-untyped-def]
+    def factory():
         service = make_service(args.data_dir, "127.0.0.1", 0)
         start = service.start
 
@@ -52,7 +52,7 @@ def main() -> int:
             await start()
             QTimer.singleShot(0, lambda: open_windows(service))
 
-        service.start = started  # type: ignore[method-assign]
+        service.start = started
         return service
 
     # SIGINT: ask Qt to quit, which main.run turns into the graceful quit. A timer lets Python
