@@ -94,10 +94,13 @@ def upstream_error(protocol: str, status: int, kind: str | None, message: str,
 # --- the one error middleware (R-FT-3) ------------------------------------------------------------
 
 
+_REQUEST_ID_TAG = "sublane_request_id"  # an attribute on the exception, read by the middleware
+
+
 def tag_request_id(exc: BaseException, request_id: str) -> None:
     """Let the middleware answer an unexpected error with the attempt's own request id."""
     try:
-        exc.sublane_request_id = request_id  # type: ignore[attr-defined]
+        setattr(exc, _REQUEST_ID_TAG, request_id)
     except AttributeError:  # an exception type without a __dict__; a fresh id will do
         pass
 
@@ -124,8 +127,8 @@ async def error_shape(request: web.Request, handler: Any) -> web.StreamResponse:
         code = _HTTP_CODES.get(exc.status, "invalid_request")
         err = GatewayError(code, exc.reason or "request refused", status=exc.status)
         return render_for(request.path)(err, new_request_id())
-    except Exception as exc:  # noqa: BLE001 - the one place that answers anything unexpected
-        request_id = getattr(exc, "sublane_request_id", None) or new_request_id()
+    except Exception as exc:  # the one place that answers anything unexpected
+        request_id = getattr(exc, _REQUEST_ID_TAG, None) or new_request_id()
         log.error("internal error on %s %s (request %s): %s at %s", request.method,
                   request.path, request_id, type(exc).__name__, where(exc))
         if request.get(STARTED):

@@ -30,7 +30,10 @@ from sublane_desktop.core.affinity import conversation_digest
 from sublane_desktop.core.cache_miss import DEFAULT_TTL, Turn, cache_ttl, warm_tokens
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.core.errors import (
-    WAIT_STATUSES, GatewayError, bounded_retry_after, parse_retry_after,
+    WAIT_STATUSES,
+    GatewayError,
+    bounded_retry_after,
+    parse_retry_after,
 )
 from sublane_desktop.core.ids import new_request_id
 from sublane_desktop.core.pool import Demand, Lease, Outcome
@@ -308,7 +311,7 @@ class Attempt:
                         self.timeouts.headers)
             raise GatewayError("upstream_timeout", f"the upstream for account {account.name}"
                                f" sent no answer within {self.timeouts.headers:g}s") from None
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             self.outcome = Outcome.FAILURE
             record.outcome, record.error_code = "error", "upstream_unreachable"
             log.warning("upstream %s unreachable: %s", account.name, type(exc).__name__)
@@ -477,9 +480,8 @@ class Attempt:
                             batch.append((data, NOTHING, None))
                             continue
                         events = reader.feed(name, data)
-                        if events:
-                            if tally.feed(events) and record.first_token_ms is None:
-                                record.first_token_ms = self.ms()
+                        if events and tally.feed(events) and record.first_token_ms is None:
+                            record.first_token_ms = self.ms()
                         batch.append((data, events, reader.payload))
                     await sink.take(chunk, batch)
                     watch.reschedule(clock() + idle)
@@ -496,8 +498,7 @@ class Attempt:
             await self._quietly(sink.fail(f"the upstream fell silent for {idle:g}s",
                                           "upstream_timeout"))
             return
-        except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError,
-                asyncio.TimeoutError) as exc:
+        except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
             if isinstance(exc, aiohttp.ClientConnectionResetError) or self._transport_closing():
                 self.client_gone = "client_disconnected"
                 return

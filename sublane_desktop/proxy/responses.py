@@ -393,7 +393,7 @@ class SocketSession:
             await self._exchange(attempt, turn, body, route, translated)
         except GatewayError as err:
             await self.refuse(err, attempt.request_id)
-        except Exception as exc:  # noqa: BLE001 - our own fault: one log line, an error event, socket lives
+        except Exception as exc:
             attempt.close(exc)
             log.error("internal error on a Responses socket turn (request %s): %s at %s",
                       attempt.request_id, type(exc).__name__, where(exc))

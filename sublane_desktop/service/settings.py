@@ -93,8 +93,7 @@ def validate_settings(changes: Any) -> dict[str, Any]:
                 raise ValueError(f"{key} must be an integer from {low} to {high}")
         elif key in timeouts.DEFAULTS:
             value = timeouts.validate(key, value)
-        elif key == "app.start_at_login":
-            if not isinstance(value, bool):
-                raise ValueError("app.start_at_login must be true or false")
+        elif key == "app.start_at_login" and not isinstance(value, bool):
+            raise ValueError("app.start_at_login must be true or false")
         clean[key] = value
     return clean

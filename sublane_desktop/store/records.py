@@ -22,26 +22,25 @@ whatever is queued to the Store's writer thread as a single transaction.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import logging
+import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from sublane_desktop.core.cache_miss import CAUSES
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.history import (
+    ANY_MISS,
     CHOICES_MAX,
     DELETED,
     MAX_RECORDS,
-    OUTCOMES,
     PAGE_SIZE,
-    ANY_MISS,
     HistoryQuery,
     present,
     present_misses,
     retention_cutoff,
 )
-from sublane_desktop.core.records import RequestRecord, clean_text
+from sublane_desktop.core.records import OUTCOMES, RequestRecord, clean_text
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.store.models import Account, ClientKey, RecordRow, User
 
@@ -158,7 +157,7 @@ def prune(now: float) -> int:
 
 def admin_user_id() -> int | None:
     """The administrator user: whose history the administrator token's personal view shows."""
-    admin = (User.select(User.id).where(User.is_admin == True)  # noqa: E712
+    admin = (User.select(User.id).where(User.is_admin == True)
              .order_by(User.id).first())
     return admin.id if admin else None
 
@@ -203,7 +202,7 @@ def read_page(query: HistoryQuery, *, owner: int | None, now: float) -> dict[str
     params.append(PAGE_SIZE + 1)
     cursor = RecordRow._meta.database.execute_sql(sql, params)
     names = [d[0] for d in cursor.description]
-    rows = [dict(zip(names, values)) for values in cursor.fetchall()]
+    rows = [dict(zip(names, values, strict=False)) for values in cursor.fetchall()]
     more = len(rows) > PAGE_SIZE
     items = [present(row, personal=personal) for row in rows[:PAGE_SIZE]]
     return {"items": items, "next_cursor": items[-1]["id"] if more else None}
@@ -303,7 +302,7 @@ def read_misses(*, owner: int | None, since: float | None, until: float | None,
         f" WHERE {clause} AND r.cache_miss IS NOT NULL"
         " GROUP BY r.cache_miss, r.account_id ORDER BY r.cache_miss, r.account_id", params)
     names = [d[0] for d in cursor.description]
-    groups = [dict(zip(names, values)) for values in cursor.fetchall()]
+    groups = [dict(zip(names, values, strict=False)) for values in cursor.fetchall()]
     return present_misses(groups, int(total), since=since, until=until,
                           personal=owner is not None)
 
@@ -368,7 +367,7 @@ class RequestLog:
             return
         try:
             await asyncio.wait_for(self.flush(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("%d request records not saved at shutdown", len(self._pending))
         self._closed = True
         task, self._task = self._task, None
@@ -399,7 +398,7 @@ class RequestLog:
         now = self.clock.now()
         try:
             stored, dropped = await self._store.write(lambda: insert_records(batch, now))
-        except Exception as exc:  # noqa: BLE001 - the proxy must go on; the loss is counted
+        except Exception as exc:
             stored, dropped = 0, len(batch)
             log.error("could not save %d request records: %s", len(batch), type(exc).__name__)
         if dropped:

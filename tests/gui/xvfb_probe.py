@@ -37,11 +37,11 @@ _tray_init = Tray.__init__
 
 
 def _remember(self: Tray, *args: object, **kwargs: object) -> None:
-    _tray_init(self, *args, **kwargs)  # type: ignore[arg-type]
+    _tray_init(self, *args, **kwargs)
     TRAYS.append(self)
 
 
-Tray.__init__ = _remember  # type: ignore[method-assign]
+Tray.__init__ = _remember
 
 
 def main() -> int:
@@ -60,6 +60,7 @@ def main() -> int:
             app.processEvents()
             time.sleep(0.05)
     report: dict[str, object] = {"platform": app.platformName()}
+    held: list[asyncio.Future[None]] = []
 
     def factory() -> Service:
         service = Service(data_dir, port=0)
@@ -69,7 +70,7 @@ def main() -> int:
             await start()
             QTimer.singleShot(300, lambda: look(service))
 
-        service.start = started  # type: ignore[method-assign]
+        service.start = started
         return service
 
     def look(service: Service) -> None:
@@ -96,7 +97,7 @@ def main() -> int:
             report["http_status"] = await loop.run_in_executor(None, get)
             QApplication.quit()
 
-        asyncio.ensure_future(probe())
+        held.append(asyncio.ensure_future(probe()))  # a task nobody holds can vanish
 
     try:
         code = gui_main.run(factory, data_dir)

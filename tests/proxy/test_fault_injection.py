@@ -236,7 +236,7 @@ async def test_timeouts_are_read_at_request_time(ready):
 @pytest.mark.parametrize("value", [0, -1, "10", True, None, 1e9])
 async def test_timeout_settings_are_validated(ready, value):
     h, _ = ready
-    with pytest.raises(ValueError, match="upstream.idle_timeout_s"):
+    with pytest.raises(ValueError, match=r"upstream\.idle_timeout_s"):
         await h.service.update_settings({"upstream.idle_timeout_s": value})
     assert h.service.settings["upstream.idle_timeout_s"] == TIMEOUT
 

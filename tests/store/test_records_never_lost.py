@@ -8,14 +8,15 @@ import pytest
 from sublane_desktop.core.history import MAX_RECORDS, HistoryQuery
 from sublane_desktop.store import records as store_records
 from sublane_desktop.store.models import RecordRow
-from tests.store.test_records_store import make, service  # noqa: F401 - the fixture
+from tests.store.test_records_store import make as make  # the fixtures this module uses
+from tests.store.test_records_store import service as service
 
 
-async def stored(service):  # noqa: F811
+async def stored(service):
     return await service.store.read(lambda: list(RecordRow.select().order_by(RecordRow.id)))
 
 
-async def test_odd_strings_and_numbers_never_cost_a_batch(service, clock):  # noqa: F811
+async def test_odd_strings_and_numbers_never_cost_a_batch(service, clock):
     """One batch from several members: a lone surrogate, a NUL, a number SQLite cannot hold.
     Every record is stored; the odd values are cleaned or blanked; nothing is dropped."""
     batch = [
@@ -38,7 +39,7 @@ async def test_odd_strings_and_numbers_never_cost_a_batch(service, clock):  # no
     assert service.request_log.dropped == 0
 
 
-async def test_a_row_that_fails_is_retried_alone_and_blanked(service, clock,  # noqa: F811
+async def test_a_row_that_fails_is_retried_alone_and_blanked(service, clock,
                                                              monkeypatch):
     """The batch fails; its rows go in one by one; the one that still fails goes in with its
     offending value blanked; the rest of the batch is untouched."""
@@ -52,7 +53,7 @@ async def test_a_row_that_fails_is_retried_alone_and_blanked(service, clock,  # 
     assert [r.cached_tokens for r in rows] == [30, 30, None, 30]
 
 
-async def test_a_lost_batch_is_counted_not_hidden(service, clock, monkeypatch):  # noqa: F811
+async def test_a_lost_batch_is_counted_not_hidden(service, clock, monkeypatch):
     def broken(batch, now):
         raise OSError("disk full")
 
@@ -63,7 +64,7 @@ async def test_a_lost_batch_is_counted_not_hidden(service, clock, monkeypatch): 
     assert service.request_log.dropped == 2
 
 
-async def test_rejections_are_evicted_before_any_other_outcome(service, clock):  # noqa: F811
+async def test_rejections_are_evicted_before_any_other_outcome(service, clock):
     """A member's real history (oldest of all) survives a flood of account_busy rejections
     from another key that alone would fill the store."""
     for n in range(40):
@@ -86,7 +87,7 @@ async def test_rejections_are_evicted_before_any_other_outcome(service, clock): 
 
 @pytest.mark.parametrize("outcome", ["success", "error", "incomplete", "canceled"])
 async def test_the_oldest_real_record_goes_only_when_no_rejection_is_left(
-        service, clock, outcome):  # noqa: F811
+        service, clock, outcome):
     service.record(make(clock, 0, user_id=2, outcome=outcome))
     for n in range(1, MAX_RECORDS):
         service.record(make(clock, n, user_id=1, outcome="rejected"))
