@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -49,11 +49,14 @@ class GuardedConnection(asyncio.Protocol):
     def __init__(self, gate: ConnectionGate) -> None:
         self.gate = gate
         self.inner: Any = None
-        self.transport: asyncio.BaseTransport | None = None
+        self.transport: asyncio.Transport | None = None
         self.deadline: asyncio.TimerHandle | None = None
         self.tail = b""  # the last bytes seen, for an end-of-headers split across reads
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+    def connection_made(self, base: asyncio.BaseTransport) -> None:
+        # A listening TCP server hands out stream transports (which can abort); the base class
+        # is typed for every kind of transport.
+        transport = cast(asyncio.Transport, base)
         gate = self.gate
         self.transport = transport
         if gate.open >= gate.limit:

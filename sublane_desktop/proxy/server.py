@@ -7,12 +7,11 @@ from typing import Any
 
 from aiohttp import web
 
-from sublane_desktop.proxy import SERVICE, history, management
+from sublane_desktop.proxy import SERVICE, chat, history, management, models, responses
 from sublane_desktop.proxy.connections import GuardedSite
 from sublane_desktop.proxy.errors import error_shape, mark_started
 from sublane_desktop.proxy.guards import make_host_guard
 from sublane_desktop.proxy.messages import MessagesRoute
-from sublane_desktop.proxy import chat, models, responses
 
 
 async def healthz(request: web.Request) -> web.Response:

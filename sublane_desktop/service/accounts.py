@@ -58,7 +58,7 @@ class StorePersistence:
     def _write(self, what: str, fn: Callable[[], Any]) -> None:
         async def run() -> None:
             try:
-                await self.service.store.write(fn)
+                await self.service.db.write(fn)
             except Exception as exc:  # R-POOL-10: in-memory state stays in force
                 log.error("could not persist %s: %s", what, type(exc).__name__)
 
@@ -97,7 +97,7 @@ class AccountCatalog:
     async def load(self) -> None:
         """At start: every account, then the stored conversation bindings."""
         service = self.service
-        store = service.store
+        store = service.db
         await self.reload(force=True)
         if service.keyring_problem:  # every credential is out of reach: say so on each account
             for account_id in service.pool.accounts:
@@ -114,7 +114,7 @@ class AccountCatalog:
         for *other* connections' commits: our own record and runtime writes never trigger a
         reload.
         """
-        store = self.service.store
+        store = self.service.db
 
         def version() -> int:
             return store.db.execute_sql("PRAGMA data_version").fetchone()[0]
@@ -146,7 +146,7 @@ class AccountCatalog:
             log.error("could not check the account catalog: %s", type(exc).__name__)
         while True:
             generation = self._key_generation
-            identity = await self.service.store.read(lambda: repo.identify_key(key))
+            identity = await self.service.db.read(lambda: repo.identify_key(key))
             if generation == self._key_generation:
                 break  # no revocation returned meanwhile: the answer is current
         if identity is not None:
@@ -165,7 +165,7 @@ class AccountCatalog:
             row, key = repo.create_key(name, owner, repo.find_group(group))
             return {"id": row.id, "name": row.name, "prefix": row.prefix}, key
 
-        return await self.service.store.write(write)
+        return await self.service.db.write(write)
 
     async def revoke_key(self, ref: str | int) -> dict[str, Any]:
         """Revoke a key (id or name); refused from the moment this returns (R-FT-12)."""
@@ -173,16 +173,16 @@ class AccountCatalog:
             row = repo.revoke_key(str(ref))
             return {"id": row.id, "name": row.name, "prefix": row.prefix, "revoked": True}
 
-        revoked = await self.service.store.write(write)
+        revoked = await self.service.db.write(write)
         self._key_generation += 1
         self._identities.clear()
         return revoked
 
     async def add_user(self, name: str) -> int:
-        return await self.service.store.write(lambda: repo.add_user(name).id)
+        return await self.service.db.write(lambda: repo.add_user(name).id)
 
     async def list_keys(self) -> list[dict[str, Any]]:
-        return await self.service.store.read(repo.list_keys)
+        return await self.service.db.read(repo.list_keys)
 
     async def add_account(self, provider: str, name: str, secret: Any, *, group: str = "default",
                           base_url: str | None = None, max_concurrency: int = 2,
@@ -195,7 +195,7 @@ class AccountCatalog:
 
         service = self.service
         clean = credentials.validate_secret(provider, secret)
-        account_id, _, _ = await service.store.write(lambda: credentials.store_account(
+        account_id, _, _ = await service.db.write(lambda: credentials.store_account(
             service.secrets, provider, name, group, base_url, max_concurrency, clean,
             replace=replace))
         service.credentials.forget(account_id)
@@ -239,7 +239,7 @@ class AccountCatalog:
                 Account.id == account.id).execute()
             repo.delete_bindings_for(account.id)
 
-        await service.store.write(write)
+        await service.db.write(write)
         await service.secrets.adelete(account_secret(account.id))
         service.credentials.forget(account.id)
         await self.reload(force=True)

@@ -310,7 +310,7 @@ def test_a_burst_of_records_is_one_reload_without_resizing_columns(desk: Desk) -
     request_page = desk.bridge.request_page
     desk.bridge.request_page = lambda *a, **k: pages.append(1) or request_page(*a, **k)
     with desk.qtbot.waitSignal(window.pageLoaded, timeout=WAIT_MS):
-        for i in range(200):
+        for _ in range(200):
             desk.bridge.recordAdded.emit({"count": 1})
     assert pages == [1]
     assert window.table.columnWidth(Column.ACCOUNT) == width + 37

@@ -10,7 +10,8 @@ import anthropic
 
 from sublane_desktop.store import quota as quota_store
 from tests.openai_helpers import until
-from tests.proxy.test_quota_e2e import H, MAIN, clocked, fable_headers  # noqa: F401
+from tests.proxy.test_quota_e2e import MAIN, H, fable_headers
+from tests.proxy.test_quota_e2e import clocked as clocked  # the fixture this module uses
 
 
 async def stored_windows(h, account_id):
@@ -18,7 +19,7 @@ async def stored_windows(h, account_id):
     return {obs.window for obs in found.get(account_id, [])}
 
 
-async def test_reset_usage_between_save_and_publish_keeps_the_gauge_cold(clocked,  # noqa: F811
+async def test_reset_usage_between_save_and_publish_keeps_the_gauge_cold(clocked,
                                                                          monkeypatch):
     h = clocked
     acc = await h.add_account("a", "tok-a")
@@ -56,7 +57,7 @@ async def test_reset_usage_between_save_and_publish_keeps_the_gauge_cold(clocked
     await until(lambda: not account.gauges.five_hour.cold, "a fresh reading lands")
 
 
-async def test_a_reading_queued_before_reset_usage_is_discarded(clocked):  # noqa: F811
+async def test_a_reading_queued_before_reset_usage_is_discarded(clocked):
     h = clocked
     acc = await h.add_account("a", "tok-a")
     account = h.service.pool.accounts[acc]
@@ -70,7 +71,7 @@ async def test_a_reading_queued_before_reset_usage_is_discarded(clocked):  # noq
     assert await stored_windows(h, acc) == set()
 
 
-async def test_a_usage_read_begun_before_reset_usage_is_discarded(clocked):  # noqa: F811
+async def test_a_usage_read_begun_before_reset_usage_is_discarded(clocked):
     h = clocked
     acc = await h.add_account("a", "tok-a")
     account = h.service.pool.accounts[acc]
