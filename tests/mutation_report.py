@@ -44,9 +44,11 @@ def main(argv: list[str]) -> int:
     rows: dict[str, Counter[str]] = {}
     survivors: list[str] = []
     for name, code in verdicts().items():
-        if not any(name.startswith(p) for p in prefixes) or code is None:
+        module = module_of(name)
+        if not any(module == p or module.startswith(p + ".") or not p for p in prefixes) or \
+                code is None:
             continue
-        counts = rows.setdefault(module_of(name), Counter())
+        counts = rows.setdefault(module, Counter())
         counts["total"] += 1
         if code in KILLED:
             counts["killed"] += 1

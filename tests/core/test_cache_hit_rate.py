@@ -37,3 +37,13 @@ def test_never_more_than_one_decimal():
                 number = text.rstrip("%")
                 assert text.endswith("%") and (len(number.partition(".")[2]) <= 1), text
 
+
+
+def test_a_records_row_has_its_fields_but_never_an_id_it_has_not_been_given():
+    from sublane_desktop.core.records import RequestRecord
+
+    record = RequestRecord("req_1", 1, 2, 3, "anthropic", "claude-x", "anthropic", "messages",
+                           10.0, id=77)
+    row = record.to_row()
+    assert "id" not in row and row["request_id"] == "req_1" and row["key_id"] == 2
+    assert row["model"] == "claude-x" and row["started_at"] == 10.0

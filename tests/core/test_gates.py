@@ -178,3 +178,27 @@ def test_an_antigravity_account_with_every_family_spent_is_exhausted():
     assert refusal(pool, route_model("gemini-2.5-flash")) == (
         "quota_exhausted", "account ag has no quota left", 70)  # the soonest recheck
     assert pool.state_of(pool.accounts[1]) == "quota_exhausted"
+
+
+def test_the_soonest_wait_is_reported_whichever_account_it_is():
+    pool, clock = make(2, limit=1)
+    pool.acquire(Demand(group_id=1, route=MAIN)).release(Outcome.FAILURE, retry_after=100)
+    pool.acquire(Demand(group_id=1, route=MAIN)).release(Outcome.FAILURE, retry_after=30)
+    assert refusal(pool) == ("account_cooling",
+                             "account acc2 is cooling down after upstream failures", 30)
+
+
+def test_every_reason_is_listed_when_no_account_is_usable():
+    pool, _ = make(2)
+    pool.accounts[1].enabled = False
+    pool.set_paused(2, True)
+    assert refusal(pool)[:2] == ("no_account", "no usable anthropic account: account acc1 is"
+                                 " disabled; account acc2 is paused")
+
+
+def test_an_unknown_account_is_named_in_the_error():
+    pool, _ = make()
+    with pytest.raises(KeyError) as err:
+        pool.find("nope")
+    assert err.value.args == ("unknown account 'nope'",)
+    assert pool.find("1").name == "acc1" and pool.find(1).name == "acc1"

@@ -26,6 +26,9 @@ def test_the_runtime_shape_of_a_gauge_uses_the_fixed_names():
     assert g.to_json(NOW + 1) == {"utilization": 0.25, "resets_at": NOW + 60,
                                   "observed_at": NOW, "cold": False, "stale": False}
     assert set(GaugeSet().to_json(NOW)) == {"five_hour", "seven_day", "fable"}
+    gs = GaugeSet()
+    gs.apply(Observation("seven_day", 0.5, NOW + 10, NOW, "poll"))
+    assert gs.to_json(NOW + 10)["seven_day"]["utilization"] == 0.0  # read at the time asked
 
 
 def test_fresh_for_exactly_two_minutes():

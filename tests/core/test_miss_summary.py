@@ -46,3 +46,12 @@ def test_personal_summaries_have_no_account_split_and_no_input_means_no_share():
 def test_shares_are_rounded_to_four_places():
     out = present_misses([group(CAUSES[0], 1, 1, 1)], 3, since=None, until=None, personal=True)
     assert out["causes"][0]["share"] == 0.3333
+
+
+def test_missing_counts_add_nothing_and_one_token_of_input_still_has_shares():
+    rows = [group(CAUSES[0], 1, None, None), group(CAUSES[0], 2, 2, 1)]
+    out = present_misses(rows, 1, since=None, until=None, personal=False)
+    assert out["causes"][0] == {"cause": CAUSES[0], "count": 2, "reread_tokens": 1,
+                                "share": 1.0}
+    assert out["accounts"][0] == {"account_id": 1, "account_name": "work", "cause": CAUSES[0],
+                                  "count": 0, "reread_tokens": 0}
