@@ -8,6 +8,9 @@ starve the proxy. Every connection passes through a `ConnectionGate` here:
 2. A connection whose first request headers are not complete within HEADER_DEADLINE_S is
    dropped. Later requests on a kept-alive connection are bounded by aiohttp's keep-alive
    timeout; a request that is being answered is never touched.
+3. What aiohttp answers by itself, before any route or middleware runs (a request its HTTP
+   parser refuses: a duplicate Content-Type, a bad header byte), is in the error shape of the
+   route it was meant for too, with a request id (R-FT-3), and is logged in one line.
 """
 
 from __future__ import annotations
@@ -18,12 +21,44 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
+
+from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.ids import new_request_id
+from sublane_desktop.proxy.errors import render_for
 
 log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 512
 HEADER_DEADLINE_S = 30.0
 _END_OF_HEADERS = b"\r\n\r\n"
+
+
+_PARSER_CODES = {400: "invalid_request", 413: "request_too_large", 431: "invalid_request"}
+
+
+class ShapedRequestHandler(RequestHandler):
+    """aiohttp's connection handler, with its own error answers in our error shape."""
+
+    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        request_id = new_request_id()
+        log.info("refused a malformed request (%s, request %s): %s", status, request_id,
+                 type(exc).__name__ if exc is not None else "")
+        if request.writer.output_size > 0:
+            raise ConnectionError("a response was already under way")
+        reason = (message or "").splitlines()[0][:160] if status < 500 else ""
+        err = GatewayError(_PARSER_CODES.get(status, "internal_error"),
+                           reason or "the request could not be read", status=status)
+        response = render_for(str(request.path))(err, request_id)
+        response.force_close()
+        return response
+
+
+def shaped_handler_factory(server: web.Server) -> Callable[[], asyncio.Protocol]:
+    # The same construction as web.Server.__call__, with our handler class.
+    kwargs = server._kwargs
+    return lambda: ShapedRequestHandler(server, loop=asyncio.get_running_loop(), **kwargs)
 
 
 class ConnectionGate:
@@ -125,6 +160,6 @@ class GuardedSite(web.SockSite):
         await web.BaseSite.start(self)  # registers the site with its runner
         server = self._runner.server
         assert server is not None
-        self.gate = ConnectionGate(server, **self._gate_options)
+        self.gate = ConnectionGate(shaped_handler_factory(server), **self._gate_options)
         self._server = await asyncio.get_running_loop().create_server(
             self.gate, sock=self._sock, backlog=self._backlog)

@@ -23,14 +23,15 @@ from sublane_desktop.proxy import SERVICE
 
 
 def client_key(request: web.Request) -> str | None:
+    """The key a client presents. Keys and the administrator token are ASCII; a header value
+    that is not (non-UTF-8 bytes arrive as lone surrogates) presents no key at all."""
     key = request.headers.get("x-api-key")
-    if key:
-        return key.strip()
-    auth = request.headers.get("Authorization", "")
-    scheme, _, token = auth.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return None
+    if not key:
+        auth = request.headers.get("Authorization", "")
+        scheme, _, token = auth.partition(" ")
+        key = token if scheme.lower() == "bearer" else None
+    key = key.strip() if key else None
+    return key if key and key.isascii() else None
 
 
 async def authenticate(request: web.Request) -> KeyIdentity:
