@@ -56,7 +56,7 @@ STATE_TONES = {
     "busy": Tone.INFO,
     "cooling": Tone.WARN,
     "probing": Tone.WARN,
-    "paused": Tone.WARN,
+    "paused": Tone.MUTED,  # the person chose it: not a warning (R-UI-6)
     "quota_exhausted": Tone.BAD,
     "auth_failed": Tone.BAD,
     "disabled": Tone.MUTED,
@@ -176,6 +176,8 @@ def badges(account: Account, now: float) -> list[tuple[str, Tone]]:
     cooldown_until = account.get("cooldown_until")
     if state == "cooling" and cooldown_until:
         label = f"cooling until {clock_time(cooldown_until)} ({countdown(cooldown_until - now)})"
+    elif state == "probing" and not account.get("in_flight"):
+        label = PROBING_IDLE  # it tests itself only with real traffic (issue 14)
     out = [(label, STATE_TONES.get(state, Tone.MUTED))]
     pinned_until = account.get("pinned_until")
     if pinned_until and pinned_until > now:

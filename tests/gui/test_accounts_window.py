@@ -141,7 +141,7 @@ async def test_cooling_counts_down_and_returns_to_ok(qtbot, live):
     live.clock.advance(5)  # the 1 s tick redraws the countdown; no event, no database
     qtbot.waitUntil(lambda: card.badge_texts()[0].endswith(" (10s)"), timeout=2000)
     live.clock.advance(11)  # past the cooldown: one recovery probe may go
-    qtbot.waitUntil(lambda: card.badge_texts() == ["probing"], timeout=2000)
+    qtbot.waitUntil(lambda: card.badge_texts() == ["waiting for a request to test it"], timeout=2000)
     assert await live.message(key) == 200  # the probe succeeds
     qtbot.waitUntil(lambda: card.badge_texts() == ["ok"], timeout=1000)
     assert not card.clear_button.isEnabled()

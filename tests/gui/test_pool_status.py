@@ -75,13 +75,18 @@ def test_badges_cooling_shows_until_and_countdown():
 
 
 @pytest.mark.parametrize("state, text, tone", [
-    ("ok", "ok", Tone.OK), ("busy", "busy", Tone.INFO), ("probing", "probing", Tone.WARN),
-    ("quota_exhausted", "quota exhausted", Tone.BAD), ("paused", "paused", Tone.WARN),
+    ("ok", "ok", Tone.OK), ("busy", "busy", Tone.INFO),
+    ("probing", "waiting for a request to test it", Tone.WARN),
+    ("quota_exhausted", "quota exhausted", Tone.BAD), ("paused", "paused", Tone.MUTED),
     ("auth_failed", "auth failed", Tone.BAD), ("disabled", "disabled", Tone.MUTED),
 ])
 def test_state_badges(state, text, tone):
     assert badges(account("a", state), NOW) == [(text, tone)]
     assert not has_cooldown(account("a", state))
+
+
+def test_a_probe_in_flight_reads_probing():
+    assert badges(account("a", "probing") | {"in_flight": 1}, NOW) == [("probing", Tone.WARN)]
 
 
 def test_pinned_badge_only_while_the_pin_holds():
