@@ -294,9 +294,9 @@ def test_a_key_revoked_while_serving_is_refused_the_moment_revoke_returns(
 SESSION_HEADER = "x-claude-code-session-id"
 
 
-def message(url: str, key: str, session: str) -> int:
+def message(url: str, key: str, session: str, model: str = "claude-sonnet-4-5") -> int:
     """One non-streaming Messages request in a conversation; the HTTP status."""
-    body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 8,
+    body = json.dumps({"model": model, "max_tokens": 8,
                        "messages": [{"role": "user", "content": "hi"}]}).encode()
     req = urllib.request.Request(url + "/v1/messages", data=body, method="POST")
     for name, value in (("x-api-key", key), ("content-type", "application/json"),
@@ -344,7 +344,7 @@ class Load:
 
 def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
         sublane: Sublane, upstream: ThreadedUpstream) -> None:
-    tokens = {name: f"sk-ant-api03-{name}-k9" for name in ("a", "b", "c", "d")}
+    tokens = {name: f"sk-ant-api03-{name}-k9" for name in ("a", "b", "c", "d", "e")}
     for name, token in tokens.items():
         sublane.ok("account", "add", "--provider", "anthropic", "--name", name, "--base-url",
                    upstream.url, input=json.dumps({"api_key": token}))
@@ -355,12 +355,22 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
     def runtime(srv: Any) -> dict[str, dict[str, Any]]:
         return {a["name"]: a for a in srv.get("/api/accounts/runtime", admin)["accounts"]}
 
-    def served_by() -> str:
-        token = upstream.fake.seen[-1].token
+    def admin_call(srv: Any, method: str, path: str, body: dict[str, Any]) -> None:
+        req = urllib.request.Request(
+            srv.url + path, method=method, data=json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {admin}", "Content-Type": "application/json"})
+        with LOCAL.open(req, timeout=10) as resp:
+            assert resp.status == 200
+
+    def served_by(model: str = "claude-sonnet-4-5") -> str:
+        """The account that got the latest request for `model` upstream."""
+        (token, *_) = [s.token for s in reversed(upstream.fake.seen)
+                       if s.body.get("model") == model]
         return next(name for name, t in tokens.items() if t == token)
 
     # A person's choices: d paused, b's limit 5, a ceiling; conversations s1 and s2 land on a
-    # and b (new conversations rotate by id), and c cools down after an upstream 429.
+    # and b (new conversations rotate by id), and c cools down after an upstream 429. Last,
+    # under load, e's Fable scope rests after a model-scoped 429 (15 s: the check comes first).
     sublane.ok("account", "pause", "d")
     sublane.ok("account", "set-limit", "b", "5")
     sublane.ok("settings", "scheduler.five_hour_max", "0.8")
@@ -375,6 +385,13 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
 
     load = Load(server.url, key, ("s1", "s2"))
     load.wait_for(40)
+    upstream.script(tokens["e"], Reply(status=429, error_type="rate_limit_error"))
+    assert message(server.url, key, "f1", "claude-fable-5") == 429
+    assert served_by("claude-fable-5") == "e"
+    # State is saved by one writer thread in order: once this lever's own write is done, the
+    # rest saved before it is on disk too (a kill -9 can only lose writes still in flight).
+    admin_call(server, "PATCH", f"/api/accounts/{before['e']['id']}/limits",
+               {"max_concurrency": 3})
     server.proc.kill()  # kill -9 in the middle of it
     assert server.proc.wait(timeout=30) == -signal.SIGKILL
     load.join()
@@ -382,24 +399,35 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
     with sqlite3.connect(sublane.data_dir / "sublane.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         old_ids = [row[0] for row in db.execute("SELECT id FROM request_records")]
-    assert len(old_ids) >= 3
+        (fable_rest,) = db.execute(
+            "SELECT fable_cooldown_until FROM account_runtime JOIN accounts"
+            " ON accounts.id = account_runtime.account_id WHERE accounts.name = 'e'").fetchone()
+    assert len(old_ids) >= 3 and fable_rest is not None
 
     server = sublane.serve()  # the lock died with the process; the stale server.json is replaced
+    # Bindings: asked in the other order, a fresh rotation would put s2 on a and s1 on b.
+    assert message(server.url, key, "s2") == 200 and served_by() == "b"
+    assert message(server.url, key, "s1") == 200 and served_by() == "a"
+    # The Fable scope's rest: with a and b paused, c cooling and d paused, only e is left, and
+    # it still refuses Fable (nothing reaches the upstream) while serving other models.
+    for name in ("a", "b"):
+        admin_call(server, "POST", "/llmux/pause-account", {"account": name, "paused": True})
+    seen = len(upstream.fake.seen)
+    assert message(server.url, key, "f2", "claude-fable-5") in (429, 503)
+    assert len(upstream.fake.seen) == seen
+    assert message(server.url, key, "f3") == 200 and served_by() == "e"
     after = runtime(server)
     assert after["d"]["paused"] is True and after["d"]["state"] == "paused"
-    assert after["b"]["max_concurrency"] == 5
+    assert after["b"]["max_concurrency"] == 5 and after["e"]["max_concurrency"] == 3
     assert after["c"]["state"] == "cooling"
     assert after["c"]["cooldown_until"] == before["c"]["cooldown_until"]
     assert after["c"]["failure_streak"] == before["c"]["failure_streak"]
     assert sublane.ok("settings", "scheduler.five_hour_max").stdout == (
         "scheduler.five_hour_max = 0.8\n")
-    # Bindings: asked in the other order, a fresh rotation would put s2 on a and s1 on b.
-    assert message(server.url, key, "s2") == 200 and served_by() == "b"
-    assert message(server.url, key, "s1") == 200 and served_by() == "a"
 
     assert server.interrupt() == 0  # a clean stop writes every record still queued
     with sqlite3.connect(sublane.data_dir / "sublane.db") as db:
         ids = [row[0] for row in db.execute("SELECT id FROM request_records ORDER BY id")]
     new_ids = ids[len(old_ids):]
     assert ids[:len(old_ids)] == sorted(old_ids)  # what survived the kill is still there
-    assert len(new_ids) == 2 and min(new_ids) > max(old_ids)  # and no id is handed out twice
+    assert len(new_ids) >= 3 and min(new_ids) > max(old_ids)  # and no id is handed out twice
