@@ -69,8 +69,12 @@ def files(floor: str) -> list[Path]:
 
 
 def broken(floor: str, forbidden) -> list[str]:
-    return [f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
-            for path in files(floor) for line, name in imports_of(path) if forbidden(name)]
+    return [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for path in files(floor)
+        for line, name in imports_of(path)
+        if forbidden(name)
+    ]
 
 
 def test_core_imports_nothing_above_it():
@@ -107,9 +111,16 @@ def test_core_and_proxy_import_no_qt(floor):
 
 def test_the_scanner_sees_lazy_relative_and_from_package_imports():
     """The checks above are only as good as `imports_in`: it must see every form."""
-    source = ("import PySide6.QtCore\nfrom . import tray\nfrom ..store import records\n"
-              "from sublane_desktop import store\n"
-              "def late():\n    from sublane_desktop.store.models import User\n")
+    source = (
+        "import PySide6.QtCore\nfrom . import tray\nfrom ..store import records\n"
+        "from sublane_desktop import store\n"
+        "def late():\n    from sublane_desktop.store.models import User\n"
+    )
     names = {name for _, name in imports_in(source, "sublane_desktop.gui")}
-    assert {"PySide6.QtCore", "sublane_desktop.gui.tray", "sublane_desktop.store.records",
-            "sublane_desktop.store", "sublane_desktop.store.models"} <= names
+    assert {
+        "PySide6.QtCore",
+        "sublane_desktop.gui.tray",
+        "sublane_desktop.store.records",
+        "sublane_desktop.store",
+        "sublane_desktop.store.models",
+    } <= names

@@ -80,16 +80,24 @@ class OfflineService:
 
     # --- accounts -------------------------------------------------------------------------------
 
-    def add_account(self, provider: str, name: str, group: str, base_url: str | None,
-                    limit: int, secret: dict[str, Any], replace: bool = False
-                    ) -> tuple[int, str, str]:
+    def add_account(
+        self,
+        provider: str,
+        name: str,
+        group: str,
+        base_url: str | None,
+        limit: int,
+        secret: dict[str, Any],
+        replace: bool = False,
+    ) -> tuple[int, str, str]:
         """Store an account (secret to the keyring): (id, "added"|"updated", kind).
         Raises credentials.CredentialError with a clear message."""
         from sublane_desktop import credentials
 
         with self.store.db.atomic():
-            return credentials.store_account(self.secrets, provider, name, group, base_url,
-                                             limit, secret, replace=replace)
+            return credentials.store_account(
+                self.secrets, provider, name, group, base_url, limit, secret, replace=replace
+            )
 
     def pool_view(self) -> dict[str, Any]:
         """The stored pool, built by the same service code as the live one's view."""
@@ -120,8 +128,12 @@ class OfflineService:
         account_id = self.account_id(ref)
         with self.store.db.atomic():
             row = AccountRuntime.get_or_none(AccountRuntime.account == account_id)
-            repo.save_runtime(account_id, cooldown_until=None, failure_streak=0,
-                              runtime_revision=(row.runtime_revision if row else 0) + 1)
+            repo.save_runtime(
+                account_id,
+                cooldown_until=None,
+                failure_streak=0,
+                runtime_revision=(row.runtime_revision if row else 0) + 1,
+            )
 
     def set_enabled(self, ref: str, enabled: bool) -> None:
         """Disable or enable (R-AG-6); enabling is a new lifecycle revision, disabling frees
@@ -130,8 +142,7 @@ class OfflineService:
         with self.store.db.atomic():
             account = repo.find_account(ref)
             if bool(account.enabled) != enabled:
-                repo.save_lifecycle(account.id, enabled,
-                                    account.revision + (1 if enabled else 0))
+                repo.save_lifecycle(account.id, enabled, account.revision + (1 if enabled else 0))
             if not enabled:
                 repo.delete_bindings_for(account.id)
 
@@ -169,8 +180,9 @@ class OfflineService:
             user = repo.add_user(name)
         return {"id": user.id, "name": user.name}
 
-    def create_key(self, name: str, user: str | None = None, group: str = "default"
-                   ) -> tuple[dict[str, Any], str]:
+    def create_key(
+        self, name: str, user: str | None = None, group: str = "default"
+    ) -> tuple[dict[str, Any], str]:
         """A new client key, returned once, with who and where it belongs. Raises NotFound."""
         with self.store.db.atomic():
             owner = repo.find_user(user) if user else repo.ensure_admin()
@@ -216,5 +228,6 @@ class OfflineService:
     def request_misses(self, query: HistoryQuery, *, mine: bool) -> dict[str, Any]:
         """Cache misses by cause over the query's window (R-CF-2)."""
         self.open()
-        return records.read_misses(owner=self._owner(mine), since=query.since,
-                                   until=query.until, now=time.time())
+        return records.read_misses(
+            owner=self._owner(mine), since=query.since, until=query.until, now=time.time()
+        )

@@ -11,8 +11,9 @@ from sublane_desktop.core.pool import AccountState, Pool
 from sublane_desktop.credential_problems import CredentialProblems
 
 
-def account_view(pool: Pool, clock: Clock, trail: UsageTrail, problems: CredentialProblems,
-                 account_id: int) -> dict[str, Any]:
+def account_view(
+    pool: Pool, clock: Clock, trail: UsageTrail, problems: CredentialProblems, account_id: int
+) -> dict[str, Any]:
     account = pool.accounts[account_id]
     now = clock.now()
     gauges = account.gauges
@@ -29,8 +30,7 @@ def account_view(pool: Pool, clock: Clock, trail: UsageTrail, problems: Credenti
         "in_flight": account.in_flight,
         "max_concurrency": account.max_concurrency,
         "paused": account.paused,
-        "pinned_until": account.pinned_until if pool.scheduler.pinned(account, now)
-        else None,
+        "pinned_until": account.pinned_until if pool.scheduler.pinned(account, now) else None,
         "cooldown_until": account.cooldown_until if account.cooling(now) else None,
         "failure_streak": account.failure_streak,
         "current": pool.scheduler.is_current(account),
@@ -41,8 +41,7 @@ def account_view(pool: Pool, clock: Clock, trail: UsageTrail, problems: Credenti
     }
 
 
-def forecasts(trail: UsageTrail, account: AccountState, now: float
-              ) -> dict[str, dict[str, Any]]:
+def forecasts(trail: UsageTrail, account: AccountState, now: float) -> dict[str, dict[str, Any]]:
     """R-UI-7: fresh windows that would run out before their reset, at the last hour's pace."""
     out: dict[str, dict[str, Any]] = {}
     for window in windows_for(account.provider):
@@ -51,16 +50,19 @@ def forecasts(trail: UsageTrail, account: AccountState, now: float
             continue
         found = forecast(trail.points(account.id, window), gauge.resets_at, now)
         if found is not None:
-            out[window] = {"runs_out_at": found.runs_out_at, "resets_at": found.resets_at,
-                           "rate_per_hour": found.rate_per_hour}
+            out[window] = {
+                "runs_out_at": found.runs_out_at,
+                "resets_at": found.resets_at,
+                "rate_per_hour": found.rate_per_hour,
+            }
     return out
 
 
-def pool_view(pool: Pool, clock: Clock, trail: UsageTrail, problems: CredentialProblems
-              ) -> dict[str, Any]:
+def pool_view(
+    pool: Pool, clock: Clock, trail: UsageTrail, problems: CredentialProblems
+) -> dict[str, Any]:
     return {
-        "accounts": [account_view(pool, clock, trail, problems, a)
-                     for a in sorted(pool.accounts)],
+        "accounts": [account_view(pool, clock, trail, problems, a) for a in sorted(pool.accounts)],
         "in_flight": pool.in_flight,
         "cap": pool.cap,
     }

@@ -87,7 +87,7 @@ def test_a_paused_pinned_account_is_passed_over():
 
 
 def test_lanes_and_reasons_of_independent_requests():
-    pool, clock = make(2)
+    pool, _clock = make(2)
     pool.switch("acc2")
     go(pool, FABLE)
     assert why(pool) == ("acc2", "fable", "manual pin")

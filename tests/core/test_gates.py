@@ -181,7 +181,7 @@ def test_an_antigravity_account_with_every_family_spent_is_exhausted():
 
 
 def test_the_soonest_wait_is_reported_whichever_account_it_is():
-    pool, clock = make(2, limit=1)
+    pool, _clock = make(2, limit=1)
     pool.acquire(Demand(group_id=1, route=MAIN)).release(Outcome.FAILURE, retry_after=100)
     pool.acquire(Demand(group_id=1, route=MAIN)).release(Outcome.FAILURE, retry_after=30)
     assert refusal(pool) == ("account_cooling",
