@@ -116,8 +116,6 @@ async def relay_translated(request: web.Request, attempt: Attempt, prompt: Promp
     fold = Fold(Transcript())
     if whole:
         data = await attempt.read_whole()
-        if data is None:
-            raise GatewayError("upstream_error", "upstream connection lost")
         events = reader.feed_whole(data)
         tally = attempt.take_whole(events)
         await fold.take(b"", [("", events, None)])
