@@ -160,6 +160,7 @@ class Sublane:
         which prints the same listening line."""
         command = [] if gui else ["serve"]
         env = {**self.env, "QT_QPA_PLATFORM": "offscreen", "QT_API": "pyside6",
+               "PYTHONFAULTHANDLER": "1",  # a crash in Qt says where instead of exiting mute
                "XDG_CONFIG_HOME": str(self.home / ".config")} if gui else self.env
         proc = subprocess.Popen(
             [sys.executable, "-m", "sublane_desktop", *command, "--port", "0", *extra],
@@ -201,7 +202,8 @@ class Sublane:
             proc.kill()
             proc.wait(timeout=STOP_TIMEOUT)
             readers[1].join(timeout=STOP_TIMEOUT)
-            pytest.fail(f"sublane serve: {problem}; stderr:\n{''.join(stderr)}")
+            pytest.fail(f"sublane serve: {problem} (exit {proc.returncode}); stderr:\n"
+                        f"{''.join(stderr)}")
         prefix = "listening on http://127.0.0.1:"
         assert first.startswith(prefix) and first.endswith("\n"), repr(first)
         port_text = first[len(prefix):].strip()
