@@ -23,8 +23,15 @@ FILE_MODE = 0o600
 _OTHERS = stat.S_IRWXG | stat.S_IRWXO  # the bits that let someone else in
 
 # Files of ours that may sit in the data dir (the database's -wal/-shm/-journal included).
-PRIVATE_GLOBS = ("sublane.db*", "server.json", "server.lock", "*.log", "secrets.enc",
-                 "*.bak", "*.backup*")
+PRIVATE_GLOBS = (
+    "sublane.db*",
+    "server.json",
+    "server.lock",
+    "*.log",
+    "secrets.enc",
+    "*.bak",
+    "*.backup*",
+)
 
 _POSIX = sys.platform != "win32"
 

@@ -40,9 +40,11 @@ class StartupError(Exception):
 
 def check_port(port: int) -> None:
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= MAX_PORT:
-        raise StartupError(StartupError.BAD_PORT,
-                           f"port {port} is not valid: use 1-{MAX_PORT}, or 0 to pick a free one",
-                           port=port if isinstance(port, int) else None)
+        raise StartupError(
+            StartupError.BAD_PORT,
+            f"port {port} is not valid: use 1-{MAX_PORT}, or 0 to pick a free one",
+            port=port if isinstance(port, int) else None,
+        )
 
 
 def already_serving(data_dir: Path, held: LockHeld) -> StartupError:
@@ -65,9 +67,11 @@ def already_serving(data_dir: Path, held: LockHeld) -> StartupError:
 
 def data_dir_unusable(data_dir: Path, exc: OSError) -> StartupError:
     reason = exc.strerror or type(exc).__name__
-    return StartupError(StartupError.DATA_DIR,
-                        f"cannot use the data dir {data_dir}: {reason} "
-                        "(choose another with --data-dir or SUBLANE_DATA_DIR)")
+    return StartupError(
+        StartupError.DATA_DIR,
+        f"cannot use the data dir {data_dir}: {reason} "
+        "(choose another with --data-dir or SUBLANE_DATA_DIR)",
+    )
 
 
 @contextmanager
@@ -94,10 +98,12 @@ def database_stage(data_dir: Path) -> Iterator[None]:
             raise StartupError(
                 StartupError.DATABASE_LOCKED,
                 f"the database {path} is locked by another program; close it (or wait for it "
-                "to finish) and start again") from None
+                "to finish) and start again",
+            ) from None
         if _is_sqlite_error(exc):
-            raise StartupError(StartupError.DATA_DIR,
-                               f"cannot open the database {path}: {exc}") from None
+            raise StartupError(
+                StartupError.DATA_DIR, f"cannot open the database {path}: {exc}"
+            ) from None
         raise
 
 
@@ -107,25 +113,30 @@ def listen_stage(host: str, port: int) -> Iterator[None]:
     try:
         yield
     except OverflowError:  # socket.bind with a port past 65535
-        raise StartupError(StartupError.BAD_PORT,
-                           f"port {port} is not valid: use 1-{MAX_PORT}", port=port) from None
+        raise StartupError(
+            StartupError.BAD_PORT, f"port {port} is not valid: use 1-{MAX_PORT}", port=port
+        ) from None
     except socket.gaierror as exc:
-        raise StartupError(StartupError.OTHER,
-                           f"cannot listen on {host}: {exc.strerror or exc}", port=port) from None
+        raise StartupError(
+            StartupError.OTHER, f"cannot listen on {host}: {exc.strerror or exc}", port=port
+        ) from None
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise StartupError(
                 StartupError.PORT_IN_USE,
                 f"port {port} on {host} is already in use by another program; choose another "
-                "with --port (0 picks a free one)", port=port) from None
+                "with --port (0 picks a free one)",
+                port=port,
+            ) from None
         if exc.errno in (errno.EACCES, errno.EPERM):
             raise StartupError(
                 StartupError.BAD_PORT,
                 f"port {port} on {host} needs more privileges; choose one above 1023",
-                port=port) from None
-        raise StartupError(StartupError.OTHER,
-                           f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-                           port=port) from None
+                port=port,
+            ) from None
+        raise StartupError(
+            StartupError.OTHER, f"cannot listen on {host}:{port}: {exc.strerror or exc}", port=port
+        ) from None
 
 
 def _is_sqlite_error(exc: BaseException) -> bool:

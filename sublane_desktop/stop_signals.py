@@ -15,12 +15,16 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-STOP_SIGNALS = tuple(s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None),
-                                 getattr(signal, "SIGBREAK", None)) if s is not None)
+STOP_SIGNALS = tuple(
+    s
+    for s in (signal.SIGINT, getattr(signal, "SIGTERM", None), getattr(signal, "SIGBREAK", None))
+    if s is not None
+)
 
 
-def on_stop_signals(loop: asyncio.AbstractEventLoop, request_stop: Callable[[], None]
-                    ) -> Callable[[], None]:
+def on_stop_signals(
+    loop: asyncio.AbstractEventLoop, request_stop: Callable[[], None]
+) -> Callable[[], None]:
     """Route SIGINT/SIGTERM to `request_stop` on `loop`; returns a function that undoes it."""
     on_loop: list[int] = []
     replaced: dict[int, Any] = {}

@@ -65,7 +65,8 @@ def bound_port() -> socket.socket:
 
 @POSIX_MODES
 def test_data_dir_is_0700_and_its_files_0600_and_loosened_modes_are_tightened(
-        sublane: Sublane) -> None:
+    sublane: Sublane,
+) -> None:
     # The encrypted file keyring, so its file lands in the data dir too (the admin token).
     sublane.env.update({"SUBLANE_KEYRING": "file", "SUBLANE_KEYRING_PASSWORD": "pw-for-tests"})
     data = sublane.data_dir
@@ -97,7 +98,8 @@ def test_a_second_serve_on_one_data_dir_exits_1_naming_the_first(sublane: Sublan
     assert second.returncode == 1 and second.stdout == ""
     assert only_line(second.stderr) == (
         f"sublane: error: SubLane is already serving this data dir at {first.url} "
-        f"(pid {first.proc.pid})")
+        f"(pid {first.proc.pid})"
+    )
     # The first one still serves, and `status` still finds it (server.json was left alone).
     status = sublane.json("status", "--json")
     assert status["pid"] == first.proc.pid and status["url"] == first.url
@@ -106,8 +108,7 @@ def test_a_second_serve_on_one_data_dir_exits_1_naming_the_first(sublane: Sublan
     assert sublane.serve().interrupt() == 0
 
 
-def test_a_port_in_use_is_one_line_and_exit_1_and_leaves_nothing_behind(
-        sublane: Sublane) -> None:
+def test_a_port_in_use_is_one_line_and_exit_1_and_leaves_nothing_behind(sublane: Sublane) -> None:
     taken = bound_port()
     port = taken.getsockname()[1]
     try:
@@ -117,7 +118,8 @@ def test_a_port_in_use_is_one_line_and_exit_1_and_leaves_nothing_behind(
     assert result.returncode == 1 and result.stdout == ""
     assert only_line(result.stderr) == (
         f"sublane: error: port {port} on 127.0.0.1 is already in use by another program; "
-        "choose another with --port (0 picks a free one)")
+        "choose another with --port (0 picks a free one)"
+    )
     assert not (sublane.data_dir / "server.json").exists()
     assert sublane.serve().interrupt() == 0  # the failed start released the data dir
 
@@ -127,7 +129,8 @@ def test_a_bad_port_is_one_line_and_exit_1(sublane: Sublane, port: str) -> None:
     result = sublane.run("serve", "--port", port)
     assert result.returncode == 1 and result.stdout == ""
     assert only_line(result.stderr) == (
-        f"sublane: error: port {port} is not valid: use 1-65535, or 0 to pick a free one")
+        f"sublane: error: port {port} is not valid: use 1-65535, or 0 to pick a free one"
+    )
 
 
 def test_a_data_dir_that_cannot_be_created_is_one_line_and_exit_1(sublane: Sublane) -> None:
@@ -138,12 +141,14 @@ def test_a_data_dir_that_cannot_be_created_is_one_line_and_exit_1(sublane: Subla
     assert result.returncode == 1 and result.stdout == ""
     assert only_line(result.stderr) == (
         f"sublane: error: cannot use the data dir {data_dir}: Not a directory (choose another "
-        "with --data-dir or SUBLANE_DATA_DIR)")
+        "with --data-dir or SUBLANE_DATA_DIR)"
+    )
 
 
 @POSIX_MODES
-@pytest.mark.skipif(sys.platform != "win32" and os.geteuid() == 0,
-                    reason="root writes into read-only directories")
+@pytest.mark.skipif(
+    sys.platform != "win32" and os.geteuid() == 0, reason="root writes into read-only directories"
+)
 def test_a_read_only_data_dir_is_one_line_and_exit_1(sublane: Sublane) -> None:
     sublane.data_dir.mkdir(mode=0o500)
     try:
@@ -152,7 +157,8 @@ def test_a_read_only_data_dir_is_one_line_and_exit_1(sublane: Sublane) -> None:
         sublane.data_dir.chmod(0o700)
     assert result.returncode == 1
     assert only_line(result.stderr).startswith(
-        f"sublane: error: cannot use the data dir {sublane.data_dir}: Permission denied")
+        f"sublane: error: cannot use the data dir {sublane.data_dir}: Permission denied"
+    )
 
 
 def test_a_database_locked_by_another_program_is_one_line_and_exit_1(sublane: Sublane) -> None:
@@ -169,7 +175,8 @@ def test_a_database_locked_by_another_program_is_one_line_and_exit_1(sublane: Su
     assert result.returncode == 1 and result.stdout == ""
     assert only_line(result.stderr) == (
         f"sublane: error: the database {sublane.data_dir / 'sublane.db'} is locked by another "
-        "program; close it (or wait for it to finish) and start again")
+        "program; close it (or wait for it to finish) and start again"
+    )
     assert sublane.serve().interrupt() == 0
 
 
@@ -186,7 +193,8 @@ def test_run_with_the_port_in_use_reports_the_real_cause(sublane: Sublane) -> No
         assert noise not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"sublane: error: could not start the server: port {port} on 127.0.0.1 is already in "
-        "use by another program; choose another with --port (0 picks a free one)")
+        "use by another program; choose another with --port (0 picks a free one)"
+    )
     assert mode(sublane.data_dir / "run-server.log") == 0o600  # logs are private too (R-FT-6)
 
 
@@ -199,16 +207,17 @@ class StreamingClient:
     def __init__(self, url: str, key: str) -> None:
         self.first_text = threading.Event()
         self.result: dict[str, Any] = {}
-        self._client = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0,
-                                           timeout=30)
+        self._client = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0, timeout=30)
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
             with self._client.messages.stream(
-                    model="claude-sonnet-4-5", max_tokens=16,
-                    messages=[{"role": "user", "content": "hi"}]) as stream:
+                model="claude-sonnet-4-5",
+                max_tokens=16,
+                messages=[{"role": "user", "content": "hi"}],
+            ) as stream:
                 for event in stream:
                     if event.type == "content_block_delta":
                         self.first_text.set()
@@ -226,15 +235,25 @@ class StreamingClient:
 
 
 def api_key_account(sublane: Sublane, upstream: ThreadedUpstream) -> str:
-    sublane.ok("account", "add", "--provider", "anthropic", "--name", "work", "--base-url",
-               upstream.url, input=json.dumps({"api_key": "sk-ant-api03-lifecycle"}))
+    sublane.ok(
+        "account",
+        "add",
+        "--provider",
+        "anthropic",
+        "--name",
+        "work",
+        "--base-url",
+        upstream.url,
+        input=json.dumps({"api_key": "sk-ant-api03-lifecycle"}),
+    )
     return sublane.ok("key", "create", "--name", "test").stdout.strip()
 
 
 @pytest.mark.parametrize("gui", [False, True], ids=["serve", "tray"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_stop_signal_lets_the_stream_in_flight_finish_then_exits_0(
-        sublane: Sublane, upstream: ThreadedUpstream, gui: bool, signum: int) -> None:
+    sublane: Sublane, upstream: ThreadedUpstream, gui: bool, signum: int
+) -> None:
     if gui:
         pytest.importorskip("PySide6")
     key = api_key_account(sublane, upstream)
@@ -274,8 +293,7 @@ def key_status(url: str, key: str) -> int:
         return exc.code
 
 
-def test_a_key_revoked_while_serving_is_refused_the_moment_revoke_returns(
-        sublane: Sublane) -> None:
+def test_a_key_revoked_while_serving_is_refused_the_moment_revoke_returns(sublane: Sublane) -> None:
     key = sublane.ok("key", "create", "--name", "laptop").stdout.strip()
     server = sublane.serve()
     assert key_status(server.url, key) == 200  # the server now knows (and remembers) this key
@@ -296,11 +314,16 @@ SESSION_HEADER = "x-claude-code-session-id"
 
 def message(url: str, key: str, session: str, model: str = "claude-sonnet-4-5") -> int:
     """One non-streaming Messages request in a conversation; the HTTP status."""
-    body = json.dumps({"model": model, "max_tokens": 8,
-                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    body = json.dumps(
+        {"model": model, "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
     req = urllib.request.Request(url + "/v1/messages", data=body, method="POST")
-    for name, value in (("x-api-key", key), ("content-type", "application/json"),
-                        ("anthropic-version", "2023-06-01"), (SESSION_HEADER, session)):
+    for name, value in (
+        ("x-api-key", key),
+        ("content-type", "application/json"),
+        ("anthropic-version", "2023-06-01"),
+        (SESSION_HEADER, session),
+    ):
         req.add_header(name, value)
     try:
         with LOCAL.open(req, timeout=10) as resp:
@@ -317,8 +340,11 @@ class Load:
     def __init__(self, url: str, key: str, sessions: tuple[str, ...]) -> None:
         self.done = 0
         self._grew = threading.Condition()
-        self._threads = [threading.Thread(target=self._run, args=(url, key, s), daemon=True)
-                         for s in sessions for _ in range(2)]
+        self._threads = [
+            threading.Thread(target=self._run, args=(url, key, s), daemon=True)
+            for s in sessions
+            for _ in range(2)
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -343,11 +369,21 @@ class Load:
 
 
 def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
-        sublane: Sublane, upstream: ThreadedUpstream) -> None:
+    sublane: Sublane, upstream: ThreadedUpstream
+) -> None:
     tokens = {name: f"sk-ant-api03-{name}-k9" for name in ("a", "b", "c", "d", "e")}
     for name, token in tokens.items():
-        sublane.ok("account", "add", "--provider", "anthropic", "--name", name, "--base-url",
-                   upstream.url, input=json.dumps({"api_key": token}))
+        sublane.ok(
+            "account",
+            "add",
+            "--provider",
+            "anthropic",
+            "--name",
+            name,
+            "--base-url",
+            upstream.url,
+            input=json.dumps({"api_key": token}),
+        )
     key = sublane.ok("key", "create", "--name", "load").stdout.strip()
     admin = sublane.ok("admin-token").stdout.strip()
     server = sublane.serve()
@@ -357,15 +393,19 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
 
     def admin_call(srv: Any, method: str, path: str, body: dict[str, Any]) -> None:
         req = urllib.request.Request(
-            srv.url + path, method=method, data=json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {admin}", "Content-Type": "application/json"})
+            srv.url + path,
+            method=method,
+            data=json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {admin}", "Content-Type": "application/json"},
+        )
         with LOCAL.open(req, timeout=10) as resp:
             assert resp.status == 200
 
     def served_by(model: str = "claude-sonnet-4-5") -> str:
         """The account that got the latest request for `model` upstream."""
-        (token, *_) = [s.token for s in reversed(upstream.fake.seen)
-                       if s.body.get("model") == model]
+        (token, *_) = [
+            s.token for s in reversed(upstream.fake.seen) if s.body.get("model") == model
+        ]
         return next(name for name, t in tokens.items() if t == token)
 
     # A person's choices: d paused, b's limit 5, a ceiling; conversations s1 and s2 land on a
@@ -376,8 +416,9 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
     sublane.ok("settings", "scheduler.five_hour_max", "0.8")
     assert message(server.url, key, "s1") == 200 and served_by() == "a"
     assert message(server.url, key, "s2") == 200 and served_by() == "b"
-    upstream.script(tokens["c"], Reply(status=429, error_type="rate_limit_error",
-                                       retry_after="120"))
+    upstream.script(
+        tokens["c"], Reply(status=429, error_type="rate_limit_error", retry_after="120")
+    )
     assert message(server.url, key, "s3") == 429 and served_by() == "c"
     before = runtime(server)
     assert before["c"]["state"] == "cooling" and before["c"]["cooldown_until"] is not None
@@ -390,8 +431,7 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
     assert served_by("claude-fable-5") == "e"
     # State is saved by one writer thread in order: once this lever's own write is done, the
     # rest saved before it is on disk too (a kill -9 can only lose writes still in flight).
-    admin_call(server, "PATCH", f"/api/accounts/{before['e']['id']}/limits",
-               {"max_concurrency": 3})
+    admin_call(server, "PATCH", f"/api/accounts/{before['e']['id']}/limits", {"max_concurrency": 3})
     server.proc.kill()  # kill -9 in the middle of it
     assert server.proc.wait(timeout=30) == -signal.SIGKILL
     load.join()
@@ -401,7 +441,8 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
         old_ids = [row[0] for row in db.execute("SELECT id FROM request_records")]
         (fable_rest,) = db.execute(
             "SELECT fable_cooldown_until FROM account_runtime JOIN accounts"
-            " ON accounts.id = account_runtime.account_id WHERE accounts.name = 'e'").fetchone()
+            " ON accounts.id = account_runtime.account_id WHERE accounts.name = 'e'"
+        ).fetchone()
     assert len(old_ids) >= 3 and fable_rest is not None
 
     server = sublane.serve()  # the lock died with the process; the stale server.json is replaced
@@ -423,11 +464,12 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
     assert after["c"]["cooldown_until"] == before["c"]["cooldown_until"]
     assert after["c"]["failure_streak"] == before["c"]["failure_streak"]
     assert sublane.ok("settings", "scheduler.five_hour_max").stdout == (
-        "scheduler.five_hour_max = 0.8\n")
+        "scheduler.five_hour_max = 0.8\n"
+    )
 
     assert server.interrupt() == 0  # a clean stop writes every record still queued
     with sqlite3.connect(sublane.data_dir / "sublane.db") as db:
         ids = [row[0] for row in db.execute("SELECT id FROM request_records ORDER BY id")]
-    new_ids = ids[len(old_ids):]
-    assert ids[:len(old_ids)] == sorted(old_ids)  # what survived the kill is still there
+    new_ids = ids[len(old_ids) :]
+    assert ids[: len(old_ids)] == sorted(old_ids)  # what survived the kill is still there
     assert len(new_ids) >= 3 and min(new_ids) > max(old_ids)  # and no id is handed out twice

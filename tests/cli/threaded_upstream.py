@@ -16,8 +16,9 @@ T = TypeVar("T")
 class ThreadedUpstream:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="fake-upstream",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="fake-upstream", daemon=True
+        )
         self._thread.start()
         self.fake: FakeAnthropic = self.call(self._make)
         self.url = self.fake.url
@@ -33,6 +34,7 @@ class ThreadedUpstream:
 
     def gate(self) -> asyncio.Event:
         """An event on the upstream's loop: a stream scripted with it waits before finishing."""
+
         async def make() -> asyncio.Event:
             return asyncio.Event()
 
@@ -43,6 +45,7 @@ class ThreadedUpstream:
 
     def script(self, token: str | None, *replies: Reply) -> None:
         """Queue replies; in place before this returns, so the next request finds them."""
+
         async def add() -> None:
             self.fake.script(token, *replies)
 

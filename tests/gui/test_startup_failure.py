@@ -45,9 +45,12 @@ def real_service_factory(tmp_path, port, made):
     secrets = SecretStore(tmp_path, backend=file_keyring(tmp_path / "keyring.cfg"))
 
     def factory(other_port=None):
-        service = Service(tmp_path / "data", host="127.0.0.1",
-                          port=port if other_port is None else other_port,
-                          secret_store=secrets)
+        service = Service(
+            tmp_path / "data",
+            host="127.0.0.1",
+            port=port if other_port is None else other_port,
+            secret_store=secrets,
+        )
         made.append(service)
         return service
 
@@ -73,19 +76,25 @@ def test_port_in_use_dialog_starts_the_proxy_on_the_port_picked(qapp, tmp_path, 
         seen["offered"] = dialog.port_box.value()
         assert dialog.remember_box.isChecked()
         dialog.start_button.click()
-        when(lambda: len(made) == 2 and made[1]._server is not None
-             and made[1].port == seen["offered"], check_and_quit)
+        when(
+            lambda: (
+                len(made) == 2 and made[1]._server is not None and made[1].port == seen["offered"]
+            ),
+            check_and_quit,
+        )
 
     def check_and_quit():
         # From another thread: the proxy answers on this (the Qt) thread's loop.
-        threading.Thread(target=lambda: seen.update(health=healthz(seen["offered"])),
-                         daemon=True).start()
+        threading.Thread(
+            target=lambda: seen.update(health=healthz(seen["offered"])), daemon=True
+        ).start()
         when(lambda: "health" in seen, QApplication.quit)
 
     try:
         QTimer.singleShot(0, lambda: when(lambda: visible(PortInUseDialog), pick_offered_port))
-        assert gui_main.run(real_service_factory(tmp_path, taken_port, made),
-                            tmp_path / "data") == 0
+        assert (
+            gui_main.run(real_service_factory(tmp_path, taken_port, made), tmp_path / "data") == 0
+        )
     finally:
         taken.close()
     assert f"Port {taken_port} on 127.0.0.1 is already used" in seen["text"]
@@ -114,8 +123,12 @@ def test_port_in_use_dialog_quit_ends_the_app(qapp, tmp_path):
 
     try:
         QTimer.singleShot(0, lambda: when(lambda: visible(PortInUseDialog), quit_dialog))
-        assert gui_main.run(real_service_factory(tmp_path, taken.getsockname()[1], made),
-                            tmp_path / "data") == 1
+        assert (
+            gui_main.run(
+                real_service_factory(tmp_path, taken.getsockname()[1], made), tmp_path / "data"
+            )
+            == 1
+        )
     finally:
         taken.close()
     assert len(made) == 1 and made[0]._server is None and made[0].http is None
@@ -125,8 +138,11 @@ def test_data_dir_served_by_another_process_is_a_dialog(qapp, tmp_path, capsys):
     (tmp_path / "data").mkdir()
     other = ServerLock(tmp_path / "data")  # as a running `sublane serve` holds it
     other.acquire()
-    (tmp_path / "data" / "server.json").write_text(json.dumps(
-        {"pid": os.getpid(), "url": "http://127.0.0.1:9999", "host": "127.0.0.1", "port": 9999}))
+    (tmp_path / "data" / "server.json").write_text(
+        json.dumps(
+            {"pid": os.getpid(), "url": "http://127.0.0.1:9999", "host": "127.0.0.1", "port": 9999}
+        )
+    )
     texts = []
 
     def close_box():

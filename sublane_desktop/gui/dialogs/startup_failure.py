@@ -34,11 +34,11 @@ _NEARBY = 50
 
 NEXT_STEPS = {
     StartupError.ALREADY_SERVING: "Use the SubLane that is already running (its tray icon or "
-                                  "`sublane status`), or quit it first.",
+    "`sublane status`), or quit it first.",
     StartupError.DATABASE_LOCKED: "Close the other program that has the database open, then "
-                                  "start SubLane again.",
+    "start SubLane again.",
     StartupError.DATA_DIR: "Start SubLane with a data directory you can write to "
-                           "(--data-dir or SUBLANE_DATA_DIR).",
+    "(--data-dir or SUBLANE_DATA_DIR).",
     StartupError.BAD_PORT: "Choose a port from 1024 to 65535 in Settings or with --port.",
 }
 
@@ -85,7 +85,8 @@ class PortInUseDialog(QDialog):
         explanation = QLabel(
             f"Port {taken} on {host} is already used by another program, so SubLane cannot "
             "start its proxy there.\nStart it on another port instead, or quit and free the "
-            "port first.")
+            "port first."
+        )
         explanation.setWordWrap(True)
         explanation.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -96,8 +97,9 @@ class PortInUseDialog(QDialog):
         self.remember_box = QCheckBox("Use this port from now on")
         self.remember_box.setChecked(True)
         self.remember_box.setAccessibleName("Use this port from now on")
-        note = QLabel(f"Tools set up for port {taken} need the new address: "
-                      "“Set up a tool” shows it.")
+        note = QLabel(
+            f"Tools set up for port {taken} need the new address: “Set up a tool” shows it."
+        )
         note.setWordWrap(True)
 
         form = QFormLayout()
@@ -105,8 +107,9 @@ class PortInUseDialog(QDialog):
         form.addRow("", self.remember_box)
 
         buttons = QDialogButtonBox()
-        self.start_button = buttons.addButton("Start on this port",
-                                              QDialogButtonBox.ButtonRole.AcceptRole)
+        self.start_button = buttons.addButton(
+            "Start on this port", QDialogButtonBox.ButtonRole.AcceptRole
+        )
         self.quit_button = buttons.addButton("Quit", QDialogButtonBox.ButtonRole.RejectRole)
         self.start_button.setDefault(True)
         buttons.accepted.connect(self.accept)
@@ -129,11 +132,17 @@ def failure_box(error: BaseException, parent: QWidget | None = None) -> QMessage
     box.setWindowTitle("SubLane could not start")
     box.setAccessibleName("SubLane could not start")
     kind = error.kind if isinstance(error, StartupError) else StartupError.OTHER
-    text = str(error) if isinstance(error, StartupError) else (
-        f"could not start: {type(error).__name__}: {error}")
+    text = (
+        str(error)
+        if isinstance(error, StartupError)
+        else (f"could not start: {type(error).__name__}: {error}")
+    )
     box.setText(text[:1].upper() + text[1:] + ".")
-    box.setInformativeText(NEXT_STEPS.get(kind, "Start SubLane from a terminal (`sublane`) to "
-                                                "see more, or report this problem."))
+    box.setInformativeText(
+        NEXT_STEPS.get(
+            kind, "Start SubLane from a terminal (`sublane`) to see more, or report this problem."
+        )
+    )
     box.setStandardButtons(QMessageBox.StandardButton.Close)
     return box
 
