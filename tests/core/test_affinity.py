@@ -45,3 +45,7 @@ def test_digest_is_stable_across_releases():
 
     expected = hashlib.sha256(b"anthropic\0s:abc").hexdigest()[:32]
     assert conversation_digest("s:abc", "anthropic") == expected
+
+
+def test_a_blank_prompt_cache_key_is_no_conversation():
+    assert conversation_key({}, {"prompt_cache_key": "   "}) is None

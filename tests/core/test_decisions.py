@@ -169,3 +169,111 @@ def test_decision_is_recorded_for_spills_too():
     assert why(pool) == ("acc2", "main", "anchor busy, spill")
     held.release(Outcome.SUCCESS)
     assert Decision("a", "main", "x").score is None
+
+
+def test_exactly_at_the_five_hour_ceiling_stays_eligible_whatever_the_order():
+    pool, clock = make(2)
+    seen(pool, clock, 1, "five_hour", 0.95)  # over
+    seen(pool, clock, 2, "five_hour", 0.90)  # exactly at it
+    assert go(pool) == "acc2"
+    seen(pool, clock, 1, "five_hour", 0.0)  # an unused window is never over a ceiling
+    seen(pool, clock, 2, "five_hour", 0.0)
+    pool.scheduler.current[(1, "anthropic")] = 1
+    assert go(pool) == "acc1" and why(pool)[2] == "anchor kept"
+
+
+def test_a_fresh_seven_day_reading_over_its_ceiling_steers_away():
+    pool, clock = make(2)
+    pool.scheduler.current[(1, "anthropic")] = 1
+    seen(pool, clock, 1, "seven_day", 0.995, 50 * H)
+    assert go(pool) == "acc2"
+    assert why(pool) == ("acc2", "main", "best score (no eligible anchor)")
+
+
+def test_all_over_a_ceiling_is_logged_with_the_account_and_lane():
+    pool, clock = make(2)
+    for account in (1, 2):
+        seen(pool, clock, account, "five_hour", 0.95)
+    go(pool, MAIN)
+    assert why(pool) == ("acc1", "main", "all over ceiling: least loaded")
+
+
+def test_the_probe_goes_through_every_path_of_independent_selection():
+    # pinned, all over a ceiling, and as a spill target: a recovering account takes its probe
+    pool, clock = make(2)
+    pool.switch("acc2")
+    pool.acquire(Demand(group_id=1, route=MAIN)).release(Outcome.FAILURE)
+    pool.switch("acc2")
+    clock.advance(15)
+    assert pool.acquire(Demand(group_id=1, route=MAIN)).probe  # the pinned account's probe
+    pool, clock = make(2)
+    for account in (1, 2):
+        seen(pool, clock, account, "five_hour", 0.95, resets_in=10 * H)
+    pool.acquire(Demand(group_id=1, route=MAIN)).release(Outcome.FAILURE)  # acc1 cools
+    pool.accounts[2].paused = True
+    clock.advance(15)
+    for account in (1, 2):
+        seen(pool, clock, account, "five_hour", 0.95, resets_in=10 * H)
+    lease = pool.acquire(Demand(group_id=1, route=MAIN))
+    assert lease.account.name == "acc1" and lease.probe
+
+
+def test_a_spill_goes_to_the_best_account_with_room():
+    pool, clock = make(4, limit=1)
+    pool.scheduler.current[(1, "anthropic")] = 1
+    seen(pool, clock, 2, "five_hour", 0.1)  # the best other, but full
+    seen(pool, clock, 3, "five_hour", 0.6)
+    seen(pool, clock, 4, "five_hour", 0.3)  # the best other with room
+    held = [pool.acquire(Demand(group_id=1, route=MAIN, conversation=c)) for c in ("x",)]
+    assert held[0].account.name == "acc1"
+    pool.bindings.clear()
+    second = pool.acquire(Demand(group_id=1, route=MAIN, conversation="y"))
+    assert second.account.name != "acc1"
+    full = second.account
+    pool.bindings.clear()
+    pool.scheduler.current[(1, "anthropic")] = 1
+    others = {2: 0.1, 3: 0.6, 4: 0.3}
+    best_free = max((i for i in others if pool.accounts[i] is not full),
+                    key=lambda i: (1 - others[i]))
+    assert go(pool) == f"acc{best_free}"
+    assert why(pool)[2] == "anchor busy, spill"
+
+
+def test_a_spill_may_be_a_probe():
+    pool, clock = make(2, limit=1)
+    pool.scheduler.current[(1, "anthropic")] = 1
+    pool.accounts[2].paused = True
+    held = pool.acquire(Demand(group_id=1, route=MAIN))
+    assert held.account.name == "acc1"
+    pool.accounts[2].paused = False
+    pool.accounts[2].failure_streak = 1  # its cooldown is over: one probe may go
+    seen(pool, clock, 2, "five_hour", 0.2)
+    lease = pool.acquire(Demand(group_id=1, route=MAIN))
+    assert lease.account.name == "acc2" and lease.probe
+
+
+def test_round_robin_skips_every_gated_account_after_the_anchor_in_order():
+    pool, _ = make(4, mode="round_robin")
+    pool.scheduler.current[(1, "anthropic")] = 2
+    pool.set_paused(2, True)
+    pool.set_paused(3, True)
+    assert go(pool) == "acc4"
+
+
+def test_over_ceiling_rotation_skips_forward_and_moves_its_cursor():
+    pool, clock = make(3)
+    for account in (1, 2, 3):
+        seen(pool, clock, account, "five_hour", 0.95)
+    assert go(pool, conversation="c0") == "acc1"
+    pool.set_paused(2, True)
+    assert [go(pool, conversation=f"c{i}") for i in range(1, 5)] == [
+        "acc3", "acc1", "acc3", "acc1"]
+
+
+def test_cost_aware_placement_with_no_room_anywhere_is_busy():
+    pool, _ = make(1, mode="cost_aware", limit=1)
+    held = pool.acquire(Demand(group_id=1, route=MAIN))
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    assert err.value.code == "account_busy"
+    held.release(Outcome.SUCCESS)

@@ -202,3 +202,52 @@ def test_an_unknown_account_is_named_in_the_error():
         pool.find("nope")
     assert err.value.args == ("unknown account 'nope'",)
     assert pool.find("1").name == "acc1" and pool.find(1).name == "acc1"
+
+
+def test_a_bound_conversation_on_a_disabled_or_paused_account_hears_no_account():
+    pool, _ = make()
+    pool.acquire(Demand(group_id=1, route=MAIN, conversation="c")).release(Outcome.SUCCESS)
+    pool.accounts[1].enabled = False  # as the catalog says after a disable elsewhere
+    assert refusal(pool, conversation="c") == ("no_account", "account acc1 is disabled", 1)
+    pool.accounts[1].enabled = True
+    pool.accounts[1].paused = True  # as loaded from the database
+    assert refusal(pool, conversation="c") == ("no_account", "account acc1 is paused", 1)
+
+
+def test_the_instance_cap_says_how_many_slots_and_to_retry_in_2_seconds():
+    clock = FakeClock()
+    pool = Pool(clock, cap=1)
+    pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic")])
+    held = pool.acquire(Demand(group_id=1, route=MAIN))
+    assert refusal(pool) == ("capacity_exhausted",
+                             "all 1 upstream slots are in use; retry shortly", 2)
+    held.release(Outcome.SUCCESS)
+
+
+def test_the_only_account_exactly_at_its_fable_ceiling_is_refused_fable_work():
+    pool, clock = make()
+    seen(pool, clock, "fable", 0.98, resets_in=H)
+    assert refusal(pool, FABLE)[0] == "quota_exhausted"
+
+
+def test_a_pin_ends_at_exactly_five_minutes_even_before_the_tick():
+    pool, clock = make(2)
+    seen(pool, clock, "fable", 0.99, resets_in=20 * H, account=2)
+    pool.switch("acc2")
+    clock.advance(299)
+    lease = pool.acquire(Demand(group_id=1, route=FABLE))
+    assert lease.account.name == "acc2"
+    lease.release(Outcome.SUCCESS)
+    clock.advance(1)
+    seen(pool, clock, "fable", 0.99, resets_in=20 * H, account=2)
+    lease = pool.acquire(Demand(group_id=1, route=FABLE))
+    assert lease.account.name == "acc1"
+
+
+def test_deleting_an_account_frees_only_its_conversations():
+    pool, _ = make(2)
+    for name in ("x", "y"):
+        pool.acquire(Demand(group_id=1, route=MAIN, conversation=name)).release(Outcome.SUCCESS)
+    assert pool.bindings == {(1, "x"): 1, (1, "y"): 2}
+    pool.sync_accounts([pool.accounts[2]])
+    assert pool.bindings == {(1, "y"): 2}

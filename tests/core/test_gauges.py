@@ -102,3 +102,10 @@ def test_window_names_and_resets_are_checked():
     assert clean_observation("fable", 0.5, math.inf, NOW, "poll").resets_at is None
     edge = clean_observation("fable", 0.5, NOW + MAX_RESET_AHEAD, NOW, "poll")
     assert edge.resets_at == NOW + MAX_RESET_AHEAD
+
+
+def test_antigravity_accounts_show_model_family_windows():
+    from sublane_desktop.core.gauges import FAMILY_WINDOWS, WINDOWS, windows_for
+
+    assert windows_for("antigravity") == FAMILY_WINDOWS
+    assert windows_for("anthropic") == WINDOWS and windows_for(None) == WINDOWS

@@ -126,3 +126,11 @@ def test_deleted_and_missing_accounts_read_as_such():
                                                      "idle_seconds")}
     shown = present(old, personal=False)
     assert shown["cache_miss"] is None and shown["previous_account_name"] == ""
+
+
+def test_more_edges_of_numbers_and_scope():
+    assert parse_query([("user_id", "1"), ("user_id", "2")], admin=False) == HistoryQuery()
+    assert parse_query({"account_id": "1"}, admin=True).account_id == 1
+    exactly_32 = "1" * 15 + "." + "1" * 16
+    assert parse_query({"from": exactly_32}, admin=False).since == float(exactly_32)
+    assert parse_query({"until": str(NUMBER_MAX)}, admin=False).until == float(NUMBER_MAX)

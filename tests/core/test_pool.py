@@ -389,3 +389,43 @@ def test_a_new_conversation_can_be_the_probe():
     clock.advance(15)
     lease = pool.acquire(conv("fresh"))
     assert lease.probe and lease.bound
+
+
+FABLE_ROUTE = route_model("claude-fable-5")
+
+
+def fable_429(pool):
+    pool.acquire(Demand(group_id=1, route=FABLE_ROUTE)).release(Outcome.FABLE_FAILURE, status=429)
+
+
+def test_fable_rests_climb_the_ladder_and_a_success_starts_it_again():
+    pool, clock, rec = make_pool(2)
+    account = pool.accounts[1]
+    fable_429(pool)
+    assert account.fable_cooldown_until - clock.now() == 15
+    assert rec.runtime[-1] == (1, {**account.runtime_fields(), "fable_streak": 1})
+    clock.advance(15)
+    fable_429(pool)
+    assert account.fable_cooldown_until - clock.now() == 30  # the second in a row
+    clock.advance(30)
+    pool.acquire(Demand(group_id=1, route=FABLE_ROUTE)).release(Outcome.SUCCESS)
+    assert account.fable_streak == 0
+    assert rec.runtime[-1] == (1, account.runtime_fields())  # the healed streak is stored
+    fable_429(pool)
+    assert account.fable_cooldown_until - clock.now() == 15
+
+
+def test_a_success_with_nothing_to_heal_writes_nothing():
+    pool, clock, rec = make_pool(2)
+    pool.acquire(conv(None)).release(Outcome.SUCCESS)
+    pool.acquire(conv(None)).release(Outcome.SUCCESS)
+    assert rec.runtime == []
+
+
+def test_every_outcome_that_changes_an_account_is_stored_for_that_account():
+    pool, clock, rec = make_pool(2, 2)
+    pool.set_paused(1, True)
+    rec.runtime.clear()
+    pool.acquire(conv(None)).release(Outcome.AUTH_FAILURE)  # lands on acc2
+    assert rec.runtime == [(2, pool.accounts[2].runtime_fields())]
+    assert rec.runtime[-1][1]["auth_failed"] is True

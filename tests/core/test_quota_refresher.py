@@ -211,3 +211,59 @@ async def test_a_failed_read_says_why_in_the_log(caplog):
     with caplog.at_level("WARNING", logger="sublane_desktop.core.quota"):
         await settle(refresher.want([Acc(7)]))
     assert "quota read for account 7 failed: usage endpoint answered 503" in caplog.text
+
+
+def test_metadata_slots_count_against_the_cap_one_by_one():
+    pool = Pool(FakeClock(), cap=3)
+    pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic", max_concurrency=3)])
+    lease = pool.acquire(Demand(group_id=1, route=CLAUDE))
+    assert pool.try_metadata_slot() is True
+    assert pool.try_metadata_slot() is True
+    assert pool.try_metadata_slot() is False  # 1 model request + 2 reads = the cap of 3
+    with pytest.raises(GatewayError):
+        pool.acquire(Demand(group_id=1, route=CLAUDE))
+    pool.release_metadata_slot()
+    lease.release(Outcome.SUCCESS)
+    assert pool.try_metadata_slot() is True and pool.metadata_in_flight == 2
+
+
+def test_every_reset_and_reauth_starts_a_quota_epoch_never_seen_before():
+    """R-FT-9: a reading taken before a reset-usage or a re-auth can never land after it."""
+    pool = Pool(FakeClock())
+    pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic")])
+    account = pool.accounts[1]
+    epochs = [account.quota_epoch]
+    for step in ("reset", "reset", "reauth", "reset"):
+        if step == "reset":
+            pool.reset_usage()
+        else:
+            pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic",
+                                             revision=account.revision + 1)])
+        epochs.append(account.quota_epoch)
+    assert len(set(epochs)) == len(epochs)
+
+
+async def test_traffic_reads_again_the_moment_a_retry_after_ends_and_skips_only_the_blocked():
+    refresher, up, clock = make()
+    a, b = Acc(1), Acc(2)
+    up.fail = QuotaReadError("rate limited", retry_after=600)
+    await settle(refresher.want([a]))
+    up.fail = None
+    clock.advance(300)
+    await settle(refresher.want([a, b]))  # a is blocked; b behind it is still read
+    assert up.reads == [1, 2]
+    clock.advance(10)
+    refresher.lift_floor()
+    refresher._last_start[1] = clock.now()  # a read of a just started: inside its floor
+    await settle(refresher.want([a, b]))  # a inside its floor; b behind it is still read
+    assert up.reads == [1, 2, 2]
+    clock.advance(290)  # exactly when a's retry-after ends, a person asks
+    await settle(refresher.want([a], force=True))
+    assert up.reads == [1, 2, 2, 1]
+
+
+async def test_the_published_readings_are_the_ones_read():
+    refresher, up, clock = make()
+    up.answer = [Observation("fable", 0.3, None, clock.now(), "poll")]
+    await settle(refresher.want([Acc(1)]))
+    assert up.published == [(1, 1, up.answer)]
