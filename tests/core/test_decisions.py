@@ -277,3 +277,21 @@ def test_cost_aware_placement_with_no_room_anywhere_is_busy():
         pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
     assert err.value.code == "account_busy"
     held.release(Outcome.SUCCESS)
+
+
+def test_exactly_at_the_seven_day_ceiling_stays_eligible():
+    pool, clock = make(2)
+    seen(pool, clock, 1, "seven_day", 0.995, 50 * H)  # over
+    seen(pool, clock, 2, "seven_day", 0.99, 50 * H)  # exactly at it
+    assert go(pool) == "acc2"
+
+
+def test_a_spill_onto_an_account_whose_cooldown_just_ended_is_its_probe():
+    pool, clock = make(2, limit=1)
+    pool.scheduler.current[(1, "anthropic")] = 1
+    held = pool.acquire(Demand(group_id=1, route=MAIN))
+    assert held.account.name == "acc1"
+    pool.accounts[2].failure_streak = 1
+    pool.accounts[2].cooldown_until = clock.now() - 1  # over a second ago
+    lease = pool.acquire(Demand(group_id=1, route=MAIN))
+    assert lease.account.name == "acc2" and lease.probe

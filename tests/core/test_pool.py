@@ -416,16 +416,26 @@ def test_fable_rests_climb_the_ladder_and_a_success_starts_it_again():
 
 
 def test_a_success_with_nothing_to_heal_writes_nothing():
-    pool, clock, rec = make_pool(2)
+    pool, _clock, rec = make_pool(2)
     pool.acquire(conv(None)).release(Outcome.SUCCESS)
     pool.acquire(conv(None)).release(Outcome.SUCCESS)
     assert rec.runtime == []
 
 
 def test_every_outcome_that_changes_an_account_is_stored_for_that_account():
-    pool, clock, rec = make_pool(2, 2)
+    pool, _clock, rec = make_pool(2, 2)
     pool.set_paused(1, True)
     rec.runtime.clear()
     pool.acquire(conv(None)).release(Outcome.AUTH_FAILURE)  # lands on acc2
     assert rec.runtime == [(2, pool.accounts[2].runtime_fields())]
     assert rec.runtime[-1][1]["auth_failed"] is True
+
+
+def test_one_fable_rest_healed_and_a_failure_are_stored_for_their_account():
+    pool, clock, rec = make_pool(2)
+    fable_429(pool)
+    clock.advance(15)
+    pool.acquire(Demand(group_id=1, route=FABLE_ROUTE)).release(Outcome.SUCCESS)
+    assert rec.runtime[-1] == (1, {**pool.accounts[1].runtime_fields(), "fable_streak": 0})
+    pool.acquire(conv(None)).release(Outcome.FAILURE)
+    assert rec.runtime[-1][0] == 1 and rec.runtime[-1][1]["failure_streak"] == 1

@@ -82,3 +82,9 @@ def test_the_fable_flag_is_on_the_route():
     assert route_model("claude-fable-5[1m]").fable is True
     assert route_model("anthropic/claude-fable-5").fable is True
     assert route_model("claude-sonnet-4-5").fable is False
+
+
+def test_only_the_first_slash_can_name_a_provider():
+    route = route_model("anthropic/claude-x/y")
+    assert (route.provider, route.upstream_model, route.explicit_provider) == (
+        "anthropic", "claude-x/y", True)
