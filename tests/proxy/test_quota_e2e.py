@@ -41,7 +41,8 @@ async def clocked(tmp_path, upstream, secret_store, clock):
 
 
 def sdk(h, key):
-    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    # A bounded wait (the SDK's own default is 10 minutes): a lost answer fails, it never hangs.
+    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0, timeout=30)
 
 
 async def admin(h, method, path, body=None):
