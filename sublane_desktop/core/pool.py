@@ -228,22 +228,19 @@ class Pool:
     def _place(self, demand: Demand, now: float, choose: Chooser) -> AccountState:
         """The route's own provider first; its spill providers only when none of its accounts
         can take the request (R-AG-3). The spilled choice runs as that provider's demand, so
-        its lanes and anchors are that provider's and the preferred provider's stay intact."""
+        its lanes and anchors are that provider's and the preferred provider's stay intact.
+        A full global cap is no reason to spill: `_candidates` refuses it again below."""
         try:
             return choose(self._candidates(demand), demand, now)
         except GatewayError as refusal:
-            if refusal.code == "capacity_exhausted":
-                raise
             for provider in demand.route.spill:
-                spilled = replace(demand, route=replace(demand.route, provider=provider,
-                                                        spill=()))
+                spilled = replace(demand, route=replace(demand.route, provider=provider))
                 candidates = self._candidates(spilled)
-                if not candidates:
-                    continue
-                try:
-                    return choose(candidates, spilled, now)
-                except GatewayError:
-                    continue
+                if candidates:
+                    try:
+                        return choose(candidates, spilled, now)
+                    except GatewayError:
+                        pass  # this provider cannot take it either: the next one may
             raise refusal
 
     def _candidates(self, demand: Demand) -> list[AccountState]:

@@ -89,3 +89,17 @@ def test_when_nothing_can_take_it_the_preferred_providers_reason_is_given():
     with pytest.raises(GatewayError) as err:
         ask(pool, "claude-sonnet-4-5")
     assert "work-max" in str(err.value)
+
+
+def test_a_recovering_antigravity_account_takes_the_spill_as_its_probe():
+    pool = make_pool()
+    pool.set_paused(1, True)
+    google = pool.accounts[2]
+    google.failure_streak, google.cooldown_until = 1, pool.clock.now() - 1  # cooled, now over
+    route = route_model("claude-sonnet-4-5")
+    lease = pool.acquire(Demand(group_id=1, route=route))
+    assert lease.account is google and lease.probe
+    with pytest.raises(GatewayError):  # one probe at a time, spilled or not
+        pool.acquire(Demand(group_id=1, route=route))
+    lease.release(Outcome.SUCCESS)
+    assert google.failure_streak == 0
