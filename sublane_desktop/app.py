@@ -39,8 +39,11 @@ async def _serve(data_dir: Path, host: str, port: int | None) -> int:
             return 1
         except Exception as exc:  # unforeseen: still one line, never a traceback (R-FT-7)
             log.debug("start failed", exc_info=True)
-            print(f"sublane: error: could not start: {type(exc).__name__}: {exc}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"sublane: error: could not start: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+                flush=True,
+            )
             return 1
         print(f"listening on {service.endpoint_url}", flush=True)
         try:

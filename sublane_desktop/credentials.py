@@ -32,8 +32,10 @@ def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
     missing = [name for name in required if name not in secret]
     if missing:
         raise CredentialError(
-            "secret JSON needs either \"api_key\" or " + ", ".join(f'"{n}"' for n in required)
-            + "; missing " + ", ".join(f'"{n}"' for n in missing)
+            'secret JSON needs either "api_key" or '
+            + ", ".join(f'"{n}"' for n in required)
+            + "; missing "
+            + ", ".join(f'"{n}"' for n in missing)
         )
     for name in required:
         if name != "expires_at" and (not isinstance(secret[name], str) or not secret[name]):
@@ -54,25 +56,35 @@ GOOGLE_OPTIONAL = ("project_id", "client_id", "client_secret")
 def _google_secret(secret: dict[str, Any]) -> dict[str, Any]:
     """An Antigravity account's secret: a Google OAuth login (R-AG-1); there are no API keys."""
     if "api_key" in secret:
-        raise CredentialError("antigravity accounts take a Google OAuth login "
-                              '({"access_token","refresh_token","expires_at"}), not an api_key')
+        raise CredentialError(
+            "antigravity accounts take a Google OAuth login "
+            '({"access_token","refresh_token","expires_at"}), not an api_key'
+        )
     required = ("access_token", "refresh_token", "expires_at")
     missing = [name for name in required if not secret.get(name)]
     if missing:
-        raise CredentialError("a Google login needs " + ", ".join(f'"{n}"' for n in required)
-                              + "; missing " + ", ".join(f'"{n}"' for n in missing)
-                              + (" (without it SubLane cannot renew the login)"
-                                 if "refresh_token" in missing else ""))
+        raise CredentialError(
+            "a Google login needs "
+            + ", ".join(f'"{n}"' for n in required)
+            + "; missing "
+            + ", ".join(f'"{n}"' for n in missing)
+            + (" (without it SubLane cannot renew the login)" if "refresh_token" in missing else "")
+        )
     for name in ("access_token", "refresh_token", *GOOGLE_OPTIONAL):
-        if name in secret and secret[name] is not None and (
-                not isinstance(secret[name], str) or not secret[name].strip()):
+        if (
+            name in secret
+            and secret[name] is not None
+            and (not isinstance(secret[name], str) or not secret[name].strip())
+        ):
             raise CredentialError(f'"{name}" must be a non-empty string')
     expires = secret["expires_at"]
     if isinstance(expires, bool) or not isinstance(expires, (int, float)) or expires <= 0:
         raise CredentialError('"expires_at" must be unix seconds')
-    clean: dict[str, Any] = {"access_token": secret["access_token"].strip(),
-                             "refresh_token": secret["refresh_token"].strip(),
-                             "expires_at": float(expires)}
+    clean: dict[str, Any] = {
+        "access_token": secret["access_token"].strip(),
+        "refresh_token": secret["refresh_token"].strip(),
+        "expires_at": float(expires),
+    }
     for name in GOOGLE_OPTIONAL:
         if secret.get(name):
             clean[name] = secret[name].strip()
@@ -98,8 +110,13 @@ def _read_json(path: Path, what: str, how: str) -> Any:
 
 def _expiry(data: dict[str, Any]) -> float | None:
     """Unix seconds from whichever expiry field a Google login file uses."""
-    for name, scale in (("expiry_date", 0.001), ("expiryDate", 0.001), ("expires_at", 1.0),
-                        ("expiresAt", 1.0), ("expiry_timestamp", 1.0)):
+    for name, scale in (
+        ("expiry_date", 0.001),
+        ("expiryDate", 0.001),
+        ("expires_at", 1.0),
+        ("expiresAt", 1.0),
+        ("expiry_timestamp", 1.0),
+    ):
         value = data.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             seconds = float(value) * scale
@@ -125,10 +142,15 @@ def gemini_cli_secret(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not data.get("access_token"):
         raise CredentialError(f"{path} is not a Gemini CLI credentials file")
     client_id, client_secret = CLIENTS["gemini-cli"]
-    return _google_secret({"access_token": data.get("access_token"),
-                           "refresh_token": data.get("refresh_token"),
-                           "expires_at": _expiry(data) or 1.0,
-                           "client_id": client_id, "client_secret": client_secret})
+    return _google_secret(
+        {
+            "access_token": data.get("access_token"),
+            "refresh_token": data.get("refresh_token"),
+            "expires_at": _expiry(data) or 1.0,
+            "client_id": client_id,
+            "client_secret": client_secret,
+        }
+    )
 
 
 def antigravity_secret(path: Path) -> dict[str, Any]:
@@ -148,8 +170,11 @@ def antigravity_secret(path: Path) -> dict[str, Any]:
         "refresh_token": data.get("refresh_token") or data.get("refreshToken"),
         "expires_at": _expiry(data) or 1.0,
     }
-    for name, alias in (("project_id", "projectId"), ("client_id", "clientId"),
-                        ("client_secret", "clientSecret")):
+    for name, alias in (
+        ("project_id", "projectId"),
+        ("client_id", "clientId"),
+        ("client_secret", "clientSecret"),
+    ):
         if data.get(name) or data.get(alias):
             secret[name] = data.get(name) or data.get(alias)
     return _google_secret(secret)
@@ -188,13 +213,18 @@ def claude_code_secret(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
         oauth = data["claudeAiOauth"]
-        return validate_secret("anthropic", {
-            "access_token": oauth["accessToken"],
-            "refresh_token": oauth["refreshToken"],
-            "expires_at": float(oauth["expiresAt"]) / 1000.0,  # the file keeps milliseconds
-        })
+        return validate_secret(
+            "anthropic",
+            {
+                "access_token": oauth["accessToken"],
+                "refresh_token": oauth["refreshToken"],
+                "expires_at": float(oauth["expiresAt"]) / 1000.0,  # the file keeps milliseconds
+            },
+        )
     except FileNotFoundError:
-        raise CredentialError(f"no Claude Code login at {path} (run `claude` and log in first)") from None
+        raise CredentialError(
+            f"no Claude Code login at {path} (run `claude` and log in first)"
+        ) from None
     except (ValueError, KeyError, TypeError):
         raise CredentialError(f"{path} is not a Claude Code credentials file") from None
 
@@ -208,20 +238,30 @@ def codex_secret(path: Path) -> dict[str, Any]:
         raise CredentialError(f"{path} is not valid JSON") from None
     tokens = data.get("tokens") if isinstance(data, dict) else None
     if isinstance(tokens, dict) and tokens.get("access_token"):
-        return validate_secret("codex", {
-            "access_token": tokens.get("access_token"),
-            "refresh_token": tokens.get("refresh_token") or "",
-            "expires_at": _jwt_exp(str(tokens.get("access_token"))) or 1.0,
-            "account_id": tokens.get("account_id") or _codex_account_id(tokens) or "",
-        })
+        return validate_secret(
+            "codex",
+            {
+                "access_token": tokens.get("access_token"),
+                "refresh_token": tokens.get("refresh_token") or "",
+                "expires_at": _jwt_exp(str(tokens.get("access_token"))) or 1.0,
+                "account_id": tokens.get("account_id") or _codex_account_id(tokens) or "",
+            },
+        )
     if isinstance(data, dict) and data.get("OPENAI_API_KEY"):
         return validate_secret("codex", {"api_key": data["OPENAI_API_KEY"]})
     raise CredentialError(f"{path} has neither ChatGPT tokens nor an API key")
 
 
-def store_account(secret_store: Any, provider: str, name: str, group: str,
-                  base_url: str | None, limit: int, secret: dict[str, Any],
-                  replace: bool = False) -> tuple[int, str, str]:
+def store_account(
+    secret_store: Any,
+    provider: str,
+    name: str,
+    group: str,
+    base_url: str | None,
+    limit: int,
+    secret: dict[str, Any],
+    replace: bool = False,
+) -> tuple[int, str, str]:
     """Add an account, or re-authorize an existing one of the same provider (`replace`).
 
     Call inside a database transaction: the row and the keyring entry land together, and a
@@ -240,25 +280,31 @@ def store_account(secret_store: Any, provider: str, name: str, group: str,
         if not replace:
             raise CredentialError(f"account {name!r} already exists")
         if existing.provider != provider:
-            raise CredentialError(f"account {name!r} is a {existing.provider} account, not "
-                           f"{provider}; pass --name to import under another name")
+            raise CredentialError(
+                f"account {name!r} is a {existing.provider} account, not "
+                f"{provider}; pass --name to import under another name"
+            )
         existing.revision += 1  # re-auth: new lifecycle revision, auth failure repaired
         existing.kind = kind
         if base_url:
             existing.base_url = base_url
         existing.save()
         AccountRuntime.update(auth_failed=False).where(
-            AccountRuntime.account == existing.id).execute()
+            AccountRuntime.account == existing.id
+        ).execute()
         account, verb = existing, "updated"
     else:
         try:
-            account = repo.add_account(provider, name, kind,
-                                       repo.get_or_create_group(group),
-                                       base_url=base_url, max_concurrency=limit)
+            account = repo.add_account(
+                provider,
+                name,
+                kind,
+                repo.get_or_create_group(group),
+                base_url=base_url,
+                max_concurrency=limit,
+            )
         except repo.Conflict as exc:  # e.g. the name of a deleted account
             raise CredentialError(str(exc)) from None
         verb = "added"
     secret_store.set(account_secret(account.id), json.dumps(secret))
     return account.id, verb, kind
-
-

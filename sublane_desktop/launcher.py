@@ -40,10 +40,19 @@ class BackgroundServer:
         self.log_path = log_path
 
     @classmethod
-    def start(cls, data_dir: Path, host: str, port: int | None,
-              timeout: float = START_TIMEOUT) -> BackgroundServer:
-        argv = [sys.executable, "-m", "sublane_desktop", "serve", "--data-dir", str(data_dir),
-                "--host", host]
+    def start(
+        cls, data_dir: Path, host: str, port: int | None, timeout: float = START_TIMEOUT
+    ) -> BackgroundServer:
+        argv = [
+            sys.executable,
+            "-m",
+            "sublane_desktop",
+            "serve",
+            "--data-dir",
+            str(data_dir),
+            "--host",
+            host,
+        ]
         if port is not None:
             argv += ["--port", str(port)]
         log_path = data_dir / LOG_NAME
@@ -53,8 +62,13 @@ class BackgroundServer:
             raise LaunchError(str(data_dir_unusable(data_dir, exc))) from None
         with log_file:  # the child keeps its own descriptor
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log_file,
-                text=True, **_own_group())
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                text=True,
+                **_own_group(),
+            )
         lines: queue.Queue[str | None] = queue.Queue()
 
         def pump() -> None:  # keeps the pipe drained for the server's whole life
@@ -79,9 +93,9 @@ class BackgroundServer:
             server.stop()
             detail = _last_line(log_path)
             if detail.startswith(SERVE_ERROR):  # serve said why in one line: that is the cause
-                raise LaunchError(f"could not start the server: {detail[len(SERVE_ERROR):]}")
+                raise LaunchError(f"could not start the server: {detail[len(SERVE_ERROR) :]}")
             raise LaunchError(f"{problem}{': ' + detail if detail else ''} (log: {log_path})")
-        return cls(proc, first[len(LISTENING):].strip(), log_path)
+        return cls(proc, first[len(LISTENING) :].strip(), log_path)
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
         """Ctrl-C the server and wait for it (bounded); kill it if it will not go."""
@@ -148,4 +162,3 @@ def _last_line(path: Path) -> str:
     except OSError:
         return ""
     return lines[-1].strip()[:200] if lines else ""
-

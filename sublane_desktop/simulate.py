@@ -47,8 +47,7 @@ class Plan:
 
 PLANS = [
     Plan("work", five=0.20, week=0.55, week_reset_h=100, fable=0.07, fable_reset_h=38, burn=0.06),
-    Plan("personal", five=0.05, week=0.30, week_reset_h=20, fable=0.00, fable_reset_h=3,
-         burn=0.08),
+    Plan("personal", five=0.05, week=0.30, week_reset_h=20, fable=0.00, fable_reset_h=3, burn=0.08),
     Plan("team", five=0.10, week=0.20, week_reset_h=150, fable=None, fable_reset_h=0, burn=0.05),
 ]
 
@@ -68,13 +67,17 @@ _RESETS: dict[int, dict[str, float]] = {}
 def build() -> tuple[Pool, FakeClock]:
     clock = FakeClock(start=1_800_000_000.0)
     pool = Pool(clock)
-    pool.sync_accounts(AccountState(id=i + 1, name=p.name, provider="anthropic",
-                                    max_concurrency=4) for i, p in enumerate(PLANS))
+    pool.sync_accounts(
+        AccountState(id=i + 1, name=p.name, provider="anthropic", max_concurrency=4)
+        for i, p in enumerate(PLANS)
+    )
     for account, plan in zip(pool.accounts.values(), PLANS, strict=True):
         now = clock.now()
         _RESETS[account.id] = {
-            "five_hour": now + 5 * H, "seven_day": now + plan.week_reset_h * H,
-            "fable": now + plan.fable_reset_h * H}
+            "five_hour": now + 5 * H,
+            "seven_day": now + plan.week_reset_h * H,
+            "fable": now + plan.fable_reset_h * H,
+        }
         observe(account, clock, "five_hour", plan.five)
         observe(account, clock, "seven_day", plan.week)
         if plan.fable is not None:
@@ -87,8 +90,9 @@ def observe(account: AccountState, clock: FakeClock, window: str, util: float) -
     resets = _RESETS[account.id]
     while resets[window] <= clock.now():  # windows roll over
         resets[window] += 5 * H if window == "five_hour" else 7 * 24 * H
-    account.gauges.apply(Observation(window, min(util, 1.5), resets[window], clock.now(),
-                                     "headers"))
+    account.gauges.apply(
+        Observation(window, min(util, 1.5), resets[window], clock.now(), "headers")
+    )
 
 
 def serve(pool: Pool, clock: FakeClock, route, burn: dict[str, float]) -> str:
@@ -112,6 +116,7 @@ def serve(pool: Pool, clock: FakeClock, route, burn: dict[str, float]) -> str:
 def gauges_line(pool: Pool, now: float) -> str:
     parts = []
     for a in pool.accounts.values():
+
         def pct(window: str, a: AccountState = a) -> str:
             value = a.gauges.get(window).reading(now)
             return " cold" if value is None else f"{value * 100:4.0f}%"

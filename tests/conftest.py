@@ -51,48 +51,85 @@ class Harness:
     def url(self) -> str:
         return self.service.endpoint_url
 
-    async def add_account(self, name: str, token: str | None = None, *, limit: int = 2,
-                          provider: str = "anthropic", group: str = "default",
-                          api_key: bool = False) -> int:
+    async def add_account(
+        self,
+        name: str,
+        token: str | None = None,
+        *,
+        limit: int = 2,
+        provider: str = "anthropic",
+        group: str = "default",
+        api_key: bool = False,
+    ) -> int:
         token = token or f"sk-ant-oat01-{name}"
 
         def write() -> int:
             g = repo.get_or_create_group(group)
-            account = repo.add_account(provider, name, "api_key" if api_key else "oauth", g,
-                                       max_concurrency=limit)
+            account = repo.add_account(
+                provider, name, "api_key" if api_key else "oauth", g, max_concurrency=limit
+            )
             return account.id
 
         account_id = await self.service.store.write(write)
-        secret = {"api_key": token} if api_key else {
-            "access_token": token, "refresh_token": "rt-" + name, "expires_at": 4_000_000_000}
+        secret = (
+            {"api_key": token}
+            if api_key
+            else {"access_token": token, "refresh_token": "rt-" + name, "expires_at": 4_000_000_000}
+        )
         await self.service.secrets.aset(account_secret(account_id), json.dumps(secret))
         await self.service._reload_catalog(force=True)
         return account_id
 
-    async def add_codex_account(self, name: str, token: str | None = None, *, limit: int = 2,
-                                group: str = "default", api_key: bool = False,
-                                base_url: str | None = None) -> int:
+    async def add_codex_account(
+        self,
+        name: str,
+        token: str | None = None,
+        *,
+        limit: int = 2,
+        group: str = "default",
+        api_key: bool = False,
+        base_url: str | None = None,
+    ) -> int:
         """A ChatGPT-subscription account (token + ChatGPT account id), or an OpenAI API key."""
         token = token or f"codex-at-{name}"
 
         def write() -> int:
             g = repo.get_or_create_group(group)
-            account = repo.add_account("codex", name, "api_key" if api_key else "oauth", g,
-                                       base_url=base_url, max_concurrency=limit)
+            account = repo.add_account(
+                "codex",
+                name,
+                "api_key" if api_key else "oauth",
+                g,
+                base_url=base_url,
+                max_concurrency=limit,
+            )
             return account.id
 
         account_id = await self.service.store.write(write)
-        secret = {"api_key": token} if api_key else {
-            "access_token": token, "refresh_token": "rt-" + name, "expires_at": 4_000_000_000,
-            "account_id": f"acct-{name}"}
+        secret = (
+            {"api_key": token}
+            if api_key
+            else {
+                "access_token": token,
+                "refresh_token": "rt-" + name,
+                "expires_at": 4_000_000_000,
+                "account_id": f"acct-{name}",
+            }
+        )
         await self.service.secrets.aset(account_secret(account_id), json.dumps(secret))
         await self.service._reload_catalog(force=True)
         return account_id
 
-    async def add_antigravity_account(self, name: str, token: str | None = None, *,
-                                      limit: int = 2, group: str = "default",
-                                      project: str | None = "proj-fake-1",
-                                      expires_at: float = 4_000_000_000) -> int:
+    async def add_antigravity_account(
+        self,
+        name: str,
+        token: str | None = None,
+        *,
+        limit: int = 2,
+        group: str = "default",
+        project: str | None = "proj-fake-1",
+        expires_at: float = 4_000_000_000,
+    ) -> int:
         """A Google login (access + refresh token, project id unless `project` is None)."""
         token = token or f"ya29.{name}"
 
@@ -101,16 +138,16 @@ class Harness:
             return repo.add_account("antigravity", name, "oauth", g, max_concurrency=limit).id
 
         account_id = await self.service.store.write(write)
-        secret = {"access_token": token, "refresh_token": "1//rt-" + name,
-                  "expires_at": expires_at}
+        secret = {"access_token": token, "refresh_token": "1//rt-" + name, "expires_at": expires_at}
         if project:
             secret["project_id"] = project
         await self.service.secrets.aset(account_secret(account_id), json.dumps(secret))
         await self.service._reload_catalog(force=True)
         return account_id
 
-    async def create_key(self, name: str = "test", *, user: str | None = None,
-                         group: str = "default") -> str:
+    async def create_key(
+        self, name: str = "test", *, user: str | None = None, group: str = "default"
+    ) -> str:
         def write() -> str:
             u = repo.add_user(user) if user else repo.ensure_admin()
             g = repo.get_or_create_group(group)
@@ -126,9 +163,12 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 async def harness(tmp_path: Path, upstream: FakeAnthropic, secret_store: SecretStore):
-    service = Service(tmp_path / "data", port=0, secret_store=secret_store,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        secret_store=secret_store,
+        env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url, "SUBLANE_OAUTH_BASE_URL": upstream.url},
+    )
     await service.start()
     yield Harness(service, upstream)
     await service.stop(drain_timeout=2)
@@ -143,14 +183,21 @@ async def codex_upstream():
 
 
 @pytest.fixture
-async def codex_harness(tmp_path: Path, upstream: FakeAnthropic, codex_upstream: FakeCodex,
-                        secret_store: SecretStore):
+async def codex_harness(
+    tmp_path: Path, upstream: FakeAnthropic, codex_upstream: FakeCodex, secret_store: SecretStore
+):
     """A started service whose Anthropic, Codex and OpenAI base URLs are the fakes."""
-    service = Service(tmp_path / "data", port=0, secret_store=secret_store,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                           "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
-                           "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
-                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        secret_store=secret_store,
+        env={
+            "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+            "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
+            "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
+            "SUBLANE_OAUTH_BASE_URL": upstream.url,
+        },
+    )
     await service.start()
     h = Harness(service, upstream)
     h.codex = codex_upstream
@@ -167,14 +214,24 @@ async def antigravity_upstream():
 
 
 @pytest.fixture
-async def antigravity_harness(tmp_path: Path, upstream: FakeAnthropic,
-                              antigravity_upstream: FakeAntigravity, secret_store: SecretStore):
+async def antigravity_harness(
+    tmp_path: Path,
+    upstream: FakeAnthropic,
+    antigravity_upstream: FakeAntigravity,
+    secret_store: SecretStore,
+):
     """A started service whose Antigravity and Google OAuth base URLs are the fake."""
-    service = Service(tmp_path / "data", port=0, secret_store=secret_store,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                           "SUBLANE_OAUTH_BASE_URL": upstream.url,
-                           "SUBLANE_ANTIGRAVITY_BASE_URL": antigravity_upstream.url,
-                           "SUBLANE_GOOGLE_OAUTH_BASE_URL": antigravity_upstream.url})
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        secret_store=secret_store,
+        env={
+            "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+            "SUBLANE_OAUTH_BASE_URL": upstream.url,
+            "SUBLANE_ANTIGRAVITY_BASE_URL": antigravity_upstream.url,
+            "SUBLANE_GOOGLE_OAUTH_BASE_URL": antigravity_upstream.url,
+        },
+    )
     await service.start()
     h = Harness(service, upstream)
     h.google = antigravity_upstream

@@ -18,9 +18,13 @@ from typing import Any
 
 from aiohttp import web
 
-DEFAULT_USAGE = {"input_tokens": 20, "input_tokens_details": {"cached_tokens": 12},
-                 "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 2},
-                 "total_tokens": 29}
+DEFAULT_USAGE = {
+    "input_tokens": 20,
+    "input_tokens_details": {"cached_tokens": 12},
+    "output_tokens": 9,
+    "output_tokens_details": {"reasoning_tokens": 2},
+    "total_tokens": 29,
+}
 
 
 @dataclass
@@ -157,8 +161,9 @@ class FakeCodex:
                 await self.usage_gate.wait()
             answer = self.usage_for.get(token, self.usage_for.get("*"))
             if isinstance(answer, int):
-                return web.json_response({"error": "nope"}, status=answer,
-                                         headers={"retry-after": "600"})
+                return web.json_response(
+                    {"error": "nope"}, status=answer, headers={"retry-after": "600"}
+                )
             return web.json_response(answer or {"plan_type": "plus", "rate_limit": None})
         finally:
             self.usage_in_flight -= 1
@@ -171,25 +176,34 @@ class FakeCodex:
         if isinstance(self.model_ids, int):
             return web.json_response({"error": {"message": "scripted"}}, status=self.model_ids)
         if request.path.startswith("/v1/"):  # the platform API's list shape
-            return web.json_response({"object": "list", "data": [
-                {"id": m, "object": "model", "created": 0, "owned_by": "openai"}
-                for m in self.model_ids]})
-        return web.json_response({"models": [{"slug": m, "display_name": m}
-                                             for m in self.model_ids]})
+            return web.json_response(
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "openai"}
+                        for m in self.model_ids
+                    ],
+                }
+            )
+        return web.json_response(
+            {"models": [{"slug": m, "display_name": m} for m in self.model_ids]}
+        )
 
     def _headers(self, request: web.Request, reply: CodexReply) -> dict[str, str]:
         headers = {"x-request-id": "req_upstream_codex", **reply.headers}
         if reply.retry_after is not None:
             headers["retry-after"] = reply.retry_after
         if reply.quota and self._subscription(request):
-            headers.update({
-                "x-codex-primary-used-percent": str(self.quota_used),
-                "x-codex-primary-window-minutes": "300",
-                "x-codex-primary-reset-at": "1800003600",
-                "x-codex-secondary-used-percent": "40",
-                "x-codex-secondary-window-minutes": "10080",
-                "x-codex-secondary-reset-at": "1800300000",
-            })
+            headers.update(
+                {
+                    "x-codex-primary-used-percent": str(self.quota_used),
+                    "x-codex-primary-window-minutes": "300",
+                    "x-codex-primary-reset-at": "1800003600",
+                    "x-codex-secondary-used-percent": "40",
+                    "x-codex-secondary-window-minutes": "10080",
+                    "x-codex-secondary-reset-at": "1800300000",
+                }
+            )
         if request.headers.get("x-codex-turn-state"):
             headers["x-codex-turn-state"] = request.headers["x-codex-turn-state"]
         else:
@@ -200,8 +214,15 @@ class FakeCodex:
 
     async def compact(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self.seen.append(Seen(token_of(request), request.headers.get("ChatGPT-Account-Id"),
-                              request.path, dict(request.headers), body))
+        self.seen.append(
+            Seen(
+                token_of(request),
+                request.headers.get("ChatGPT-Account-Id"),
+                request.path,
+                dict(request.headers),
+                body,
+            )
+        )
         refused = self._refusal(request, body)
         if refused is not None:
             return refused
@@ -209,20 +230,33 @@ class FakeCodex:
         if reply.kind == "hang":
             await asyncio.Future()
         if reply.kind == "error" or reply.status != 200:
-            return web.json_response(reply.error_body or {"error": {
-                "type": "server_error", "message": "scripted"}},
+            return web.json_response(
+                reply.error_body or {"error": {"type": "server_error", "message": "scripted"}},
                 status=reply.status if reply.status != 200 else 500,
-                headers=self._headers(request, reply))
-        return web.json_response({
-            "id": "resp_compact_1", "object": "response.compaction",
-            "output": [{"type": "compaction", "encrypted_content": "compacted-history"}],
-            "usage": reply.usage}, headers=self._headers(request, reply))
+                headers=self._headers(request, reply),
+            )
+        return web.json_response(
+            {
+                "id": "resp_compact_1",
+                "object": "response.compaction",
+                "output": [{"type": "compaction", "encrypted_content": "compacted-history"}],
+                "usage": reply.usage,
+            },
+            headers=self._headers(request, reply),
+        )
 
     async def responses(self, request: web.Request) -> web.StreamResponse:
         token = token_of(request)
         body = await request.json()
-        self.seen.append(Seen(token, request.headers.get("ChatGPT-Account-Id"), request.path,
-                              dict(request.headers), body))
+        self.seen.append(
+            Seen(
+                token,
+                request.headers.get("ChatGPT-Account-Id"),
+                request.path,
+                dict(request.headers),
+                body,
+            )
+        )
         refused = self._refusal(request, body)
         if refused is not None:
             return refused
@@ -238,16 +272,22 @@ class FakeCodex:
         finally:
             self.in_flight[token] -= 1
 
-    async def _answer(self, request: web.Request, body: dict[str, Any], reply: CodexReply
-                      ) -> web.StreamResponse:
+    async def _answer(
+        self, request: web.Request, body: dict[str, Any], reply: CodexReply
+    ) -> web.StreamResponse:
         headers = self._headers(request, reply)
         if reply.kind == "hang":
             await asyncio.Future()  # until the proxy gives up and disconnects
         if reply.kind == "error" or reply.status != 200:
             status = reply.status if reply.status != 200 else 500
-            return web.json_response(reply.error_body or {"error": {
-                "type": "server_error", "code": "server_error", "message": "scripted"}},
-                status=status, headers=headers)
+            return web.json_response(
+                reply.error_body
+                or {
+                    "error": {"type": "server_error", "code": "server_error", "message": "scripted"}
+                },
+                status=status,
+                headers=headers,
+            )
         script = Script(body, reply)
         if reply.kind == "json" or not body.get("stream"):
             return web.json_response(script.final("completed"), headers=headers)
@@ -261,8 +301,9 @@ class FakeCodex:
             await asyncio.Future()
         await response.write(script.event("response.in_progress", response=script.shell()))
         for extra in reply.extra_events:
-            await response.write(script.event(extra["type"], **{
-                k: v for k, v in extra.items() if k != "type"}))
+            await response.write(
+                script.event(extra["type"], **{k: v for k, v in extra.items() if k != "type"})
+            )
         for chunk in script.items():
             if reply.delay_between:
                 await asyncio.sleep(reply.delay_between)
@@ -270,8 +311,9 @@ class FakeCodex:
         if reply.gate is not None:
             await reply.gate.wait()
         if reply.terminal != "none":
-            await response.write(script.event(f"response.{reply.terminal}",
-                                              response=script.final(reply.terminal)))
+            await response.write(
+                script.event(f"response.{reply.terminal}", response=script.final(reply.terminal))
+            )
         return response
 
 
@@ -290,16 +332,21 @@ class Script:
         return f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode()
 
     def shell(self) -> dict[str, Any]:
-        return {"id": "resp_fake_1", "object": "response", "created_at": 1800000000,
-                "status": "in_progress", "model": self.body.get("model"), "output": [],
-                "usage": None}
+        return {
+            "id": "resp_fake_1",
+            "object": "response",
+            "created_at": 1800000000,
+            "status": "in_progress",
+            "model": self.body.get("model"),
+            "output": [],
+            "usage": None,
+        }
 
     def final(self, terminal: str) -> dict[str, Any]:
         if not self.output:  # a JSON answer: build the items without streaming them
             for _ in self.items():
                 pass
-        response = dict(self.shell(), output=self.output, usage=self.reply.usage,
-                        status=terminal)
+        response = dict(self.shell(), output=self.output, usage=self.reply.usage, status=terminal)
         if terminal == "incomplete":
             response["incomplete_details"] = {"reason": "max_output_tokens"}
         if terminal == "failed":
@@ -312,48 +359,98 @@ class Script:
         if reply.reasoning is not None:
             item = {"type": "reasoning", "id": "rs_fake_1", "summary": []}
             yield self.event("response.output_item.added", output_index=index, item=item)
-            yield self.event("response.reasoning_summary_part.added", item_id=item["id"],
-                             output_index=index, summary_index=0,
-                             part={"type": "summary_text", "text": ""})
+            yield self.event(
+                "response.reasoning_summary_part.added",
+                item_id=item["id"],
+                output_index=index,
+                summary_index=0,
+                part={"type": "summary_text", "text": ""},
+            )
             for piece in _split(reply.reasoning, 2):
-                yield self.event("response.reasoning_summary_text.delta", item_id=item["id"],
-                                 output_index=index, summary_index=0, delta=piece)
-            done = dict(item, summary=[{"type": "summary_text", "text": reply.reasoning}],
-                        encrypted_content="enc-fake-reasoning")
+                yield self.event(
+                    "response.reasoning_summary_text.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    summary_index=0,
+                    delta=piece,
+                )
+            done = dict(
+                item,
+                summary=[{"type": "summary_text", "text": reply.reasoning}],
+                encrypted_content="enc-fake-reasoning",
+            )
             self.output.append(done)
             yield self.event("response.output_item.done", output_index=index, item=done)
             index += 1
         if reply.text:
-            item = {"type": "message", "id": "msg_fake_1", "status": "in_progress",
-                    "role": "assistant", "content": []}
+            item = {
+                "type": "message",
+                "id": "msg_fake_1",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            }
             yield self.event("response.output_item.added", output_index=index, item=item)
-            yield self.event("response.content_part.added", item_id=item["id"],
-                             output_index=index, content_index=0,
-                             part={"type": "output_text", "text": "", "annotations": []})
+            yield self.event(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part={"type": "output_text", "text": "", "annotations": []},
+            )
             text = ""
             for piece in _split(reply.text, reply.events):
                 piece += " " * reply.pad
                 text += piece
-                yield self.event("response.output_text.delta", item_id=item["id"],
-                                 output_index=index, content_index=0, delta=piece)
+                yield self.event(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    delta=piece,
+                )
             part = {"type": "output_text", "text": text, "annotations": []}
-            yield self.event("response.output_text.done", item_id=item["id"],
-                             output_index=index, content_index=0, text=text)
-            yield self.event("response.content_part.done", item_id=item["id"],
-                             output_index=index, content_index=0, part=part)
+            yield self.event(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                text=text,
+            )
+            yield self.event(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part=part,
+            )
             done = dict(item, status="completed", content=[part])
             self.output.append(done)
             yield self.event("response.output_item.done", output_index=index, item=done)
             index += 1
         for n, (name, arguments) in enumerate(reply.tool_calls, 1):
-            item = {"type": "function_call", "id": f"fc_fake_{n}", "call_id": f"call_fake_{n}",
-                    "name": name, "arguments": "", "status": "in_progress"}
+            item = {
+                "type": "function_call",
+                "id": f"fc_fake_{n}",
+                "call_id": f"call_fake_{n}",
+                "name": name,
+                "arguments": "",
+                "status": "in_progress",
+            }
             yield self.event("response.output_item.added", output_index=index, item=item)
             for piece in _split(arguments, 3):
-                yield self.event("response.function_call_arguments.delta", item_id=item["id"],
-                                 output_index=index, delta=piece)
-            yield self.event("response.function_call_arguments.done", item_id=item["id"],
-                             output_index=index, arguments=arguments)
+                yield self.event(
+                    "response.function_call_arguments.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    delta=piece,
+                )
+            yield self.event(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=index,
+                arguments=arguments,
+            )
             done = dict(item, arguments=arguments, status="completed")
             self.output.append(done)
             yield self.event("response.output_item.done", output_index=index, item=done)

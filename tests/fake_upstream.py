@@ -30,9 +30,14 @@ class Reply:
     delay_first: float = 0.0  # seconds before the first text delta
     delay_between: float = 0.0
     events: int = 3  # number of text deltas
-    usage: dict[str, int] = field(default_factory=lambda: {
-        "input_tokens": 12, "cache_read_input_tokens": 30, "cache_creation_input_tokens": 8,
-        "output_tokens": 7})
+    usage: dict[str, int] = field(
+        default_factory=lambda: {
+            "input_tokens": 12,
+            "cache_read_input_tokens": 30,
+            "cache_creation_input_tokens": 8,
+            "output_tokens": 7,
+        }
+    )
     gate: asyncio.Event | None = None  # the stream waits on this before finishing
     # Content blocks instead of the one text block: text, thinking (with signature), tool_use.
     blocks: list[dict[str, Any]] | None = None
@@ -76,8 +81,12 @@ class FakeAnthropic:
         # access tokens the upstream treats as expired (401 "OAuth token has expired")
         self.expired: set[str] = set()
         # GET /v1/models: the ids it lists, or a status to answer with; who asked
-        self.model_ids: list[str] | int = ["claude-opus-4-5", "claude-sonnet-4-5",
-                                           "claude-fable-5", "claude-brand-new-6"]
+        self.model_ids: list[str] | int = [
+            "claude-opus-4-5",
+            "claude-sonnet-4-5",
+            "claude-fable-5",
+            "claude-brand-new-6",
+        ]
         self.models_reads: list[str] = []
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -123,8 +132,9 @@ class FakeAnthropic:
                 await self.usage_gate.wait()
             answer = self.usage_for.get(token, self.usage_for.get("*"))
             if isinstance(answer, int):
-                return web.json_response({"error": "rate limited"}, status=answer,
-                                         headers={"retry-after": "3600"})
+                return web.json_response(
+                    {"error": "rate limited"}, status=answer, headers={"retry-after": "3600"}
+                )
             if answer is None:
                 return web.json_response({"five_hour": None, "seven_day": None})
             return web.json_response(answer)
@@ -135,16 +145,30 @@ class FakeAnthropic:
         token = token_of(request)
         self.models_reads.append(token)
         if token in self.expired:
-            return web.json_response({"type": "error", "error": {
-                "type": "authentication_error", "message": "invalid x-api-key"}}, status=401)
+            return web.json_response(
+                {
+                    "type": "error",
+                    "error": {"type": "authentication_error", "message": "invalid x-api-key"},
+                },
+                status=401,
+            )
         if isinstance(self.model_ids, int):
-            return web.json_response({"type": "error", "error": {
-                "type": "api_error", "message": "scripted"}}, status=self.model_ids)
-        data = [{"type": "model", "id": m, "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
-                for m in self.model_ids]
-        return web.json_response({"data": data, "has_more": False,
-                                  "first_id": data[0]["id"] if data else None,
-                                  "last_id": data[-1]["id"] if data else None})
+            return web.json_response(
+                {"type": "error", "error": {"type": "api_error", "message": "scripted"}},
+                status=self.model_ids,
+            )
+        data = [
+            {"type": "model", "id": m, "display_name": m, "created_at": "2026-01-01T00:00:00Z"}
+            for m in self.model_ids
+        ]
+        return web.json_response(
+            {
+                "data": data,
+                "has_more": False,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+            }
+        )
 
     async def oauth_token(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -153,24 +177,39 @@ class FakeAnthropic:
         if grant is None or isinstance(grant, int):
             return web.json_response({"error": "invalid_grant"}, status=grant or 400)
         access, refresh = grant
-        return web.json_response({"access_token": access, "refresh_token": refresh,
-                                  "expires_in": 28800, "token_type": "Bearer"})
+        return web.json_response(
+            {
+                "access_token": access,
+                "refresh_token": refresh,
+                "expires_in": 28800,
+                "token_type": "Bearer",
+            }
+        )
 
     async def count_tokens(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self.seen.append(Seen(token_of(request), request.path, request.query_string,
-                              dict(request.headers), body))
+        self.seen.append(
+            Seen(token_of(request), request.path, request.query_string, dict(request.headers), body)
+        )
         return web.json_response({"input_tokens": 42})
 
     async def messages(self, request: web.Request) -> web.StreamResponse:
         token = token_of(request)
         body = await request.json()
-        self.seen.append(Seen(token, request.path, request.query_string, dict(request.headers),
-                              body))
+        self.seen.append(
+            Seen(token, request.path, request.query_string, dict(request.headers), body)
+        )
         if token in self.expired:
-            return web.json_response({"type": "error", "error": {
-                "type": "authentication_error",
-                "message": "OAuth token has expired. Please obtain a new token."}}, status=401)
+            return web.json_response(
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "authentication_error",
+                        "message": "OAuth token has expired. Please obtain a new token.",
+                    },
+                },
+                status=401,
+            )
         reply = self._next(token)
         extra = dict(self.headers_for.get(token, {}))
         self.in_flight[token] += 1
@@ -184,8 +223,9 @@ class FakeAnthropic:
         finally:
             self.in_flight[token] -= 1
 
-    async def _answer(self, request: web.Request, body: dict[str, Any], reply: Reply,
-                      extra: dict[str, str]) -> web.StreamResponse:
+    async def _answer(
+        self, request: web.Request, body: dict[str, Any], reply: Reply, extra: dict[str, str]
+    ) -> web.StreamResponse:
         headers = {"request-id": "req_upstream_1", **extra, **reply.headers}
         if reply.retry_after is not None:
             headers["retry-after"] = reply.retry_after
@@ -195,20 +235,30 @@ class FakeAnthropic:
         if kind == "hang":
             await asyncio.Future()  # until the proxy gives up and disconnects
         if kind == "json_stall":
-            response = web.StreamResponse(headers={"content-type": "application/json",
-                                                   **headers})
+            response = web.StreamResponse(headers={"content-type": "application/json", **headers})
             await response.prepare(request)
             await response.write(b'{"id": "msg_fake", "type": "mess')
             await asyncio.Future()
         if reply.status != 200 or kind == "error":
             status = reply.status if reply.status != 200 else 500
             return web.json_response(
-                {"type": "error", "error": {"type": reply.error_type, "message": "scripted"},
-                 "request_id": "req_upstream_1"}, status=status, headers=headers)
+                {
+                    "type": "error",
+                    "error": {"type": reply.error_type, "message": "scripted"},
+                    "request_id": "req_upstream_1",
+                },
+                status=status,
+                headers=headers,
+            )
         message = {
-            "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"),
-            "content": [{"type": "text", "text": reply.text}], "stop_reason": "end_turn",
-            "stop_sequence": None, "usage": reply.usage,
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": [{"type": "text", "text": reply.text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": reply.usage,
         }
         if reply.blocks is not None:
             message["content"] = reply.blocks
@@ -221,8 +271,19 @@ class FakeAnthropic:
         response = web.StreamResponse(headers={"content-type": "text/event-stream", **headers})
         await response.prepare(request)
         if kind == "drop":
-            await response.write(_event("message_start", {"type": "message_start", "message": {
-                **message, "content": [], "usage": {**reply.usage, "output_tokens": 1}}}))
+            await response.write(
+                _event(
+                    "message_start",
+                    {
+                        "type": "message_start",
+                        "message": {
+                            **message,
+                            "content": [],
+                            "usage": {**reply.usage, "output_tokens": 1},
+                        },
+                    },
+                )
+            )
             request.transport.close()
             return response
         if reply.blocks is not None:
@@ -231,14 +292,34 @@ class FakeAnthropic:
             await self._stream(response, message, reply, kind)
         return response
 
-    async def _stream(self, response: web.StreamResponse, message: dict[str, Any],
-                      reply: Reply, kind: str) -> None:
+    async def _stream(
+        self, response: web.StreamResponse, message: dict[str, Any], reply: Reply, kind: str
+    ) -> None:
         start_usage = {**reply.usage, "output_tokens": 1}
-        await response.write(_event("message_start", {"type": "message_start", "message": {
-            **message, "content": [], "stop_reason": None, "usage": start_usage}}))
-        await response.write(_event("content_block_start", {
-            "type": "content_block_start", "index": 0,
-            "content_block": {"type": "text", "text": ""}}))
+        await response.write(
+            _event(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        **message,
+                        "content": [],
+                        "stop_reason": None,
+                        "usage": start_usage,
+                    },
+                },
+            )
+        )
+        await response.write(
+            _event(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
         await response.write(_event("ping", {"type": "ping"}))
         if reply.delay_first:
             await asyncio.sleep(reply.delay_first)
@@ -246,58 +327,115 @@ class FakeAnthropic:
         for i, piece in enumerate(pieces):
             if i and reply.delay_between:
                 await asyncio.sleep(reply.delay_between)
-            await response.write(_event("content_block_delta", {
-                "type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": piece}}))
+            await response.write(
+                _event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
+            )
             if kind == "stall" and i == 0:
                 await asyncio.Future()  # silence mid-stream, connection open
             if kind == "midstream_error" and i == 0:
-                await response.write(_event("error", {
-                    "type": "error",
-                    "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+                await response.write(
+                    _event(
+                        "error",
+                        {
+                            "type": "error",
+                            "error": {"type": "overloaded_error", "message": "Overloaded"},
+                        },
+                    )
+                )
                 return
         if reply.gate is not None:
             await reply.gate.wait()
-        await response.write(_event("content_block_stop", {"type": "content_block_stop",
-                                                            "index": 0}))
-        await response.write(_event("message_delta", {
-            "type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": reply.usage.get("output_tokens", 0)}}))
+        await response.write(
+            _event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        )
+        await response.write(
+            _event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {"output_tokens": reply.usage.get("output_tokens", 0)},
+                },
+            )
+        )
         await response.write(_event("message_stop", {"type": "message_stop"}))
 
 
-async def _stream_blocks(response: web.StreamResponse, message: dict[str, Any],
-                         reply: Reply) -> None:
+async def _stream_blocks(
+    response: web.StreamResponse, message: dict[str, Any], reply: Reply
+) -> None:
     """A scripted answer of several content blocks, streamed the way the API streams them."""
-    await response.write(_event("message_start", {"type": "message_start", "message": {
-        **message, "content": [], "stop_reason": None,
-        "usage": {**reply.usage, "output_tokens": 1}}}))
+    await response.write(
+        _event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    **message,
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {**reply.usage, "output_tokens": 1},
+                },
+            },
+        )
+    )
     for index, block in enumerate(message["content"]):
         kind = block["type"]
-        start = {"text": {"type": "text", "text": ""},
-                 "thinking": {"type": "thinking", "thinking": "", "signature": ""},
-                 "tool_use": {"type": "tool_use", "id": block.get("id"),
-                              "name": block.get("name"), "input": {}}}[kind]
-        await response.write(_event("content_block_start", {
-            "type": "content_block_start", "index": index, "content_block": start}))
+        start = {
+            "text": {"type": "text", "text": ""},
+            "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+            "tool_use": {
+                "type": "tool_use",
+                "id": block.get("id"),
+                "name": block.get("name"),
+                "input": {},
+            },
+        }[kind]
+        await response.write(
+            _event(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+        )
         if kind == "text":
             deltas = [{"type": "text_delta", "text": p} for p in _split(block["text"], 2)]
         elif kind == "thinking":
-            deltas = [{"type": "thinking_delta", "thinking": p}
-                      for p in _split(block["thinking"], 2)]
+            deltas = [
+                {"type": "thinking_delta", "thinking": p} for p in _split(block["thinking"], 2)
+            ]
             deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
         else:
-            deltas = [{"type": "input_json_delta", "partial_json": p}
-                      for p in _split(json.dumps(block.get("input", {})), 3)]
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _split(json.dumps(block.get("input", {})), 3)
+            ]
         for delta in deltas:
-            await response.write(_event("content_block_delta", {
-                "type": "content_block_delta", "index": index, "delta": delta}))
-        await response.write(_event("content_block_stop", {"type": "content_block_stop",
-                                                            "index": index}))
-    await response.write(_event("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-        "usage": {"output_tokens": reply.usage.get("output_tokens", 0)}}))
+            await response.write(
+                _event(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
+        await response.write(
+            _event("content_block_stop", {"type": "content_block_stop", "index": index})
+        )
+    await response.write(
+        _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": reply.usage.get("output_tokens", 0)},
+            },
+        )
+    )
     await response.write(_event("message_stop", {"type": "message_stop"}))
 
 

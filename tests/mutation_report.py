@@ -45,8 +45,10 @@ def main(argv: list[str]) -> int:
     survivors: list[str] = []
     for name, code in verdicts().items():
         module = module_of(name)
-        if not any(module == p or module.startswith(p + ".") or not p for p in prefixes) or \
-                code is None:
+        if (
+            not any(module == p or module.startswith(p + ".") or not p for p in prefixes)
+            or code is None
+        ):
             continue
         counts = rows.setdefault(module, Counter())
         counts["total"] += 1
@@ -60,8 +62,10 @@ def main(argv: list[str]) -> int:
         else:
             counts["survived"] += 1
             survivors.append(name)
-    print(f"{'module':45} {'killed':>7} {'survived':>8} {'no tests':>8} {'equiv':>6} {'total':>6}"
-          f" {'score':>6}")
+    print(
+        f"{'module':45} {'killed':>7} {'survived':>8} {'no tests':>8} {'equiv':>6} {'total':>6}"
+        f" {'score':>6}"
+    )
     total: Counter[str] = Counter()
     for module, c in sorted(rows.items()):
         total.update(c)
@@ -79,8 +83,10 @@ def main(argv: list[str]) -> int:
 def _row(module: str, c: Counter[str]) -> str:
     judged = c["total"] - c["equivalent"]
     score = 100.0 * c["killed"] / judged if judged else 100.0
-    return (f"{module:45} {c['killed']:>7} {c['survived']:>8} {c['no tests']:>8}"
-            f" {c['equivalent']:>6} {c['total']:>6} {score:>5.1f}%")
+    return (
+        f"{module:45} {c['killed']:>7} {c['survived']:>8} {c['no tests']:>8}"
+        f" {c['equivalent']:>6} {c['total']:>6} {score:>5.1f}%"
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,9 @@ def count_releases(pool) -> collections.Counter:
 async def raw_sse(h, key: str, path: str, body: dict, headers: dict | None = None):
     """(status, response headers, [(event, data-dict)]) of a streamed POST, via plain aiohttp."""
     async with aiohttp.ClientSession() as s:
-        async with s.post(h.url + path, json=body, headers={
-                "Authorization": f"Bearer {key}", **(headers or {})}) as r:
+        async with s.post(
+            h.url + path, json=body, headers={"Authorization": f"Bearer {key}", **(headers or {})}
+        ) as r:
             text = (await r.read()).decode()
             events = []
             for block in text.split("\n\n"):

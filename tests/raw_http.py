@@ -28,19 +28,28 @@ def _dechunk(data: bytes) -> bytes:
         if size == 0:
             break
         out += data[:size]
-        data = data[size + 2:]
+        data = data[size + 2 :]
     return bytes(out)
 
 
-async def raw_request(url: str, method: str, path: str, *,
-                      headers: list[tuple[bytes, bytes]] | None = None, body: bytes = b"",
-                      host: bytes | None = None, timeout: float = 20.0) -> RawResponse:
+async def raw_request(
+    url: str,
+    method: str,
+    path: str,
+    *,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    body: bytes = b"",
+    host: bytes | None = None,
+    timeout: float = 20.0,
+) -> RawResponse:
     """Send one request byte for byte (Connection: close) and read the whole answer."""
     parts = urlsplit(url)
     reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
     try:
-        head = [f"{method} {path} HTTP/1.1".encode(),
-                b"Host: " + (host if host is not None else parts.netloc.encode())]
+        head = [
+            f"{method} {path} HTTP/1.1".encode(),
+            b"Host: " + (host if host is not None else parts.netloc.encode()),
+        ]
         head += [name + b": " + value for name, value in headers or []]
         head += [b"Content-Length: %d" % len(body), b"Connection: close"]
         writer.write(b"\r\n".join(head) + b"\r\n\r\n" + body)

@@ -8,13 +8,18 @@ import pytest
 from sublane_desktop.credentials import CredentialError
 from sublane_desktop.secrets import account_secret
 
-BODY = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}
+BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "x"}],
+}
 
 
 async def test_add_import_and_remove(harness, tmp_path):
     s = harness.service
-    view = await s.add_account("anthropic", "pasted", {"api_key": "sk-ant-api-1"},
-                               max_concurrency=3)
+    view = await s.add_account(
+        "anthropic", "pasted", {"api_key": "sk-ant-api-1"}, max_concurrency=3
+    )
     assert view["name"] == "pasted" and view["max_concurrency"] == 3
     with pytest.raises(CredentialError):
         await s.add_account("anthropic", "bad", {"access_token": "x"})
@@ -23,8 +28,17 @@ async def test_add_import_and_remove(harness, tmp_path):
     assert [a["name"] for a in s.accounts_runtime()["accounts"]] == ["pasted"]
 
     login = tmp_path / "creds.json"
-    login.write_text(json.dumps({"claudeAiOauth": {
-        "accessToken": "sk-ant-oat01-cc", "refreshToken": "rt", "expiresAt": 4_000_000_000_000}}))
+    login.write_text(
+        json.dumps(
+            {
+                "claudeAiOauth": {
+                    "accessToken": "sk-ant-oat01-cc",
+                    "refreshToken": "rt",
+                    "expiresAt": 4_000_000_000_000,
+                }
+            }
+        )
+    )
     imported = await s.import_login("claude-code", login)
     assert imported["name"] == "claude-code"
 
@@ -46,8 +60,12 @@ async def test_cost_aware_reads_the_turns_the_relay_settles(harness):
     await s.update_settings({"scheduler.mode": "cost_aware"})
     await s.add_account("anthropic", "a1", {"api_key": "sk-ant-api-1"})
     key = await harness.create_key()
-    client = anthropic.AsyncAnthropic(base_url=harness.url, api_key=key, max_retries=0,
-                                      default_headers={"x-claude-code-session-id": "sess-1"})
+    client = anthropic.AsyncAnthropic(
+        base_url=harness.url,
+        api_key=key,
+        max_retries=0,
+        default_headers={"x-claude-code-session-id": "sess-1"},
+    )
     await client.messages.create(**BODY)
     await s.flush_records()
     assert s.pool.scheduler.mode == "cost_aware"

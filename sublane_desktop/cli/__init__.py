@@ -28,8 +28,15 @@ from sublane_desktop.cli import (
 from sublane_desktop.cli.accounts import PROVIDERS
 from sublane_desktop.cli.context import DEFAULT_PORT, CliError, Context, default_data_dir
 
-__all__ = ["DEFAULT_PORT", "PROVIDERS", "CliError", "Context", "build_parser",
-           "default_data_dir", "main"]
+__all__ = [
+    "DEFAULT_PORT",
+    "PROVIDERS",
+    "CliError",
+    "Context",
+    "build_parser",
+    "default_data_dir",
+    "main",
+]
 
 # --- parser -----------------------------------------------------------------------------------
 
@@ -45,8 +52,12 @@ def _globals(parser: argparse.ArgumentParser, top: bool) -> None:
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--data-dir", type=Path, default=default, help="data directory")
     parser.add_argument("--host", default=default, help="bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=default,
-                        help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=default,
+        help=f"port (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,31 +118,56 @@ def build_parser() -> argparse.ArgumentParser:
     command(sub, "reset-usage", "every quota gauge back to cold")
     cfg = command(sub, "settings", "show or change settings (scheduler.mode, ceilings, cap…)")
     cfg.add_argument("key", nargs="?")
-    cfg.add_argument("value", nargs="?", help="a JSON value, e.g. 0.95, \"round_robin\"")
+    cfg.add_argument("value", nargs="?", help='a JSON value, e.g. 0.95, "round_robin"')
     status = command(sub, "status", "is a server running, and the pool summary")
     status.add_argument("--json", action="store_true")
     requests = command(sub, "requests", "recent request records, newest first (50 a page)")
-    requests.add_argument("--mine", action="store_true",
-                          help="only the administrator's own requests (personal view)")
-    for flag in ("--outcome", "--model", "--key-id", "--request-id", "--user-id",
-                 "--account-id", "--cursor"):
+    requests.add_argument(
+        "--mine", action="store_true", help="only the administrator's own requests (personal view)"
+    )
+    for flag in (
+        "--outcome",
+        "--model",
+        "--key-id",
+        "--request-id",
+        "--user-id",
+        "--account-id",
+        "--cursor",
+    ):
         requests.add_argument(flag)
-    requests.add_argument("--cache-miss", metavar="CAUSE",
-                          help="first_turn, account_switch, ttl_expired, prefix_changed or any")
-    requests.add_argument("--misses", action="store_true",
-                          help="cache misses by cause: count, re-read tokens, share of input")
+    requests.add_argument(
+        "--cache-miss",
+        metavar="CAUSE",
+        help="first_turn, account_switch, ttl_expired, prefix_changed or any",
+    )
+    requests.add_argument(
+        "--misses",
+        action="store_true",
+        help="cache misses by cause: count, re-read tokens, share of input",
+    )
     requests.add_argument("--from", dest="since", metavar="UNIX_SECONDS", help="inclusive")
     requests.add_argument("--until", metavar="UNIX_SECONDS", help="exclusive")
     requests.add_argument("--json", action="store_true")
-    env = command(sub, "env", "print the variables that point Claude Code, Codex and the SDKs"
-                  " at this server, with a new client key")
-    env.add_argument("--shell", choices=("sh", "fish", "powershell"),
-                     help="output syntax (default: sh; powershell on Windows)")
-    run = command(sub, "run", "start the server if none runs, then run CMD pointed at it"
-                  " (sublane run -- claude)")
+    env = command(
+        sub,
+        "env",
+        "print the variables that point Claude Code, Codex and the SDKs"
+        " at this server, with a new client key",
+    )
+    env.add_argument(
+        "--shell",
+        choices=("sh", "fish", "powershell"),
+        help="output syntax (default: sh; powershell on Windows)",
+    )
+    run = command(
+        sub,
+        "run",
+        "start the server if none runs, then run CMD pointed at it (sublane run -- claude)",
+    )
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD …")
-    simulate.add_arguments(command(sub, "simulate", "compare scheduling policies on a"
-                                   " simulated week (SPEC §12)"))
+    simulate.add_arguments(
+        command(sub, "simulate", "compare scheduling policies on a simulated week (SPEC §12)")
+    )
     return parser
 
 
@@ -172,12 +208,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sublane: error: {exc}", file=sys.stderr)
             return 1
         if isinstance(exc, OSError):  # e.g. a data dir that cannot be created or written
-            print(f"sublane: error: {exc.filename or ctx.data_dir}: "
-                  f"{exc.strerror or type(exc).__name__}", file=sys.stderr)
+            print(
+                f"sublane: error: {exc.filename or ctx.data_dir}: "
+                f"{exc.strerror or type(exc).__name__}",
+                file=sys.stderr,
+            )
             return 1
         if isinstance(exc, DatabaseError):
-            print(f"sublane: error: database {ctx.data_dir / DB_FILE}: "
-                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+            print(
+                f"sublane: error: database {ctx.data_dir / DB_FILE}: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
             return 1
         raise
     finally:

@@ -48,11 +48,20 @@ def codex_secret(path: Path) -> dict[str, Any]:
         raise CliError(str(exc)) from None
 
 
-def save_account(ctx: Context, provider: str, name: str, group: str, base_url: str | None,
-                 limit: int, secret: dict[str, Any], replace: bool = False) -> str:
+def save_account(
+    ctx: Context,
+    provider: str,
+    name: str,
+    group: str,
+    base_url: str | None,
+    limit: int,
+    secret: dict[str, Any],
+    replace: bool = False,
+) -> str:
     try:
-        account_id, verb, kind = ctx.offline.add_account(provider, name, group, base_url, limit,
-                                                         secret, replace=replace)
+        account_id, verb, kind = ctx.offline.add_account(
+            provider, name, group, base_url, limit, secret, replace=replace
+        )
     except credentials.CredentialError as exc:
         raise CliError(str(exc)) from None
     return f"{verb} {provider} account {name} (id {account_id}, {kind})"
@@ -62,36 +71,75 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
     which = args.account_command
     if which == "add":
         if args.provider not in PROVIDERS:
-            raise CliError(f"unknown provider {args.provider!r} (choose from "
-                           f"{', '.join(PROVIDERS)})")
+            raise CliError(
+                f"unknown provider {args.provider!r} (choose from {', '.join(PROVIDERS)})"
+            )
         if not 1 <= args.max_concurrency <= 8:
             raise CliError("--max-concurrency must be from 1 to 8")
         secret = read_secret_json(args.provider)
-        print(save_account(ctx, args.provider, args.name, args.group, args.base_url,
-                           args.max_concurrency, secret))
+        print(
+            save_account(
+                ctx,
+                args.provider,
+                args.name,
+                args.group,
+                args.base_url,
+                args.max_concurrency,
+                secret,
+            )
+        )
         return 0
     if which == "import-claude-code":
         path = args.file or Path.home() / ".claude" / ".credentials.json"
         secret = claude_code_secret(path)
-        print(save_account(ctx, "anthropic", args.name or "claude-code", args.group,
-                           args.base_url, 2, secret, replace=True))
+        print(
+            save_account(
+                ctx,
+                "anthropic",
+                args.name or "claude-code",
+                args.group,
+                args.base_url,
+                2,
+                secret,
+                replace=True,
+            )
+        )
         return 0
     if which == "import-codex":
         path = args.file or Path.home() / ".codex" / "auth.json"
         secret = codex_secret(path)
-        print(save_account(ctx, "codex", args.name or "codex", args.group, args.base_url, 2,
-                           secret, replace=True))
+        print(
+            save_account(
+                ctx,
+                "codex",
+                args.name or "codex",
+                args.group,
+                args.base_url,
+                2,
+                secret,
+                replace=True,
+            )
+        )
         return 0
     if which in ("import-gemini", "import-antigravity"):  # Google logins (R-AG-1)
         kind = which.removeprefix("import-")
-        read = credentials.gemini_cli_secret if kind == "gemini" else \
-            credentials.antigravity_secret
+        read = credentials.gemini_cli_secret if kind == "gemini" else credentials.antigravity_secret
         try:
             secret = read(args.file or Path.home() / credentials.LOGIN_FILES[kind])
         except credentials.CredentialError as exc:
             raise CliError(str(exc)) from None
-        print(save_account(ctx, "antigravity", args.name or kind, args.group, args.base_url, 2,
-                           secret, replace=True))
+        print(
+            save_account(
+                ctx,
+                "antigravity",
+                args.name or kind,
+                args.group,
+                args.base_url,
+                2,
+                secret,
+                replace=True,
+            )
+        )
         return 0
     if which == "list":
         runtime = runtime_snapshot(ctx)
@@ -105,7 +153,6 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
     return cmd_account_lever(ctx, args)
 
 
-
 def runtime_snapshot(ctx: Context) -> dict[str, Any]:
     """The live pool from a running server, or the stored one built by the same service code."""
     server = ctx.running_server()
@@ -117,12 +164,17 @@ def runtime_snapshot(ctx: Context) -> dict[str, Any]:
 def print_accounts(runtime: dict[str, Any]) -> None:
     accounts = runtime["accounts"]
     if not accounts:
-        print("no accounts yet: add one with `sublane account import-claude-code` or "
-              "`sublane account add`")
+        print(
+            "no accounts yet: add one with `sublane account import-claude-code` or "
+            "`sublane account add`"
+        )
         return
-    print(f"{'ID':>3}  {'NAME':<18} {'PROVIDER':<11} {'STATE':<16} {'FLIGHT':>6}  "
-          f"{'5H':>5} {'7D':>5} {'FABLE':>5}")
+    print(
+        f"{'ID':>3}  {'NAME':<18} {'PROVIDER':<11} {'STATE':<16} {'FLIGHT':>6}  "
+        f"{'5H':>5} {'7D':>5} {'FABLE':>5}"
+    )
     for a in accounts:
+
         def gauge(name: str, a: dict[str, Any] = a) -> str:
             g = a["gauges"].get(name)
             if g is None:
@@ -131,9 +183,13 @@ def print_accounts(runtime: dict[str, Any]) -> None:
 
         mark = "*" if a["current"] else " "
         # Antigravity's per-family gauges follow the fixed columns (R-AG-4)
-        families = "".join(f"  {name} {gauge(name)}" for name in a["gauges"]
-                           if name not in ("five_hour", "seven_day", "fable"))
-        print(f"{a['id']:>3}{mark} {a['name']:<18} {a['provider']:<11} {a['state']:<16} "
-              f"{a['in_flight']:>3}/{a['max_concurrency']:<2}  {gauge('five_hour'):>5} "
-              f"{gauge('seven_day'):>5} {gauge('fable'):>5}{families}")
-
+        families = "".join(
+            f"  {name} {gauge(name)}"
+            for name in a["gauges"]
+            if name not in ("five_hour", "seven_day", "fable")
+        )
+        print(
+            f"{a['id']:>3}{mark} {a['name']:<18} {a['provider']:<11} {a['state']:<16} "
+            f"{a['in_flight']:>3}/{a['max_concurrency']:<2}  {gauge('five_hour'):>5} "
+            f"{gauge('seven_day'):>5} {gauge('fable'):>5}{families}"
+        )

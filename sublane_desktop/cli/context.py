@@ -92,8 +92,10 @@ class Context:
                 message = f"HTTP {exc.code}"
             raise CliError(message) from None
         except (OSError, ValueError) as exc:  # URLError is an OSError; ValueError: bad JSON
-            raise CliError(f"the server at {server['url']} did not answer {method} {path}: "
-                           f"{type(exc).__name__}") from None
+            raise CliError(
+                f"the server at {server['url']} did not answer {method} {path}: "
+                f"{type(exc).__name__}"
+            ) from None
 
     def close(self) -> None:
         if self._offline is not None:

@@ -18,16 +18,21 @@ def cmd_key(ctx: Context, args: argparse.Namespace) -> int:
         if args.key_command == "create":
             row, key = ctx.offline.create_key(args.name, args.user, args.group)
             print(key)
-            print(f"key {row['id']} ({args.name}) for {row['user']} in group {row['group']}; "
-                  "shown once, only its hash is stored", file=sys.stderr)
+            print(
+                f"key {row['id']} ({args.name}) for {row['user']} in group {row['group']}; "
+                "shown once, only its hash is stored",
+                file=sys.stderr,
+            )
             return 0
         if args.key_command == "list":
             keys = ctx.offline.list_keys()
             if args.json:
                 print(json.dumps(keys, indent=2))
             for k in [] if args.json else keys:
-                print(f"{k['id']:>3}  {k['name']:<16} {k['prefix']}…  {k['user']:<10} "
-                      f"{k['group']:<10} {'revoked' if k['revoked'] else 'active'}")
+                print(
+                    f"{k['id']:>3}  {k['name']:<16} {k['prefix']}…  {k['user']:<10} "
+                    f"{k['group']:<10} {'revoked' if k['revoked'] else 'active'}"
+                )
             return 0
         if args.key_command == "revoke":
             print(revoke(ctx, args.key))

@@ -20,36 +20,49 @@ def cmd_account_lever(ctx: Context, args: argparse.Namespace) -> int:
     server = ctx.running_server()
     if server is not None:
         account = ctx.api(server, "GET", "/api/accounts/runtime")
-        match = [a for a in account["accounts"] if a["name"] == args.account
-                 or str(a["id"]) == args.account]
+        match = [
+            a
+            for a in account["accounts"]
+            if a["name"] == args.account or str(a["id"]) == args.account
+        ]
         if not match:
             raise CliError(f"unknown account {args.account!r}")
         acc_id = match[0]["id"]
         if which == "switch":
             ctx.api(server, "POST", "/llmux/switch", {"account": acc_id})
         elif which in ("pause", "unpause"):
-            ctx.api(server, "POST", "/llmux/pause-account",
-                    {"account": acc_id, "paused": which == "pause"})
+            ctx.api(
+                server,
+                "POST",
+                "/llmux/pause-account",
+                {"account": acc_id, "paused": which == "pause"},
+            )
         elif which == "clear-cooldown":
             ctx.api(server, "POST", f"/api/accounts/{acc_id}/resume", {})
         elif which in ("disable", "enable"):
             ctx.api(server, "POST", f"/api/accounts/{acc_id}/{which}", {})
         elif which == "verify":
-            return _print_verdict(ctx.api(server, "POST", f"/api/accounts/{acc_id}/verify", {}),
-                                  args.json)
+            return _print_verdict(
+                ctx.api(server, "POST", f"/api/accounts/{acc_id}/verify", {}), args.json
+            )
         elif which == "set-limit":
-            ctx.api(server, "PATCH", f"/api/accounts/{acc_id}/limits",
-                    {"max_concurrency": args.limit})
+            ctx.api(
+                server, "PATCH", f"/api/accounts/{acc_id}/limits", {"max_concurrency": args.limit}
+            )
     else:
         offline = ctx.offline
         try:
             offline.account_id(args.account)
             if which == "switch":
-                raise CliError("switch pins the live pool for 5 minutes: start the server "
-                               "first (`sublane serve` or the tray app)")
+                raise CliError(
+                    "switch pins the live pool for 5 minutes: start the server "
+                    "first (`sublane serve` or the tray app)"
+                )
             if which == "verify":
-                raise CliError("verify asks the upstream through the running pool: start the "
-                               "server first (`sublane serve` or the tray app)")
+                raise CliError(
+                    "verify asks the upstream through the running pool: start the "
+                    "server first (`sublane serve` or the tray app)"
+                )
             if which in ("pause", "unpause"):
                 offline.pause(args.account, which == "pause")
             elif which == "clear-cooldown":

@@ -17,8 +17,11 @@ def cmd_gui(ctx: Context) -> int:
     from sublane_desktop.app import has_display, run_gui, run_serve
 
     if not has_display():
-        print("no display found: running the proxy only (same as `sublane serve`)",
-              file=sys.stderr, flush=True)
+        print(
+            "no display found: running the proxy only (same as `sublane serve`)",
+            file=sys.stderr,
+            flush=True,
+        )
         return run_serve(ctx.data_dir, ctx.host, ctx.port)
     return run_gui(ctx.data_dir, ctx.host, ctx.port)
 
@@ -41,19 +44,31 @@ def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
     states: dict[str, int] = {}
     for a in runtime["accounts"]:
         states[a["state"]] = states.get(a["state"], 0) + 1
-    summary = {"running": True, "url": server["url"], "host": server["host"],
-               "port": server["port"], "pid": server["pid"], "accounts": len(runtime["accounts"]),
-               "states": states, "in_flight": runtime["in_flight"], "cap": runtime["cap"],
-               "records_dropped": server.get("health", {}).get("records_dropped", 0)}
+    summary = {
+        "running": True,
+        "url": server["url"],
+        "host": server["host"],
+        "port": server["port"],
+        "pid": server["pid"],
+        "accounts": len(runtime["accounts"]),
+        "states": states,
+        "in_flight": runtime["in_flight"],
+        "cap": runtime["cap"],
+        "records_dropped": server.get("health", {}).get("records_dropped", 0),
+    }
     if args.json:
         print(json.dumps(summary))
     else:
         by_state = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "no accounts"
-        print(f"running on {server['url']} (pid {server['pid']}); {by_state}; "
-              f"{runtime['in_flight']}/{runtime['cap']} in flight")
+        print(
+            f"running on {server['url']} (pid {server['pid']}); {by_state}; "
+            f"{runtime['in_flight']}/{runtime['cap']} in flight"
+        )
         if summary["records_dropped"]:
-            print(f"{summary['records_dropped']} request records could not be saved; see the"
-                  " server log")
+            print(
+                f"{summary['records_dropped']} request records could not be saved; see the"
+                " server log"
+            )
     return 0
 
 
@@ -68,8 +83,10 @@ def endpoint_url(ctx: Context) -> str:
     if port is None:
         port = int(ctx.offline.setting("server.port", DEFAULT_PORT))
     if port == 0:
-        raise CliError("no server is running and its port is picked at start (0): start it "
-                       "first (`sublane serve`) or give --port")
+        raise CliError(
+            "no server is running and its port is picked at start (0): start it "
+            "first (`sublane serve`) or give --port"
+        )
     return base_url(ctx.host, port)
 
 
@@ -84,10 +101,13 @@ def cmd_env(ctx: Context, args: argparse.Namespace) -> int:
     name = f"env-{datetime.date.today().isoformat()}"
     row, key = new_client_key(ctx, name)
     sys.stdout.write(render(client_variables(url, key), shell))
-    print(f"created client key {row['id']} ({name}) for {row['user']}; a key is shown only "
-          f"once, so each `sublane env` makes a new one (`sublane key revoke {row['id']}` to "
-          "retire it). "
-          f"Load with: {load_hint(shell)}", file=sys.stderr)
+    print(
+        f"created client key {row['id']} ({name}) for {row['user']}; a key is shown only "
+        f"once, so each `sublane env` makes a new one (`sublane key revoke {row['id']}` to "
+        "retire it). "
+        f"Load with: {load_hint(shell)}",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -98,8 +118,11 @@ def run_key(ctx: Context) -> str:
         return key
     row, key = new_client_key(ctx, "run")
     ctx.offline.keep_run_key(key)
-    print(f"created client key {row['id']} (run) for {row['user']}; `sublane run` keeps it in "
-          "the keyring and reuses it", file=sys.stderr)
+    print(
+        f"created client key {row['id']} (run) for {row['user']}; `sublane run` keeps it in "
+        "the keyring and reuses it",
+        file=sys.stderr,
+    )
     return key
 
 
@@ -125,8 +148,11 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
                 raise CliError(str(exc)) from None
             listening = urllib.parse.urlsplit(started.url)
             url = base_url(listening.hostname or ctx.host, listening.port or DEFAULT_PORT)
-            print(f"sublane: started a server on {url} for this command; it stops when the "
-                  "command ends", file=sys.stderr)
+            print(
+                f"sublane: started a server on {url} for this command; it stops when the "
+                "command ends",
+                file=sys.stderr,
+            )
         try:
             return run_command(command, {**os.environ, **client_variables(url, key)})
         except LaunchError as exc:  # the command itself could not start: shell-style 127
@@ -135,4 +161,3 @@ def cmd_run(ctx: Context, args: argparse.Namespace) -> int:
     finally:
         if started is not None:
             started.stop()
-

@@ -34,4 +34,3 @@ def cmd_settings(ctx: Context, args: argparse.Namespace) -> int:
     for key in [args.key] if args.key else sorted(current):
         print(f"{key} = {json.dumps(current[key])}")
     return 0
-

@@ -24,18 +24,31 @@ POLICIES = ("round_robin", "score", "cost_aware")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="team", choices=TRACES,
-                        help="built-in traffic (default: team)")
-    parser.add_argument("--from-records", action="store_true",
-                        help="replay the stored request records instead of a built-in trace")
-    parser.add_argument("--policy", nargs="+", default=list(POLICIES), metavar="P",
-                        help=f"scheduling policies to compare ({', '.join(MODES)})")
+    parser.add_argument(
+        "--trace", default="team", choices=TRACES, help="built-in traffic (default: team)"
+    )
+    parser.add_argument(
+        "--from-records",
+        action="store_true",
+        help="replay the stored request records instead of a built-in trace",
+    )
+    parser.add_argument(
+        "--policy",
+        nargs="+",
+        default=list(POLICIES),
+        metavar="P",
+        help=f"scheduling policies to compare ({', '.join(MODES)})",
+    )
     parser.add_argument("--seed", type=int, default=1, help="trace and account seed (1)")
     parser.add_argument("--days", type=float, default=7.0, help="trace length (7)")
     parser.add_argument("--accounts", type=int, help="simulated accounts (default per trace)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--plot", type=Path, metavar="FILE.png",
-                        help="write utilization over time per account and window")
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE.png",
+        help="write utilization over time per account and window",
+    )
 
 
 def cmd_simulate(ctx: Context, args: argparse.Namespace) -> int:

@@ -16,4 +16,3 @@ def cmd_user(ctx: Context, args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     print(f"added member {user['name']} (id {user['id']})")
     return 0
-

@@ -140,8 +140,9 @@ def cache_ttl(provider: str, body: Mapping[str, Any]) -> float:
     return DEFAULT_TTL
 
 
-def warm_tokens(provider: str, input_tokens: int, cached_tokens: int,
-                cache_creation: int | None = None) -> int:
+def warm_tokens(
+    provider: str, input_tokens: int, cached_tokens: int, cache_creation: int | None = None
+) -> int:
     """The input a finished turn left in the provider's cache."""
     if provider == "anthropic":
         return max(0, cached_tokens) + max(0, cache_creation or 0)

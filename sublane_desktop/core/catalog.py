@@ -22,13 +22,32 @@ RETRY_AFTER_FAILURE_SECONDS = 60.0
 
 # What each provider serves when its upstream cannot be asked (the old static menu).
 STATIC_MODELS: dict[str, tuple[str, ...]] = {
-    "anthropic": ("claude-opus-4-5", "claude-sonnet-4-5", "claude-haiku-4-5",
-                  "claude-opus-4-1", "claude-fable-5"),
-    "codex": ("gpt-5.5", "gpt-5.4", "gpt-5.4-mini", "gpt-5.3-codex", "gpt-5.2-codex",
-              "gpt-5.2", "gpt-5.1-codex-max", "gpt-5.1-codex-mini", "gpt-5"),
-    "antigravity": ("gemini-3-pro-high", "gemini-3-pro-low", "gemini-3-flash",
-                    "claude-sonnet-4-5", "claude-sonnet-4-5-thinking",
-                    "claude-opus-4-5-thinking"),
+    "anthropic": (
+        "claude-opus-4-5",
+        "claude-sonnet-4-5",
+        "claude-haiku-4-5",
+        "claude-opus-4-1",
+        "claude-fable-5",
+    ),
+    "codex": (
+        "gpt-5.5",
+        "gpt-5.4",
+        "gpt-5.4-mini",
+        "gpt-5.3-codex",
+        "gpt-5.2-codex",
+        "gpt-5.2",
+        "gpt-5.1-codex-max",
+        "gpt-5.1-codex-mini",
+        "gpt-5",
+    ),
+    "antigravity": (
+        "gemini-3-pro-high",
+        "gemini-3-pro-low",
+        "gemini-3-flash",
+        "claude-sonnet-4-5",
+        "claude-sonnet-4-5-thinking",
+        "claude-opus-4-5-thinking",
+    ),
 }
 # The owner an OpenAI-style list names for each provider's models.
 OWNERS = {"anthropic": "anthropic", "codex": "openai", "antigravity": "google"}
@@ -67,8 +86,9 @@ class ModelCatalog:
         known = self._entries.get(provider)
         if known is not None and known.from_upstream:
             # A failed refresh keeps the last good answer rather than shrinking the menu.
-            self._entries[provider] = _Entry(known.models, now - CACHE_SECONDS
-                                             + RETRY_AFTER_FAILURE_SECONDS, True)
+            self._entries[provider] = _Entry(
+                known.models, now - CACHE_SECONDS + RETRY_AFTER_FAILURE_SECONDS, True
+            )
             return
         self._entries[provider] = _Entry(STATIC_MODELS.get(provider, ()), now, False)
 

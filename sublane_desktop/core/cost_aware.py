@@ -61,13 +61,16 @@ def prefix_tokens(facts: PreviousTurn | None) -> int:
     return UNKNOWN_PREFIX_TOKENS if facts is None else facts.warm_tokens
 
 
-def near_limit(scheduler: Scheduler, account: AccountState, demand: Demand, now: float,
-               below: float) -> bool:
+def near_limit(
+    scheduler: Scheduler, account: AccountState, demand: Demand, now: float, below: float
+) -> bool:
     """A window the request uses is within `below` of its ceiling (last reading)."""
     ceilings = scheduler.ceilings_for(account)
     gauges = account.gauges
-    limits = [(gauges.five_hour, ceilings.five_hour_max), (gauges.seven_day,
-                                                            ceilings.seven_day_max)]
+    limits = [
+        (gauges.five_hour, ceilings.five_hour_max),
+        (gauges.seven_day, ceilings.seven_day_max),
+    ]
     if demand.route.fable:
         limits.append((gauges.fable, ceilings.fable_weekly_max))
     for gauge, ceiling in limits:
@@ -77,8 +80,9 @@ def near_limit(scheduler: Scheduler, account: AccountState, demand: Demand, now:
     return False
 
 
-def place(scheduler: Scheduler, ordered: list[AccountState], demand: Demand, start: int,
-          now: float) -> AccountState | None:
+def place(
+    scheduler: Scheduler, ordered: list[AccountState], demand: Demand, start: int, now: float
+) -> AccountState | None:
     """3. A new conversation: the next account in rotation among those that score within
     SWITCH_MARGIN of the best, or None when no account is admissible.
 
@@ -104,19 +108,30 @@ def place(scheduler: Scheduler, ordered: list[AccountState], demand: Demand, sta
     scores = {a.id: scheduler.score(a, demand, now) for a in choices}
     bar = max(scores.values()) / (1.0 + SWITCH_MARGIN)
     near_best = [a for a in choices if scores[a.id] >= bar]
-    return min(near_best, key=lambda a: (active.get(a.id, 0) / a.max_concurrency,
-                                         (ordered.index(a) - start) % n))
+    return min(
+        near_best,
+        key=lambda a: (active.get(a.id, 0) / a.max_concurrency, (ordered.index(a) - start) % n),
+    )
 
 
-def move_target(scheduler: Scheduler, bound: AccountState, candidates: list[AccountState],
-                demand: Demand, facts: PreviousTurn | None, now: float) -> AccountState | None:
+def move_target(
+    scheduler: Scheduler,
+    bound: AccountState,
+    candidates: list[AccountState],
+    demand: Demand,
+    facts: PreviousTurn | None,
+    now: float,
+) -> AccountState | None:
     """4./5. Where a bound conversation should go instead of `bound`, or None to stay."""
     from sublane_desktop.core.scheduler import SWITCH_MARGIN
 
     if scheduler.pinned(bound, now):
         return None  # 2. the pin holds its conversations whatever the scores say
-    others = [a for a in sorted(candidates, key=lambda a: a.id)
-              if a is not bound and scheduler.admissible(a, demand, now)]
+    others = [
+        a
+        for a in sorted(candidates, key=lambda a: a.id)
+        if a is not bound and scheduler.admissible(a, demand, now)
+    ]
     pinned = [a for a in others if scheduler.pinned(a, now)]
     if pinned:
         targets = pinned
@@ -137,6 +152,7 @@ def move_target(scheduler: Scheduler, bound: AccountState, candidates: list[Acco
         return best
     price = warm * prefix_tokens(facts) / PREFIX_PRICE_TOKENS
     if scheduler.score(best, demand, now) > scheduler.score(bound, demand, now) * (
-            1.0 + SWITCH_MARGIN + price):
+        1.0 + SWITCH_MARGIN + price
+    ):
         return best
     return None

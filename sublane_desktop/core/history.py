@@ -24,8 +24,16 @@ REQUEST_ID_MAX = 128
 NUMBER_MAX = 2**53 - 1
 DELETED = "deleted"
 
-PERSONAL_PARAMS = ("cursor", "outcome", "model", "key_id", "request_id", "from", "until",
-                   "cache_miss")
+PERSONAL_PARAMS = (
+    "cursor",
+    "outcome",
+    "model",
+    "key_id",
+    "request_id",
+    "from",
+    "until",
+    "cache_miss",
+)
 # `cache_miss=any` asks for every miss, whatever its cause.
 ANY_MISS = "any"
 MISS_FILTERS = (*CAUSES, ANY_MISS)
@@ -58,8 +66,9 @@ class HistoryQuery:
     cache_miss: str | None = None  # a cause, or ANY_MISS
 
 
-def parse_query(pairs: Iterable[tuple[str, str]] | Mapping[str, str], *, admin: bool
-                ) -> HistoryQuery:
+def parse_query(
+    pairs: Iterable[tuple[str, str]] | Mapping[str, str], *, admin: bool
+) -> HistoryQuery:
     """Validate query parameters; raises InvalidQuery naming the parameter.
 
     An empty value means "no filter" (clients send `?cursor=0&outcome=`). Parameters outside
@@ -181,14 +190,22 @@ def present(row: Mapping[str, Any], *, personal: bool) -> dict[str, Any]:
         record["account_name"] = row["account_name"]
     if not personal:
         record["previous_account_name"] = (
-            "" if row.get("previous_account_id") is None
-            else row.get("previous_account_name") or DELETED)
+            ""
+            if row.get("previous_account_id") is None
+            else row.get("previous_account_name") or DELETED
+        )
     record["cache_hit_rate"] = cache_hit_rate(row["input_tokens"], row["cached_tokens"])
     return record
 
 
-def present_misses(groups: Iterable[Mapping[str, Any]], total_input: int, *,
-                   since: float | None, until: float | None, personal: bool) -> dict[str, Any]:
+def present_misses(
+    groups: Iterable[Mapping[str, Any]],
+    total_input: int,
+    *,
+    since: float | None,
+    until: float | None,
+    personal: bool,
+) -> dict[str, Any]:
     """Misses by cause over a window (R-CF-2): count, re-read tokens, share of all input.
 
     `groups` are rows of (cache_miss, account_id, account_name, count, reread_tokens), one per
@@ -197,7 +214,8 @@ def present_misses(groups: Iterable[Mapping[str, Any]], total_input: int, *,
     leave the per-account split out (R-REC-6).
     """
     by_cause: dict[str, dict[str, Any]] = {
-        cause: {"cause": cause, "count": 0, "reread_tokens": 0} for cause in CAUSES}
+        cause: {"cause": cause, "count": 0, "reread_tokens": 0} for cause in CAUSES
+    }
     accounts: list[dict[str, Any]] = []
     for group in groups:
         entry = by_cause.get(group["cache_miss"])
@@ -206,15 +224,21 @@ def present_misses(groups: Iterable[Mapping[str, Any]], total_input: int, *,
         entry["count"] += int(group["count"] or 0)
         entry["reread_tokens"] += int(group["reread_tokens"] or 0)
         if not personal and group["account_id"] is not None:
-            accounts.append({"account_id": group["account_id"],
-                             "account_name": group.get("account_name") or DELETED,
-                             "cause": group["cache_miss"], "count": int(group["count"] or 0),
-                             "reread_tokens": int(group["reread_tokens"] or 0)})
+            accounts.append(
+                {
+                    "account_id": group["account_id"],
+                    "account_name": group.get("account_name") or DELETED,
+                    "cause": group["cache_miss"],
+                    "count": int(group["count"] or 0),
+                    "reread_tokens": int(group["reread_tokens"] or 0),
+                }
+            )
     for entry in by_cause.values():
-        entry["share"] = (round(entry["reread_tokens"] / total_input, 4) if total_input > 0
-                          else 0.0)
+        entry["share"] = round(entry["reread_tokens"] / total_input, 4) if total_input > 0 else 0.0
     summary: dict[str, Any] = {
-        "from": since, "until": until, "input_tokens": total_input,
+        "from": since,
+        "until": until,
+        "input_tokens": total_input,
         "causes": list(by_cause.values()),
         "reread_tokens": sum(e["reread_tokens"] for e in by_cause.values()),
     }

@@ -69,8 +69,11 @@ def explain(record: Mapping[str, Any]) -> str:
     reread = int(record.get("reread_tokens") or 0)
     cost = f"~{compact_tokens(reread)} tokens read again"
     idle = record.get("idle_seconds")
-    after = f"{idle_words(float(idle))} after the previous turn" if idle is not None else (
-        "after the previous turn")
+    after = (
+        f"{idle_words(float(idle))} after the previous turn"
+        if idle is not None
+        else ("after the previous turn")
+    )
     account = record.get("account_name") or ""
     previous = record.get("previous_account_name") or ""
     if cause == FIRST_TURN:
@@ -97,12 +100,16 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
     total_input = int(summary.get("input_tokens") or 0)
     lines = [f"{'CAUSE':<16} {'COUNT':>6} {'RE-READ':>12} {'SHARE OF INPUT':>15}"]
     for entry in summary.get("causes", []):
-        lines.append(f"{LABELS.get(entry['cause'], entry['cause']):<16} {entry['count']:>6} "
-                     f"{entry['reread_tokens']:>12,} {entry['share'] * 100:>14.1f}%")
+        lines.append(
+            f"{LABELS.get(entry['cause'], entry['cause']):<16} {entry['count']:>6} "
+            f"{entry['reread_tokens']:>12,} {entry['share'] * 100:>14.1f}%"
+        )
     reread = int(summary.get("reread_tokens") or 0)
     share = reread * 100 / total_input if total_input else 0.0
-    lines.append(f"{'all misses':<16} {sum(e['count'] for e in summary.get('causes', [])):>6} "
-                 f"{reread:>12,} {share:>14.1f}%")
+    lines.append(
+        f"{'all misses':<16} {sum(e['count'] for e in summary.get('causes', [])):>6} "
+        f"{reread:>12,} {share:>14.1f}%"
+    )
     lines.append(f"of {total_input:,} input tokens in the window")
     return lines
 
@@ -111,8 +118,11 @@ def reread_today(summary: Mapping[str, Any] | None) -> str:
     """The Accounts window's line: today's re-read tokens per cause (R-CF-3)."""
     if not summary:
         return ""
-    parts = [f"{LABELS[e['cause']]} {compact_tokens(int(e['reread_tokens']))}"
-             for e in summary.get("causes", []) if e.get("reread_tokens")]
+    parts = [
+        f"{LABELS[e['cause']]} {compact_tokens(int(e['reread_tokens']))}"
+        for e in summary.get("causes", [])
+        if e.get("reread_tokens")
+    ]
     if not parts:
         return "No cache miss made input be read again today"
     return "Read again today: " + " · ".join(parts)
@@ -122,9 +132,11 @@ def reread_today_by_account(summary: Mapping[str, Any] | None) -> str:
     """Its tooltip: the same per account that served the missed turn, largest first."""
     rows = [a for a in (summary or {}).get("accounts", []) if a.get("reread_tokens")]
     rows.sort(key=lambda a: -int(a["reread_tokens"]))
-    return "\n".join(f"{a['account_name']}: {LABELS.get(a['cause'], a['cause'])} "
-                     f"{compact_tokens(int(a['reread_tokens']))} ({a['count']} turns)"
-                     for a in rows)
+    return "\n".join(
+        f"{a['account_name']}: {LABELS.get(a['cause'], a['cause'])} "
+        f"{compact_tokens(int(a['reread_tokens']))} ({a['count']} turns)"
+        for a in rows
+    )
 
 
 def switched_today(summary: Mapping[str, Any] | None) -> int:

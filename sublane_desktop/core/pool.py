@@ -129,8 +129,12 @@ class Lease:
     bound: bool
     released: bool = False
 
-    def release(self, outcome: str = Outcome.NEUTRAL, retry_after: float | None = None,
-                status: int | None = None) -> bool:
+    def release(
+        self,
+        outcome: str = Outcome.NEUTRAL,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> bool:
         """Returns False when already released, so callers may call it from every exit path."""
         if self.released:
             return False
@@ -166,8 +170,15 @@ class Pool:
         for row in rows:
             known = self.accounts.get(row.id)
             if known is not None:
-                for name in ("name", "provider", "group_ids", "kind", "base_url", "enabled",
-                             "max_concurrency"):
+                for name in (
+                    "name",
+                    "provider",
+                    "group_ids",
+                    "kind",
+                    "base_url",
+                    "enabled",
+                    "max_concurrency",
+                ):
                     setattr(known, name, getattr(row, name))
                 if row.revision != known.revision:  # re-auth repairs an auth failure
                     known.revision = row.revision
@@ -206,9 +217,12 @@ class Pool:
                 bound = self.accounts[bound_id]
                 if self.scheduler.mode == "cost_aware":
                     target = self.scheduler.move_conversation(
-                        bound, self._candidates(demand), demand,
-                        self.scheduler.conversations.previous(demand.group_id,
-                                                              demand.conversation), now)
+                        bound,
+                        self._candidates(demand),
+                        demand,
+                        self.scheduler.conversations.previous(demand.group_id, demand.conversation),
+                        now,
+                    )
                     if target is not None:
                         return self._bind(target, demand, key, now)
                 return self._admit_bound(bound, demand, now)
@@ -217,8 +231,9 @@ class Pool:
         account = self._place(demand, now, self.scheduler.select_independent)
         return self._admit(account, now, bound=False)
 
-    def _bind(self, account: AccountState, demand: Demand, key: tuple[int, str], now: float
-              ) -> Lease:
+    def _bind(
+        self, account: AccountState, demand: Demand, key: tuple[int, str], now: float
+    ) -> Lease:
         assert demand.conversation is not None
         lease = self._admit(account, now, bound=True)
         self.bindings[key] = account.id
@@ -296,8 +311,9 @@ class Pool:
 
     # --- outcomes -----------------------------------------------------------------------------
 
-    def _finish(self, lease: Lease, outcome: str, retry_after: float | None,
-                status: int | None) -> None:
+    def _finish(
+        self, lease: Lease, outcome: str, retry_after: float | None, status: int | None
+    ) -> None:
         account = lease.account
         account.in_flight -= 1
         self.in_flight -= 1
@@ -309,8 +325,9 @@ class Pool:
             self._apply(account, lease, outcome, retry_after)
         self._on_change()
 
-    def _apply(self, account: AccountState, lease: Lease, outcome: str, retry_after: float | None
-               ) -> None:
+    def _apply(
+        self, account: AccountState, lease: Lease, outcome: str, retry_after: float | None
+    ) -> None:
         if outcome == Outcome.NEUTRAL:
             return
         if outcome == Outcome.AUTH_FAILURE:
@@ -320,8 +337,7 @@ class Pool:
         if outcome == Outcome.FABLE_FAILURE:
             # Only the Fable scope rests; the account keeps serving other models (R-LANE-7).
             account.fable_streak += 1
-            account.fable_cooldown_until = self.clock.now() + cooldown_seconds(
-                account.fable_streak)
+            account.fable_cooldown_until = self.clock.now() + cooldown_seconds(account.fable_streak)
             self._persist.save_runtime(account.id, account.runtime_fields())  # R-FT-10
             return
         # Outcomes are ordered by admission sequence, not by when they arrive (R-POOL-8).
@@ -356,8 +372,10 @@ class Pool:
         return account
 
     def set_limit(self, ref: str | int, limit: int) -> AccountState:
-        if isinstance(limit, bool) or not isinstance(limit, int) or not (
-            MIN_LIMIT <= limit <= MAX_LIMIT
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not (MIN_LIMIT <= limit <= MAX_LIMIT)
         ):
             raise ValueError(f"max_concurrency must be an integer from {MIN_LIMIT} to {MAX_LIMIT}")
         account = self.find(ref)

@@ -53,8 +53,12 @@ class Ceilings:
     def merged(self, overrides: dict[str, float] | None) -> Ceilings:
         if not overrides:
             return self
-        return Ceilings(**{name: overrides.get(name, getattr(self, name))
-                           for name in ("five_hour_max", "seven_day_max", "fable_weekly_max")})
+        return Ceilings(
+            **{
+                name: overrides.get(name, getattr(self, name))
+                for name in ("five_hour_max", "seven_day_max", "fable_weekly_max")
+            }
+        )
 
 
 def _util(gauges: GaugeSet, window: str, now: float) -> float:
@@ -130,8 +134,9 @@ class Scheduler:
 
     # 1. hard gates ---------------------------------------------------------------------------
 
-    def hard_gate(self, account: AccountState, demand: Demand, now: float, *,
-                  pinned: bool = False) -> GatewayError | None:
+    def hard_gate(
+        self, account: AccountState, demand: Demand, now: float, *, pinned: bool = False
+    ) -> GatewayError | None:
         """Why this account may not take the request at all, as the error a client should see.
 
         `pinned` skips only the preemptive Fable exclusion (R-LANE-2); everything else holds.
@@ -156,8 +161,9 @@ class Scheduler:
                 f"account {account.name} has no quota left",
                 retry_after=self.quota_recheck_in(account, now),
             )
-        family = family_of(demand.route.upstream_model) \
-            if account.provider == "antigravity" else None
+        family = (
+            family_of(demand.route.upstream_model) if account.provider == "antigravity" else None
+        )
         if family is not None and account.gauges.get(family).exhausted(now):
             gauge = account.gauges.get(family)
             return GatewayError(
@@ -185,8 +191,9 @@ class Scheduler:
                 return GatewayError(
                     "quota_exhausted",
                     f"account {account.name} is at its Fable ceiling ({ceiling:.0%})",
-                    retry_after=self._recheck(fable.fresh_until() if not fable.stale(now)
-                                              else fable.resets_at, now),
+                    retry_after=self._recheck(
+                        fable.fresh_until() if not fable.stale(now) else fable.resets_at, now
+                    ),
                 )
         return None
 
@@ -199,10 +206,10 @@ class Scheduler:
 
     def quota_recheck_in(self, account: AccountState, now: float) -> float:
         """A recheck hint, not a promise: the next freshness deadline or reset (R-LANE-1)."""
-        windows = FAMILY_WINDOWS if account.provider == "antigravity" else (
-            "five_hour", "seven_day")
-        deadlines = [g.fresh_until() for g in map(account.gauges.get, windows)
-                     if g.exhausted(now)]
+        windows = (
+            FAMILY_WINDOWS if account.provider == "antigravity" else ("five_hour", "seven_day")
+        )
+        deadlines = [g.fresh_until() for g in map(account.gauges.get, windows) if g.exhausted(now)]
         return self._recheck(min((d for d in deadlines if d is not None), default=None), now)
 
     @staticmethod
@@ -241,9 +248,8 @@ class Scheduler:
         """Main-lane exclusion on fresh data; exactly at the ceiling is still eligible."""
         ceilings = self.ceilings_for(account)
         five, week = account.gauges.five_hour, account.gauges.seven_day
-        return (
-            (not five.stale(now) and (five.utilization or 0.0) > ceilings.five_hour_max)
-            or (not week.stale(now) and (week.utilization or 0.0) > ceilings.seven_day_max)
+        return (not five.stale(now) and (five.utilization or 0.0) > ceilings.five_hour_max) or (
+            not week.stale(now) and (week.utilization or 0.0) > ceilings.seven_day_max
         )
 
     # 5. scores ----------------------------------------------------------------------------------
@@ -252,8 +258,9 @@ class Scheduler:
         ceilings = self.ceilings_for(account)
         if demand.route.fable:
             return fable_score(account.gauges, ceilings, now)
-        family = family_of(demand.route.upstream_model) \
-            if account.provider == "antigravity" else None
+        family = (
+            family_of(demand.route.upstream_model) if account.provider == "antigravity" else None
+        )
         if family is not None:
             # Antigravity's quota is per model family in ~5 h windows: what the requested
             # family has left is what the account can serve now.
@@ -270,9 +277,11 @@ class Scheduler:
         ordered = sorted(candidates, key=lambda a: a.id)
         lane_name = "fable" if demand.route.fable else "main"
         for account in ordered:  # 3. a live pin beats everything but the hard gates
-            if (self.pinned(account, now)
-                    and self.hard_gate(account, demand, now, pinned=True) is None
-                    and self.has_room(account, now)):
+            if (
+                self.pinned(account, now)
+                and self.hard_gate(account, demand, now, pinned=True) is None
+                and self.has_room(account, now)
+            ):
                 self.last = Decision(account.name, lane_name, "manual pin")
                 return account
         open_ = [a for a in ordered if self.hard_gate(a, demand, now) is None]
@@ -304,9 +313,15 @@ class Scheduler:
         self.last = Decision(chosen.name, lane_name, reason, self.score(chosen, demand, now))
         return chosen
 
-    def _choose(self, eligible: list[AccountState], anchor: AccountState | None,
-                ordered: list[AccountState], anchor_id: int | None, demand: Demand, now: float
-                ) -> tuple[AccountState, str]:
+    def _choose(
+        self,
+        eligible: list[AccountState],
+        anchor: AccountState | None,
+        ordered: list[AccountState],
+        anchor_id: int | None,
+        demand: Demand,
+        now: float,
+    ) -> tuple[AccountState, str]:
         if self.mode == "round_robin":
             if anchor is not None:
                 return anchor, "round robin: anchor kept"
@@ -320,7 +335,8 @@ class Scheduler:
         if anchor is None:
             return best, "best score (no eligible anchor)"
         if best is not anchor and self.score(best, demand, now) > self.score(
-                anchor, demand, now) * (1.0 + SWITCH_MARGIN):
+            anchor, demand, now
+        ) * (1.0 + SWITCH_MARGIN):
             return best, "beats anchor by margin"
         return anchor, "anchor kept"
 
@@ -330,12 +346,24 @@ class Scheduler:
         for anchors in (self.current, self.fable_current):
             for lane, account_id in list(anchors.items()):
                 account = by_id.get(account_id)
-                if account is None or not account.enabled or account.paused or \
-                        account.auth_failed or account.cooling(now) or \
-                        self.quota_exhausted(account, now) or (anchors is self.fable_current and (
-                        account.gauges.fable.exhausted(now) or (
-                            account.fable_cooldown_until is not None
-                            and now < account.fable_cooldown_until))):
+                if (
+                    account is None
+                    or not account.enabled
+                    or account.paused
+                    or account.auth_failed
+                    or account.cooling(now)
+                    or self.quota_exhausted(account, now)
+                    or (
+                        anchors is self.fable_current
+                        and (
+                            account.gauges.fable.exhausted(now)
+                            or (
+                                account.fable_cooldown_until is not None
+                                and now < account.fable_cooldown_until
+                            )
+                        )
+                    )
+                ):
                     del anchors[lane]
         for account in accounts:
             if account.pinned_until is not None and now >= account.pinned_until:
@@ -349,8 +377,11 @@ class Scheduler:
             raise self._nothing_serves(demand)
         ordered = sorted(candidates, key=lambda a: a.id)
         for account in ordered:  # a manual pin places new conversations too
-            if self.pinned(account, now) and self.has_room(account, now) and self.hard_gate(
-                    account, demand, now, pinned=True) is None:
+            if (
+                self.pinned(account, now)
+                and self.has_room(account, now)
+                and self.hard_gate(account, demand, now, pinned=True) is None
+            ):
                 self.last = Decision(account.name, "conversation", "manual pin")
                 return account
         start = self._cursor.get(demand.group_id, 0)
@@ -364,7 +395,8 @@ class Scheduler:
         for step in range(len(ordered)):
             account = ordered[(start + step) % len(ordered)]
             if self.admissible(account, demand, now) and (
-                    demand.route.fable or not self.over_ceiling(account, now)):
+                demand.route.fable or not self.over_ceiling(account, now)
+            ):
                 self._cursor[demand.group_id] = (start + step + 1) % len(ordered)
                 self.last = Decision(account.name, "conversation", "rotation")
                 return account
@@ -377,9 +409,14 @@ class Scheduler:
                 return account
         raise self._why_none(ordered, demand, now)
 
-    def move_conversation(self, bound: AccountState, candidates: list[AccountState],
-                          demand: Demand, facts: PreviousTurn | None, now: float
-                          ) -> AccountState | None:
+    def move_conversation(
+        self,
+        bound: AccountState,
+        candidates: list[AccountState],
+        demand: Demand,
+        facts: PreviousTurn | None,
+        now: float,
+    ) -> AccountState | None:
         """Where a bound conversation goes instead (cost_aware only; the seeds never move it)."""
         if self.mode != "cost_aware":
             return None
@@ -416,8 +453,9 @@ class Scheduler:
                 "every eligible account is serving its limit; retry shortly",
                 retry_after=BUSY_RETRY_SECONDS,
             )
-        waits = [g for g in gated if g is not None and g.code in ("account_cooling",
-                                                                   "quota_exhausted")]
+        waits = [
+            g for g in gated if g is not None and g.code in ("account_cooling", "quota_exhausted")
+        ]
         if waits:
             soonest = min(waits, key=lambda g: g.retry_after or 0)
             return GatewayError(soonest.code, soonest.message, retry_after=soonest.retry_after)

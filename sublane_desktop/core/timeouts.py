@@ -38,7 +38,10 @@ class UpstreamTimeouts:
 
 def validate(key: str, value: Any) -> float:
     """A timeout setting as seconds, or ValueError naming the rule."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            0 < value <= MAX_SECONDS):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (0 < value <= MAX_SECONDS)
+    ):
         raise ValueError(f"{key} must be a number of seconds in (0, {MAX_SECONDS:g}]")
     return float(value)

@@ -45,19 +45,25 @@ class TurnMemory:
             return max((t.ended_at for t in item[1].values()), default=0.0)
 
         ordered = sorted(((k, v) for k, v in turns.items() if v), key=last_end)
-        self._turns = OrderedDict((key, dict(models)) for key, models in
-                                  ordered[-self.capacity:])
+        self._turns = OrderedDict((key, dict(models)) for key, models in ordered[-self.capacity :])
 
-    def previous(self, group_id: int, digest: str, model: str | None = None
-                 ) -> PreviousTurn | None:
+    def previous(self, group_id: int, digest: str, model: str | None = None) -> PreviousTurn | None:
         """The conversation's last turn on `model`; without one, its latest turn on any."""
         models = self._turns.get((group_id, digest), {})
         if model is None:
             return max(models.values(), key=lambda t: t.ended_at, default=None)
         return models.get(model[:MODEL_KEY_MAX])
 
-    def settle(self, group_id: int, digest: str, turn: Turn, *, ended_at: float,
-               warm_tokens: int, model: str = "") -> CacheMiss:
+    def settle(
+        self,
+        group_id: int,
+        digest: str,
+        turn: Turn,
+        *,
+        ended_at: float,
+        warm_tokens: int,
+        model: str = "",
+    ) -> CacheMiss:
         """Classify this turn, then remember it as the conversation's last turn on `model`
         (callers that model one prompt per conversation, like the simulator, leave it out)."""
         model = model[:MODEL_KEY_MAX]
@@ -65,8 +71,12 @@ class TurnMemory:
         models = self._turns.get(key, {})
         verdict = classify_turn(models.get(model), turn)
         models.pop(model, None)  # re-inserted last: the dict's order is least recently used
-        models[model] = PreviousTurn(account_id=turn.account_id, ended_at=ended_at,
-                                     input_tokens=turn.input_tokens, warm_tokens=warm_tokens)
+        models[model] = PreviousTurn(
+            account_id=turn.account_id,
+            ended_at=ended_at,
+            input_tokens=turn.input_tokens,
+            warm_tokens=warm_tokens,
+        )
         while len(models) > MODELS_PER_CONVERSATION:
             del models[next(iter(models))]
         self._turns[key] = models

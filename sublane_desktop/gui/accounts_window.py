@@ -61,8 +61,14 @@ API_KEY_QUOTA_NOTE = "API key: no subscription quota"
 class Badge(QWidget):
     """A small rounded label whose tint says how much attention the state needs."""
 
-    def __init__(self, text: str = "", tone: Tone = Tone.MUTED, *, outline: bool = False,
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        text: str = "",
+        tone: Tone = Tone.MUTED,
+        *,
+        outline: bool = False,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.outline = outline
         self.text = ""
@@ -99,8 +105,9 @@ class AccountCard(QFrame):
 
     removeRequested = Signal(int, str)
 
-    def __init__(self, bridge: Bridge, account: Mapping[str, Any],
-                 parent: QWidget | None = None) -> None:
+    def __init__(
+        self, bridge: Bridge, account: Mapping[str, Any], parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self._bridge = bridge
         self.account_id = int(account["id"])
@@ -129,14 +136,18 @@ class AccountCard(QFrame):
         self.limit.valueChanged.connect(self._limit_edited)
 
         # Real buttons (R-UI-10): the levers must read as things to press, not as labels.
-        self.switch_button = self._lever("Switch to", self._switch,
-                                         "Serve this account's requests for 5 minutes")
-        self.pause_button = self._lever("Pause", self._toggle_pause,
-                                        "Stop sending new requests to this account")
-        self.clear_button = self._lever("Clear cooldown", self._clear,
-                                        "Let this account serve again now")
-        self.history_button = self._lever("History", self._toggle_history,
-                                          "Show the last 7 days of usage")
+        self.switch_button = self._lever(
+            "Switch to", self._switch, "Serve this account's requests for 5 minutes"
+        )
+        self.pause_button = self._lever(
+            "Pause", self._toggle_pause, "Stop sending new requests to this account"
+        )
+        self.clear_button = self._lever(
+            "Clear cooldown", self._clear, "Let this account serve again now"
+        )
+        self.history_button = self._lever(
+            "History", self._toggle_history, "Show the last 7 days of usage"
+        )
         self.history_button.setCheckable(True)
         self.more_button = QToolButton()
         self.more_button.setText("⋯")
@@ -149,7 +160,8 @@ class AccountCard(QFrame):
         self.verify_action.triggered.connect(self._verify)
         self.remove_action = more.addAction("Remove…")
         self.remove_action.triggered.connect(
-            lambda: self.removeRequested.emit(self.account_id, str(self.account.get("name"))))
+            lambda: self.removeRequested.emit(self.account_id, str(self.account.get("name")))
+        )
         self.more_button.setMenu(more)
 
         # Three rows so a pinned, cooling, current account still fits the default width
@@ -167,8 +179,13 @@ class AccountCard(QFrame):
         levers.addWidget(self.in_flight_label)
         levers.addWidget(self.limit)
         levers.addStretch(1)
-        for button in (self.switch_button, self.pause_button, self.clear_button,
-                       self.history_button, self.more_button):
+        for button in (
+            self.switch_button,
+            self.pause_button,
+            self.clear_button,
+            self.history_button,
+            self.more_button,
+        ):
             levers.addWidget(button)
         self.in_flight_label.setBuddy(self.limit)
         self.limit.setAccessibleName(f"Request limit of {account.get('name', '')}")
@@ -241,8 +258,9 @@ class AccountCard(QFrame):
         task.add_done_callback(loaded)
         self.history_task = task
 
-    def update_from(self, account: Mapping[str, Any], settings: Mapping[str, Any],
-                    now: float) -> None:
+    def update_from(
+        self, account: Mapping[str, Any], settings: Mapping[str, Any], now: float
+    ) -> None:
         self.account = account
         self.name_label.setText(str(account.get("name", "?")))
         self.provider_label.setText(str(account.get("provider", "")))
@@ -278,7 +296,7 @@ class AccountCard(QFrame):
         for badge, (text, tone) in zip(self.badges, wanted, strict=False):
             badge.set(text, tone)
             badge.show()
-        for badge in self.badges[len(wanted):]:
+        for badge in self.badges[len(wanted) :]:
             badge.hide()
 
     def badge_texts(self) -> list[str]:
@@ -313,8 +331,14 @@ class AccountsWindow(QWidget):
     requestsRequested = Signal()
     keyringRequested = Signal()
 
-    def __init__(self, bridge: Bridge, *, quit_on_close: bool = False,
-                 requests_available: bool = False, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        bridge: Bridge,
+        *,
+        quit_on_close: bool = False,
+        requests_available: bool = False,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self._bridge = bridge
         # Without a tray this window is the only way back in, so closing it must quit;
@@ -355,8 +379,12 @@ class AccountsWindow(QWidget):
         for button in (self.add_button, self.refresh_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
-        for button in (self.requests_button, self.keys_button, self.setup_button,
-                       self.settings_button):
+        for button in (
+            self.requests_button,
+            self.keys_button,
+            self.setup_button,
+            self.settings_button,
+        ):
             buttons.addWidget(button)
 
         # R-UI-8: no usable keyring — say so, with the way out one click away.
@@ -375,8 +403,9 @@ class AccountsWindow(QWidget):
         self.list_layout = QVBoxLayout(self.list_widget)
         self.list_layout.setContentsMargins(0, 0, 0, 0)
         self.list_layout.setSpacing(6)
-        self.placeholder = QLabel("No accounts yet. Add one, or import the login of Claude Code "
-                                  "or Codex.")
+        self.placeholder = QLabel(
+            "No accounts yet. Add one, or import the login of Claude Code or Codex."
+        )
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.list_layout.addWidget(self.placeholder)
         self.list_layout.addStretch(1)
@@ -469,7 +498,8 @@ class AccountsWindow(QWidget):
     def _show_verdict(self, verdict: Any) -> None:
         if isinstance(verdict, dict):
             self.error_label.setText(
-                f"{verdict.get('name')}: {verdict_words(verdict)} — {verdict.get('detail', '')}")
+                f"{verdict.get('name')}: {verdict_words(verdict)} — {verdict.get('detail', '')}"
+            )
 
     def _lever_failed(self, method: str, message: str) -> None:
         self.error_label.setText(f"{method.replace('_', ' ')} failed: {message}")
@@ -481,11 +511,13 @@ class AccountsWindow(QWidget):
         self._bridge.refresh_quotas()
 
     def confirm_remove(self, account_id: int, name: str) -> None:
-        box = QMessageBox(QMessageBox.Icon.Question, "Remove account",
-                          f"Remove {name}? Its credential leaves the keyring; its request "
-                          "history stays.",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-                          self)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Remove account",
+            f"Remove {name}? Its credential leaves the keyring; its request history stays.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self,
+        )
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         box.setWindowModality(Qt.WindowModality.WindowModal)
         box.finished.connect(lambda result: self._removal_answered(box, account_id, result))
@@ -526,11 +558,15 @@ class AccountsWindow(QWidget):
         if self.close_box is not None:
             self.close_box.raise_()
             return
-        box = QMessageBox(QMessageBox.Icon.Question, "Quit SubLane?",
-                          "There is no system tray on this desktop, so this window is "
-                          "SubLane's only window. Stop the proxy, or keep serving in the "
-                          "background? (Run SubLane again to bring this window back.)",
-                          QMessageBox.StandardButton.NoButton, self)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Quit SubLane?",
+            "There is no system tray on this desktop, so this window is "
+            "SubLane's only window. Stop the proxy, or keep serving in the "
+            "background? (Run SubLane again to bring this window back.)",
+            QMessageBox.StandardButton.NoButton,
+            self,
+        )
         self.quit_choice = box.addButton("Quit", QMessageBox.ButtonRole.DestructiveRole)
         self.serve_choice = box.addButton("Keep serving", QMessageBox.ButtonRole.AcceptRole)
         box.addButton(QMessageBox.StandardButton.Cancel)

@@ -41,8 +41,10 @@ def launch_command(data_dir: Path | None = None) -> list[str]:
     else:
         script = shutil.which("sublane")
         command = [script] if script else [sys.executable, "-m", "sublane_desktop"]
-    if data_dir is not None and Path(data_dir).expanduser().resolve() != default_data_dir(
-            ).resolve():
+    if (
+        data_dir is not None
+        and Path(data_dir).expanduser().resolve() != default_data_dir().resolve()
+    ):
         command += ["--data-dir", str(Path(data_dir).expanduser().resolve())]
     return command
 
@@ -71,18 +73,20 @@ def exec_line(command: list[str]) -> str:
 
 
 def xdg_entry(command: list[str]) -> str:
-    return "\n".join([
-        "[Desktop Entry]",
-        "Type=Application",
-        "Version=1.5",
-        "Name=SubLane",
-        "Comment=Pool your LLM subscription accounts behind one localhost endpoint",
-        f"Exec={exec_line(command)}",
-        "Icon=sublane",
-        "Terminal=false",
-        "X-GNOME-Autostart-enabled=true",
-        "",
-    ])
+    return "\n".join(
+        [
+            "[Desktop Entry]",
+            "Type=Application",
+            "Version=1.5",
+            "Name=SubLane",
+            "Comment=Pool your LLM subscription accounts behind one localhost endpoint",
+            f"Exec={exec_line(command)}",
+            "Icon=sublane",
+            "Terminal=false",
+            "X-GNOME-Autostart-enabled=true",
+            "",
+        ]
+    )
 
 
 # --- macOS ---------------------------------------------------------------------------------------
@@ -93,12 +97,14 @@ def launch_agent_path(home: Path | None = None) -> Path:
 
 
 def launch_agent(command: list[str]) -> bytes:
-    return plistlib.dumps({
-        "Label": LAUNCH_AGENT_LABEL,
-        "ProgramArguments": command,
-        "RunAtLoad": True,
-        "ProcessType": "Interactive",
-    })
+    return plistlib.dumps(
+        {
+            "Label": LAUNCH_AGENT_LABEL,
+            "ProgramArguments": command,
+            "RunAtLoad": True,
+            "ProcessType": "Interactive",
+        }
+    )
 
 
 # --- the switch ---------------------------------------------------------------------------------
@@ -111,8 +117,14 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)  # never a half-written entry at login
 
 
-def apply(enabled: bool, command: list[str] | None = None, *, platform: str | None = None,
-          env: Mapping[str, str] | None = None, home: Path | None = None) -> str:
+def apply(
+    enabled: bool,
+    command: list[str] | None = None,
+    *,
+    platform: str | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> str:
     """Make start-at-login match `enabled`; returns where the entry lives (for messages)."""
     platform = platform or sys.platform
     command = command or launch_command()
@@ -127,8 +139,9 @@ def apply(enabled: bool, command: list[str] | None = None, *, platform: str | No
     return str(path)
 
 
-def is_enabled(*, platform: str | None = None, env: Mapping[str, str] | None = None,
-               home: Path | None = None) -> bool:
+def is_enabled(
+    *, platform: str | None = None, env: Mapping[str, str] | None = None, home: Path | None = None
+) -> bool:
     platform = platform or sys.platform
     if platform == "win32":
         return _windows_enabled()

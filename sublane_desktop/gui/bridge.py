@@ -65,8 +65,9 @@ class Bridge(QObject):
     verified = Signal(object)  # a verify verdict: {"name", "result", "detail", …}
     missesChanged = Signal()  # today's cache-miss summary changed; read it with misses_today()
 
-    def __init__(self, service: Any, parent: QObject | None = None, *,
-                 tick_ms: int = TICK_MS) -> None:
+    def __init__(
+        self, service: Any, parent: QObject | None = None, *, tick_ms: int = TICK_MS
+    ) -> None:
         super().__init__(parent)
         self._service = service
         self._snapshot = self.accounts()
@@ -181,8 +182,7 @@ class Bridge(QObject):
             self._misses = summary
             self.missesChanged.emit()
 
-    def usage_history(self, account_id: int, days: int = 7
-                      ) -> asyncio.Task[dict[str, list[Any]]]:
+    def usage_history(self, account_id: int, days: int = 7) -> asyncio.Task[dict[str, list[Any]]]:
         """R-UI-11: an account's stored readings of the last `days`, per window (a database
         read in the store's thread; asked for when a chart opens, never per request)."""
         since = self.now() - days * 86400.0
@@ -245,8 +245,7 @@ class Bridge(QObject):
     def add_account(self, provider: str, name: str, secret: Any, **options: Any) -> Reply | None:
         return self._launch("add_account", provider, name, secret, report=False, **options)
 
-    def import_login(self, which: str, path: Any = None, name: str | None = None
-                     ) -> Reply | None:
+    def import_login(self, which: str, path: Any = None, name: str | None = None) -> Reply | None:
         return self._launch("import_login", which, path, name, report=False)
 
     def update_settings(self, changes: dict[str, Any]) -> Reply | None:
@@ -279,8 +278,7 @@ class Bridge(QObject):
         while self._pending:
             await asyncio.wait(list(self._pending))
 
-    def _launch(self, method: str, *args: Any, report: bool = True, **kwargs: Any
-                ) -> Reply | None:
+    def _launch(self, method: str, *args: Any, report: bool = True, **kwargs: Any) -> Reply | None:
         fn = getattr(self._service, method, None)
         if fn is None:
             log.warning("service has no %s(); call ignored", method)

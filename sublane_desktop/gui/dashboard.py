@@ -217,8 +217,11 @@ def updated_line(accounts: Iterable[Account], now: float) -> str:
     return f"Updated {countdown(now - at)} ago · Refresh"
 
 
-VERDICT_WORDS = {"ok": "login works", "auth_failed": "login refused",
-                 "unreachable": "could not check"}
+VERDICT_WORDS = {
+    "ok": "login works",
+    "auth_failed": "login refused",
+    "unreachable": "could not check",
+}
 
 
 def verdict_words(verdict: dict[str, Any]) -> str:

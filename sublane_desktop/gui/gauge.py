@@ -58,7 +58,12 @@ class GaugeBar(QWidget):
         look = gauge_look(gauge, ceiling)
         stale = bool(gauge and gauge.get("stale") and look is not GaugeLook.COLD)
         if (gauge, ceiling, caption, look, stale) == (
-                self.gauge, self.ceiling, self.caption, self.look, self.stale):
+            self.gauge,
+            self.ceiling,
+            self.caption,
+            self.look,
+            self.stale,
+        ):
             return
         self.gauge, self.ceiling, self.now = gauge, ceiling, now
         self.caption, self.look, self.stale = caption, look, stale
@@ -90,8 +95,9 @@ class GaugeBar(QWidget):
         return QSize(self._label_width() + 160 + self._caption_width(), fm.height() + 4)
 
     def minimumSizeHint(self) -> QSize:
-        return QSize(self._label_width() + 60 + self._caption_width(),
-                     self.fontMetrics().height() + 2)
+        return QSize(
+            self._label_width() + 60 + self._caption_width(), self.fontMetrics().height() + 2
+        )
 
     # painting -------------------------------------------------------------------------------
 
@@ -106,8 +112,11 @@ class GaugeBar(QWidget):
         radius = bar.height() / 2
 
         painter.setPen(text)
-        painter.drawText(QRect(0, 0, bar.left() - 4, self.height()),
-                         Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, self.label)
+        painter.drawText(
+            QRect(0, 0, bar.left() - 4, self.height()),
+            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+            self.label,
+        )
 
         mid = palette.color(QPalette.ColorRole.Mid)
         if self.look is GaugeLook.COLD:
@@ -128,8 +137,11 @@ class GaugeBar(QWidget):
             width = barf.width() * self.fraction
             if width > 0:
                 painter.setBrush(fill)
-                painter.drawRoundedRect(QRectF(barf.left(), barf.top(), max(width, radius * 2),
-                                               barf.height()), radius, radius)
+                painter.drawRoundedRect(
+                    QRectF(barf.left(), barf.top(), max(width, radius * 2), barf.height()),
+                    radius,
+                    radius,
+                )
             if 0 < self.ceiling < 1:  # where preemptive exclusion starts
                 x = barf.left() + barf.width() * self.ceiling
                 painter.setPen(QPen(with_alpha(text, 140), 1))
@@ -137,8 +149,10 @@ class GaugeBar(QWidget):
 
         caption_rect = QRect(bar.right() + 8, 0, self.width() - bar.right() - 8, self.height())
         painter.setPen(dim if self.look is GaugeLook.COLD or self.stale else text)
-        caption = self.fontMetrics().elidedText(self.caption, Qt.TextElideMode.ElideRight,
-                                                caption_rect.width())
-        painter.drawText(caption_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                         caption)
+        caption = self.fontMetrics().elidedText(
+            self.caption, Qt.TextElideMode.ElideRight, caption_rect.width()
+        )
+        painter.drawText(
+            caption_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, caption
+        )
         painter.end()

@@ -131,8 +131,7 @@ def _operable(widget: QWidget) -> bool:
 def _has_name(widget: QWidget) -> bool:
     if widget.accessibleName():
         return True
-    return isinstance(widget, QAbstractButton) and bool(widget.text().strip()
-                                                        or widget.toolTip())
+    return isinstance(widget, QAbstractButton) and bool(widget.text().strip() or widget.toolTip())
 
 
 def _form_labelled(window: QWidget) -> set[QWidget]:

@@ -124,8 +124,7 @@ class _QuitInterceptor(QObject):
 class _Desktop:
     """What GUI mode owns while it runs: the service, the bridge and the visible pieces."""
 
-    def __init__(self, service_factory: Callable[..., Any], data_dir: Path | None = None
-                 ) -> None:
+    def __init__(self, service_factory: Callable[..., Any], data_dir: Path | None = None) -> None:
         self._service_factory = service_factory
         self._data_dir = data_dir
         self.quit_requested = asyncio.Event()
@@ -222,8 +221,11 @@ class _Desktop:
             except Exception as exc:  # every failure reaches the person
                 if not isinstance(exc, StartupError):
                     log.debug("start failed", exc_info=True)
-                text = str(exc) if isinstance(exc, StartupError) else (
-                    f"could not start: {type(exc).__name__}: {exc}")
+                text = (
+                    str(exc)
+                    if isinstance(exc, StartupError)
+                    else (f"could not start: {type(exc).__name__}: {exc}")
+                )
                 print(f"sublane: error: {text}", file=sys.stderr, flush=True)
                 choice = await startup_failure.ask(exc, getattr(service, "host", "127.0.0.1"))
                 if choice is None:

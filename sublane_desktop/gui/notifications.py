@@ -27,8 +27,9 @@ class Notice:
     body: str
 
 
-def transitions(before: Iterable[Mapping[str, Any]] | None,
-                after: Iterable[Mapping[str, Any]]) -> list[Notice]:
+def transitions(
+    before: Iterable[Mapping[str, Any]] | None, after: Iterable[Mapping[str, Any]]
+) -> list[Notice]:
     """What changed between two snapshots that a person should hear about.
 
     Only accounts present in both count: the first snapshot, a new account or a removed one
@@ -46,25 +47,45 @@ def transitions(before: Iterable[Mapping[str, Any]] | None,
         if new == "cooling":
             until = account.get("cooldown_until")
             when = f"until {clock_time(until)}" if until else "for a while"
-            notices.append(Notice(account["id"], "cooling", f"{name} is cooling down",
-                                  f"Upstream errors: new requests go to other accounts {when}."))
+            notices.append(
+                Notice(
+                    account["id"],
+                    "cooling",
+                    f"{name} is cooling down",
+                    f"Upstream errors: new requests go to other accounts {when}.",
+                )
+            )
         elif new == "quota_exhausted":
-            notices.append(Notice(account["id"], "exhausted", f"{name} ran out of quota",
-                                  "New requests go to other accounts until its window resets."))
+            notices.append(
+                Notice(
+                    account["id"],
+                    "exhausted",
+                    f"{name} ran out of quota",
+                    "New requests go to other accounts until its window resets.",
+                )
+            )
         elif new == "auth_failed":
-            notices.append(Notice(account["id"], "auth_failed", f"{name} needs a new login",
-                                  "Its token was refused; add or import the login again."))
+            notices.append(
+                Notice(
+                    account["id"],
+                    "auth_failed",
+                    f"{name} needs a new login",
+                    "Its token was refused; add or import the login again.",
+                )
+            )
         elif new in READY_STATES and old in TROUBLE_STATES:
-            notices.append(Notice(account["id"], "recovered", f"{name} recovered",
-                                  "It takes requests again."))
+            notices.append(
+                Notice(account["id"], "recovered", f"{name} recovered", "It takes requests again.")
+            )
     return notices
 
 
 class Notifier(QObject):
     """Shows the transitions of each new snapshot through `show(title, body)`."""
 
-    def __init__(self, bridge: Any, show: Callable[[str, str], None],
-                 parent: QObject | None = None) -> None:
+    def __init__(
+        self, bridge: Any, show: Callable[[str, str], None], parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self._bridge = bridge
         self._show = show

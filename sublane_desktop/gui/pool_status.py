@@ -62,9 +62,15 @@ STATE_TONES = {
     "disabled": Tone.MUTED,
 }
 
-WINDOW_LABELS = {"five_hour": "5h", "seven_day": "7d", "fable": "Fable",
-                 # Antigravity's per-model-family gauges
-                 "claude": "Claude", "gemini_pro": "Gemini Pro", "gemini_flash": "Gemini Flash"}
+WINDOW_LABELS = {
+    "five_hour": "5h",
+    "seven_day": "7d",
+    "fable": "Fable",
+    # Antigravity's per-model-family gauges
+    "claude": "Claude",
+    "gemini_pro": "Gemini Pro",
+    "gemini_flash": "Gemini Flash",
+}
 STANDARD_WINDOWS = ("five_hour", "seven_day", "fable")
 # What an idle probing account is doing, in words (it only tests itself with real traffic).
 PROBING_IDLE = "waiting for a request to test it"
@@ -132,9 +138,13 @@ def state_text(account: Account, now: float) -> str:
 
 def exhausted_window(account: Account, now: float) -> tuple[str, float | None] | None:
     """The window that is full, with its reset (the one lifting last if several are)."""
-    full = [(w, g.get("resets_at")) for w, g in (account.get("gauges") or {}).items()
-            if isinstance(g, Mapping) and g.get("utilization") is not None
-            and float(g["utilization"]) >= 1.0]
+    full = [
+        (w, g.get("resets_at"))
+        for w, g in (account.get("gauges") or {}).items()
+        if isinstance(g, Mapping)
+        and g.get("utilization") is not None
+        and float(g["utilization"]) >= 1.0
+    ]
     if not full:
         return None
     return max(full, key=lambda item: item[1] or 0.0)
@@ -241,8 +251,9 @@ def gauge_caption(gauge: Mapping[str, Any] | None, now: float) -> str:
     return text
 
 
-def tightest_gauge(accounts: Iterable[Account], settings: Mapping[str, Any]
-                   ) -> tuple[Account, str, Mapping[str, Any]] | None:
+def tightest_gauge(
+    accounts: Iterable[Account], settings: Mapping[str, Any]
+) -> tuple[Account, str, Mapping[str, Any]] | None:
     """The observed gauge with the least headroom below its ceiling, among accounts in use."""
     best: tuple[float, Account, str, Mapping[str, Any]] | None = None
     for account in accounts:
@@ -259,8 +270,12 @@ def tightest_gauge(accounts: Iterable[Account], settings: Mapping[str, Any]
     return None if best is None else best[1:]
 
 
-def tooltip_text(endpoint_url: str, accounts: Sequence[Account],
-                 settings: Mapping[str, Any] | None = None, now: float | None = None) -> str:
+def tooltip_text(
+    endpoint_url: str,
+    accounts: Sequence[Account],
+    settings: Mapping[str, Any] | None = None,
+    now: float | None = None,
+) -> str:
     """Says why the icon is not green: which account, what, until when (R-UI-6)."""
     at = now if now is not None else time.time()
     lines = [f"SubLane — {endpoint_url}"]
@@ -286,6 +301,7 @@ def tooltip_text(endpoint_url: str, accounts: Sequence[Account],
         tight = tightest_gauge(accounts, settings)
         if tight is not None:
             account, window, gauge = tight
-            lines.append(f"Tightest: {account['name']} {window_label(window)} "
-                         f"{gauge_caption(gauge, now)}")
+            lines.append(
+                f"Tightest: {account['name']} {window_label(window)} {gauge_caption(gauge, now)}"
+            )
     return "\n".join(lines)

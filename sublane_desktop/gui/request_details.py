@@ -32,7 +32,7 @@ from sublane_desktop.gui.requests_model import (
 # here are the provider's own error types, shown as the provider named them.
 CAUSES = {
     "upstream_unreachable": "the provider could not be reached (connection refused, DNS or "
-                            "TLS failure, or no answer in time)",
+    "TLS failure, or no answer in time)",
     "upstream_dropped": "the provider closed the connection before the answer was complete",
     "upstream_error": "the provider answered with an error",
     "upstream_timeout": "the provider did not answer in time",
@@ -70,8 +70,9 @@ def cause_text(code: str | None, upstream_status: int | None = None) -> str:
     return f"{cause[0].upper()}{cause[1:]} [{code}]"
 
 
-def detail_rows(record: Record, names: Mapping[str, Mapping[int, str]] | None = None
-                ) -> list[tuple[str, str]]:
+def detail_rows(
+    record: Record, names: Mapping[str, Mapping[int, str]] | None = None
+) -> list[tuple[str, str]]:
     """Label/value pairs for every field of a record (R-REC-2), in reading order.
 
     `names` optionally maps ids to names ({"keys": {id: name}, "users": {...}}) from the
@@ -125,8 +126,13 @@ def _miss(record: Record) -> str:
 class RequestDetailsDialog(QDialog):
     """Non-modal, reused by the Requests window: `show_record` swaps what it shows."""
 
-    def __init__(self, record: Record, parent: QWidget | None = None, *,
-                 names: Mapping[str, Mapping[int, str]] | None = None) -> None:
+    def __init__(
+        self,
+        record: Record,
+        parent: QWidget | None = None,
+        *,
+        names: Mapping[str, Mapping[int, str]] | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Request details")
         self.setMinimumWidth(520)
@@ -157,8 +163,9 @@ class RequestDetailsDialog(QDialog):
         layout.addWidget(buttons)
         self.show_record(record, names=names)
 
-    def show_record(self, record: Record,
-                    names: Mapping[str, Mapping[int, str]] | None = None) -> None:
+    def show_record(
+        self, record: Record, names: Mapping[str, Mapping[int, str]] | None = None
+    ) -> None:
         self.record = dict(record)
         self.request_id.setText(record.get("request_id") or "")
         self.request_id.setCursorPosition(0)
@@ -180,4 +187,3 @@ class RequestDetailsDialog(QDialog):
 
     def copy_request_id(self) -> None:
         QGuiApplication.clipboard().setText(self.request_id.text())
-

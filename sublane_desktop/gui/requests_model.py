@@ -60,8 +60,17 @@ HEADER_TIPS = {
     Column.CACHED: "Input tokens served from the upstream cache",
     Column.CACHE_HIT: "Cached input ÷ total input; below it, why a turn missed the cache",
 }
-NUMERIC = frozenset({Column.STATUS, Column.DURATION, Column.FIRST_OUTPUT, Column.INPUT,
-                     Column.OUTPUT, Column.CACHED, Column.CACHE_HIT})
+NUMERIC = frozenset(
+    {
+        Column.STATUS,
+        Column.DURATION,
+        Column.FIRST_OUTPUT,
+        Column.INPUT,
+        Column.OUTPUT,
+        Column.CACHED,
+        Column.CACHE_HIT,
+    }
+)
 
 # Muted enough for both light and dark palettes; success stays the plain text colour.
 OUTCOME_COLORS = {
@@ -171,8 +180,10 @@ def cache_cell(record: Record) -> str:
 
 
 def cache_tooltip(record: Record) -> str:
-    counts = (f"{tokens(record.get('cached_tokens'))} of {tokens(record.get('input_tokens'))}"
-              " input tokens from the cache")
+    counts = (
+        f"{tokens(record.get('cached_tokens'))} of {tokens(record.get('input_tokens'))}"
+        " input tokens from the cache"
+    )
     why = explain(record)
     return f"{why[:1].upper()}{why[1:]}\n{counts}" if why else counts
 
@@ -192,8 +203,9 @@ class RequestsModel(QAbstractTableModel):
     def columnCount(self, parent: Index = _ROOT) -> int:
         return 0 if parent.isValid() else len(Column)
 
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if orientation != Qt.Orientation.Horizontal or not 0 <= section < len(Column):
             return None
         column = Column(section)

@@ -92,7 +92,8 @@ TIME_PRESETS: list[tuple[str, Any]] = [
 ]
 # The cache filter (R-CF-3): every miss, or one cause, worded as the cells word them.
 MISS_CHOICES: list[tuple[str, str]] = [("Any miss", ANY_MISS)] + [
-    (LABELS[cause].capitalize(), cause) for cause in CAUSES]
+    (LABELS[cause].capitalize(), cause) for cause in CAUSES
+]
 
 
 class TwoLineDelegate(QStyledItemDelegate):
@@ -102,8 +103,9 @@ class TwoLineDelegate(QStyledItemDelegate):
     details, and this is how it says so.
     """
 
-    def __init__(self, parent: QWidget | None = None, *, link: bool = False,
-                 monospace_second: bool = False) -> None:
+    def __init__(
+        self, parent: QWidget | None = None, *, link: bool = False, monospace_second: bool = False
+    ) -> None:
         super().__init__(parent)
         self._link = link
         self._monospace = monospace_second
@@ -116,8 +118,12 @@ class TwoLineDelegate(QStyledItemDelegate):
         small.setPointSizeF(max(6.0, font.pointSizeF() * 0.86))
         return small
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem,
-              index: QModelIndex | QPersistentModelIndex) -> None:
+    def paint(
+        self,
+        painter: QPainter,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         first, second = _lines(index)
@@ -131,7 +137,8 @@ class TwoLineDelegate(QStyledItemDelegate):
         selected = bool(opt.state & QStyle.StateFlag.State_Selected)
         group = opt.palette.currentColorGroup()
         text_color = opt.palette.color(
-            group, QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text)
+            group, QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        )
         foreground = index.data(Qt.ItemDataRole.ForegroundRole)
         if isinstance(foreground, QColor) and not selected:
             text_color = foreground
@@ -150,27 +157,37 @@ class TwoLineDelegate(QStyledItemDelegate):
         painter.save()
         painter.setFont(opt.font)
         painter.setPen(text_color)
-        flags = int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
-                    | Qt.TextFlag.TextDontClip)  # an underscore sits below the line box
-        painter.drawText(QRect(rect.left(), top, rect.width(), big.height()), flags,
-                         big.elidedText(first, Qt.TextElideMode.ElideRight, rect.width()))
+        flags = int(
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter | Qt.TextFlag.TextDontClip
+        )  # an underscore sits below the line box
+        painter.drawText(
+            QRect(rect.left(), top, rect.width(), big.height()),
+            flags,
+            big.elidedText(first, Qt.TextElideMode.ElideRight, rect.width()),
+        )
         if second:
             painter.setFont(small_font)
             painter.setPen(second_color)
             painter.drawText(
-                QRect(rect.left(), top + big.height(), rect.width(), small.height()), flags,
-                small.elidedText(second, Qt.TextElideMode.ElideRight, rect.width()))
+                QRect(rect.left(), top + big.height(), rect.width(), small.height()),
+                flags,
+                small.elidedText(second, Qt.TextElideMode.ElideRight, rect.width()),
+            )
         painter.restore()
 
-    def sizeHint(self, option: QStyleOptionViewItem,
-                 index: QModelIndex | QPersistentModelIndex) -> QSize:
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         first, second = _lines(index)
         big = QFontMetrics(opt.font)
         small = QFontMetrics(self._second_font(opt.font))
-        width = (max(big.horizontalAdvance(first), small.horizontalAdvance(second))
-                 + 2 * _text_margin(opt.widget) + 2)
+        width = (
+            max(big.horizontalAdvance(first), small.horizontalAdvance(second))
+            + 2 * _text_margin(opt.widget)
+            + 2
+        )
         return QSize(width, big.height() + small.height() + 8)
 
 
@@ -309,10 +326,14 @@ class RequestsWindow(QWidget):
         who = QHBoxLayout()
         when = QHBoxLayout()
         controls: tuple[tuple[QHBoxLayout, str | QLabel, QWidget], ...] = (
-                (who, "Outcome", self.outcome_filter), (who, "Model", self.model_filter),
-                (who, "Key", self.key_filter), (who, self.user_label, self.user_filter),
-                (who, self.account_label, self.account_filter),
-                (when, "Cache", self.miss_filter), (when, "Time", self.time_filter))
+            (who, "Outcome", self.outcome_filter),
+            (who, "Model", self.model_filter),
+            (who, "Key", self.key_filter),
+            (who, self.user_label, self.user_filter),
+            (who, self.account_label, self.account_filter),
+            (when, "Cache", self.miss_filter),
+            (when, "Time", self.time_filter),
+        )
         for row, caption, widget in controls:
             row.addWidget(caption if isinstance(caption, QLabel) else QLabel(caption))
             row.addWidget(widget)
@@ -396,8 +417,7 @@ class RequestsWindow(QWidget):
         combo = QComboBox()
         combo.setAccessibleName(f"Filter: {everything.lower()}")
         combo.addItem(everything, None)
-        combo.setSizeAdjustPolicy(
-            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         combo.setMinimumContentsLength(width)
         combo.currentIndexChanged.connect(lambda _: self.first_page())
         return combo
@@ -480,9 +500,15 @@ class RequestsWindow(QWidget):
         return self._load(self._cursor)
 
     def clear_filters(self) -> None:
-        for combo in (self.outcome_filter, self.model_filter, self.key_filter,
-                      self.user_filter, self.account_filter, self.miss_filter,
-                      self.time_filter):
+        for combo in (
+            self.outcome_filter,
+            self.model_filter,
+            self.key_filter,
+            self.user_filter,
+            self.account_filter,
+            self.miss_filter,
+            self.time_filter,
+        ):
             combo.blockSignals(True)
             combo.setCurrentIndex(0)
             combo.blockSignals(False)
@@ -527,10 +553,14 @@ class RequestsWindow(QWidget):
         params: dict[str, str] = {}
         if cursor:
             params["cursor"] = str(cursor)
-        for name, combo in (("outcome", self.outcome_filter), ("model", self.model_filter),
-                            ("key_id", self.key_filter), ("user_id", self.user_filter),
-                            ("account_id", self.account_filter),
-                            ("cache_miss", self.miss_filter)):
+        for name, combo in (
+            ("outcome", self.outcome_filter),
+            ("model", self.model_filter),
+            ("key_id", self.key_filter),
+            ("user_id", self.user_filter),
+            ("account_id", self.account_filter),
+            ("cache_miss", self.miss_filter),
+        ):
             value = combo.currentData()
             if value is not None:
                 params[name] = str(value)
@@ -549,8 +579,10 @@ class RequestsWindow(QWidget):
         if choice is ANY:
             return None, None
         if choice == CUSTOM:
-            return (float(self.from_edit.dateTime().toSecsSinceEpoch()),
-                    float(self.until_edit.dateTime().toSecsSinceEpoch()))
+            return (
+                float(self.from_edit.dateTime().toSecsSinceEpoch()),
+                float(self.until_edit.dateTime().toSecsSinceEpoch()),
+            )
         return self._bridge.now() - float(choice), None
 
     def _load(self, cursor: int | None) -> asyncio.Task[Any] | None:
@@ -613,12 +645,13 @@ class RequestsWindow(QWidget):
         for record_id in record_ids:
             row = self.model.row_of(record_id)
             if row is not None:
-                selection.select(self.model.index(row, 0),
-                                 selection.SelectionFlag.Select | selection.SelectionFlag.Rows)
+                selection.select(
+                    self.model.index(row, 0),
+                    selection.SelectionFlag.Select | selection.SelectionFlag.Rows,
+                )
         row = self.model.row_of(current_id) if current_id is not None else None
         if row is not None:
-            selection.setCurrentIndex(self.model.index(row, 0),
-                                      selection.SelectionFlag.NoUpdate)
+            selection.setCurrentIndex(self.model.index(row, 0), selection.SelectionFlag.NoUpdate)
 
     def reload_filters(self) -> asyncio.Task[Any] | None:
         self._filters_generation += 1
@@ -724,8 +757,7 @@ class RequestsWindow(QWidget):
             widget.setVisible(visible)
 
     def _apply_scope_widgets(self) -> None:
-        for widget in (self.user_label, self.user_filter, self.account_label,
-                       self.account_filter):
+        for widget in (self.user_label, self.user_filter, self.account_label, self.account_filter):
             widget.setVisible(not self._mine)
         # Personal views blank the account (R-REC-6): a column of dashes says nothing.
         self.table.setColumnHidden(Column.ACCOUNT, self._mine)
@@ -742,8 +774,11 @@ class RequestsWindow(QWidget):
         count = self.model.rowCount()
         scope = "your requests" if self._mine else "all members"
         if count == 0:
-            text = ("No request records match these filters" if self._filtered()
-                    else "No request records yet")
+            text = (
+                "No request records match these filters"
+                if self._filtered()
+                else "No request records yet"
+            )
             if self._stack:
                 text = "No older request records"
         else:
@@ -754,18 +789,29 @@ class RequestsWindow(QWidget):
         self.status.setText(text)
 
     def _filtered(self) -> bool:
-        combos = (self.outcome_filter, self.model_filter, self.key_filter, self.user_filter,
-                  self.account_filter, self.miss_filter, self.time_filter)
+        combos = (
+            self.outcome_filter,
+            self.model_filter,
+            self.key_filter,
+            self.user_filter,
+            self.account_filter,
+            self.miss_filter,
+            self.time_filter,
+        )
         return any(c.currentIndex() > 0 for c in combos) or bool(
-            self.request_id_filter.text().strip())
+            self.request_id_filter.text().strip()
+        )
 
     def _on_clicked(self, index: QModelIndex) -> None:
         if index.column() == Column.STARTED:
             self.open_details(index)
 
     def _on_hover(self, index: QModelIndex) -> None:
-        cursor = (Qt.CursorShape.PointingHandCursor if index.column() == Column.STARTED
-                  else Qt.CursorShape.ArrowCursor)
+        cursor = (
+            Qt.CursorShape.PointingHandCursor
+            if index.column() == Column.STARTED
+            else Qt.CursorShape.ArrowCursor
+        )
         self.table.viewport().setCursor(cursor)
 
     def _context_menu(self, pos: QPoint) -> None:
@@ -776,7 +822,8 @@ class RequestsWindow(QWidget):
         if not selection.isRowSelected(index.row(), QModelIndex()):
             # Like a file manager: a right click outside the selection selects just that row.
             selection.setCurrentIndex(
-                index, selection.SelectionFlag.ClearAndSelect | selection.SelectionFlag.Rows)
+                index, selection.SelectionFlag.ClearAndSelect | selection.SelectionFlag.Rows
+            )
         # popup(), not exec(): a nested event loop would stall the asyncio loop (dialogs/).
         menu = self._row_menu = QMenu(self)
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -818,4 +865,3 @@ def _select(combo: QComboBox, value: Any) -> None:
     index = combo.findData(value) if value is not None else 0
     combo.setCurrentIndex(max(0, index))
     combo.blockSignals(False)
-

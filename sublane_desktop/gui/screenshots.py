@@ -87,9 +87,11 @@ class Shots:
 
 
 def _secret(provider: str, name: str) -> dict[str, Any]:
-    secret: dict[str, Any] = {"access_token": f"demo-access-{name}",
-                              "refresh_token": f"demo-refresh-{name}",
-                              "expires_at": DEMO_NOW + 30 * 86_400}
+    secret: dict[str, Any] = {
+        "access_token": f"demo-access-{name}",
+        "refresh_token": f"demo-refresh-{name}",
+        "expires_at": DEMO_NOW + 30 * 86_400,
+    }
     if provider == "codex":
         secret["account_id"] = f"demo-{name}"
     return secret
@@ -107,9 +109,13 @@ async def build_demo_pool(data_dir: Path) -> DemoPool:
     clock = FakeClock(DEMO_NOW)
     backend = PlaintextKeyring()
     backend.file_path = str(data_dir / "keyring.cfg")  # a real backend, in the temp dir
-    service = Service(data_dir / "data", port=0, clock=clock,
-                      secret_store=SecretStore(data_dir, backend=backend),
-                      env={name: DEAD_UPSTREAM for name in BASE_URL_ENV.values()})
+    service = Service(
+        data_dir / "data",
+        port=0,
+        clock=clock,
+        secret_store=SecretStore(data_dir, backend=backend),
+        env={name: DEAD_UPSTREAM for name in BASE_URL_ENV.values()},
+    )
     await service.start()
     # Pictures show the default port; the real listener is on a free one, so a SubLane already
     # running on this machine is no obstacle (and nothing can connect to the demo by mistake).
@@ -119,19 +125,48 @@ async def build_demo_pool(data_dir: Path) -> DemoPool:
     hour, day = 3600.0, 86_400.0
 
     accounts = [  # name, provider, limit, {window: (utilization, resets in seconds)}
-        ("work-max", "anthropic", 3, {"five_hour": (0.42, 2 * hour + 13 * 60),
-                                      "seven_day": (0.61, 3 * day + 5 * hour),
-                                      "fable": (0.35, day + 14 * hour)}),
-        ("personal-pro", "anthropic", 2, {"five_hour": (0.93, 47 * 60),
-                                          "seven_day": (0.71, 4 * day + 2 * hour),
-                                          "fable": (0.88, 2 * day + 3 * hour)}),
-        ("team-max", "anthropic", 4, {"five_hour": (0.12, 4 * hour + 20 * 60),
-                                      "seven_day": (0.27, 5 * day + 9 * hour),
-                                      "fable": (0.06, 6 * day + hour)}),
-        ("lab-pro", "anthropic", 2, {"five_hour": (0.08, 3 * hour + 41 * 60),
-                                     "seven_day": (0.19, 6 * day + 2 * hour)}),  # Fable: cold
-        ("codex-plus", "codex", 2, {"five_hour": (0.18, hour + 52 * 60),
-                                    "seven_day": (0.33, 2 * day + 18 * hour)}),
+        (
+            "work-max",
+            "anthropic",
+            3,
+            {
+                "five_hour": (0.42, 2 * hour + 13 * 60),
+                "seven_day": (0.61, 3 * day + 5 * hour),
+                "fable": (0.35, day + 14 * hour),
+            },
+        ),
+        (
+            "personal-pro",
+            "anthropic",
+            2,
+            {
+                "five_hour": (0.93, 47 * 60),
+                "seven_day": (0.71, 4 * day + 2 * hour),
+                "fable": (0.88, 2 * day + 3 * hour),
+            },
+        ),
+        (
+            "team-max",
+            "anthropic",
+            4,
+            {
+                "five_hour": (0.12, 4 * hour + 20 * 60),
+                "seven_day": (0.27, 5 * day + 9 * hour),
+                "fable": (0.06, 6 * day + hour),
+            },
+        ),
+        (
+            "lab-pro",
+            "anthropic",
+            2,
+            {"five_hour": (0.08, 3 * hour + 41 * 60), "seven_day": (0.19, 6 * day + 2 * hour)},
+        ),  # Fable: cold
+        (
+            "codex-plus",
+            "codex",
+            2,
+            {"five_hour": (0.18, hour + 52 * 60), "seven_day": (0.33, 2 * day + 18 * hour)},
+        ),
     ]
     for name, provider, limit, _ in accounts:
         await service.add_account(provider, name, _secret(provider, name), max_concurrency=limit)
@@ -143,22 +178,36 @@ async def build_demo_pool(data_dir: Path) -> DemoPool:
         at = now - step * 1800.0
         busy = 8 <= (at // 3600) % 24 < 20
         five = ((at % (5 * hour)) / (5 * hour)) * (0.85 if busy else 0.15)
-        await service._publish_quota(work, work.revision, [
-            Observation("five_hour", round(five, 3), at + hour, at, "headers"),
-            Observation("seven_day", round(0.02 + 0.59 * (1 - step / steps), 3), now + 3 * day,
-                        at, "headers"),
-            Observation("fable", round(0.05 + 0.3 * (1 - step / steps), 3), now + day, at,
-                        "headers")])
+        await service._publish_quota(
+            work,
+            work.revision,
+            [
+                Observation("five_hour", round(five, 3), at + hour, at, "headers"),
+                Observation(
+                    "seven_day",
+                    round(0.02 + 0.59 * (1 - step / steps), 3),
+                    now + 3 * day,
+                    at,
+                    "headers",
+                ),
+                Observation(
+                    "fable", round(0.05 + 0.3 * (1 - step / steps), 3), now + day, at, "headers"
+                ),
+            ],
+        )
     for name, _, _, gauges in accounts:
         account = service.pool.find(name)
-        observations = [Observation(window, utilization, now + resets_in, now - 20, "headers")
-                        for window, (utilization, resets_in) in gauges.items()]
+        observations = [
+            Observation(window, utilization, now + resets_in, now - 20, "headers")
+            for window, (utilization, resets_in) in gauges.items()
+        ]
         await service.quota.publish(account, account.revision, observations)
 
     # Cooling: a real 429 with retry-after on a real lease (R-POOL-7).
     cooling = service.pool.find("personal-pro")
-    service.pool._admit(cooling, now, bound=False).release(Outcome.FAILURE, retry_after=240,
-                                                           status=429)
+    service.pool._admit(cooling, now, bound=False).release(
+        Outcome.FAILURE, retry_after=240, status=429
+    )
     await service.pause("team-max", True)
     await service.switch("work-max")  # pinned: both lanes for 5 minutes (R-LANE-2)
     work = service.pool.find("work-max")
@@ -185,8 +234,9 @@ MODELS = [  # model, provider, protocol, operation, weight
 ]
 
 
-def seed_records(service: Any, clock: Any, member_id: int, keys: dict[str, int],
-                 count: int = 120) -> int:
+def seed_records(
+    service: Any, clock: Any, member_id: int, keys: dict[str, int], count: int = 120
+) -> int:
     """`count` plausible records over the last hour and a half, oldest first. Returns the row
     (newest first) of a record worth showing in the details dialog. A seeded RNG: the
     screenshots change only when the UI does."""
@@ -199,18 +249,20 @@ def seed_records(service: Any, clock: Any, member_id: int, keys: dict[str, int],
     gaps = [rng.uniform(15, 85) for _ in range(count)]
     started = now - 6 - sum(gaps[1:])  # the newest a few seconds ago
     featured = None
-    talk = DemoConversations([a.id for a in service.pool.accounts.values()
-                              if a.provider == "anthropic" and not a.paused])
+    talk = DemoConversations(
+        [a.id for a in service.pool.accounts.values() if a.provider == "anthropic" and not a.paused]
+    )
     for i in range(count):
         started += gaps[i] if i else 0
         model, provider, protocol, operation, _ = rng.choices(
-            MODELS, weights=[m[4] for m in MODELS])[0]
+            MODELS, weights=[m[4] for m in MODELS]
+        )[0]
         user_id, key_id = 1, keys["laptop"]
         if i % 5 == 3:
             user_id, key_id = member_id, keys["sam-mbp"]
         elif i % 11 == 0:
             key_id = keys["ci"]
-        account = (rng.choice(anthropic) if provider == "anthropic" else "codex-plus")
+        account = rng.choice(anthropic) if provider == "anthropic" else "codex-plus"
         roll = rng.random()
         status: int | None
         code: str | None
@@ -247,13 +299,25 @@ def seed_records(service: Any, clock: Any, member_id: int, keys: dict[str, int],
         elif outcome == "canceled" and output is not None:
             output = output // 4
         record = RequestRecord(
-            request_id=f"req_{rng.getrandbits(96):024x}", user_id=user_id, key_id=key_id,
-            group_id=1, provider=provider, model=model, protocol=protocol,
-            operation=operation, started_at=round(started, 3),
+            request_id=f"req_{rng.getrandbits(96):024x}",
+            user_id=user_id,
+            key_id=key_id,
+            group_id=1,
+            provider=provider,
+            model=model,
+            protocol=protocol,
+            operation=operation,
+            started_at=round(started, 3),
             account_id=accounts.get(account) if code != "quota_exhausted" else None,
-            duration_ms=duration, first_token_ms=first, outcome=outcome, error_code=code,
-            upstream_status=status, input_tokens=total, output_tokens=output,
-            cached_tokens=cached)
+            duration_ms=duration,
+            first_token_ms=first,
+            outcome=outcome,
+            error_code=code,
+            upstream_status=status,
+            input_tokens=total,
+            output_tokens=output,
+            cached_tokens=cached,
+        )
         talk.turn(record)
         service.record(record)
         if outcome == "success" and cached and operation == "messages" and i >= count - 12:
@@ -289,8 +353,12 @@ class DemoConversations:
     def turn(self, record: Any) -> None:
         from sublane_desktop.core.cache_miss import DEFAULT_TTL, Turn
 
-        if (record.provider != "anthropic" or record.operation != "messages"
-                or record.outcome != "success" or record.input_tokens is None):
+        if (
+            record.provider != "anthropic"
+            or record.operation != "messages"
+            or record.outcome != "success"
+            or record.input_tokens is None
+        ):
             return
         rng = self.rng
         conversation = rng.randrange(self.COUNT)
@@ -303,19 +371,31 @@ class DemoConversations:
         size = self.size.get(conversation, rng.randint(8_000, 20_000)) + rng.randint(300, 4_000)
         self.size[conversation] = size
         previous = self.memory.previous(1, str(conversation), record.model)
-        warm = (previous is not None and previous.account_id == account
-                and record.started_at - previous.ended_at <= DEFAULT_TTL
-                and rng.random() >= self.PREFIX_CHANGE)
+        warm = (
+            previous is not None
+            and previous.account_id == account
+            and record.started_at - previous.ended_at <= DEFAULT_TTL
+            and rng.random() >= self.PREFIX_CHANGE
+        )
         record.input_tokens = size
-        record.cached_tokens = size - rng.randint(300, 3_000) if warm else rng.choice(
-            [0, 0, rng.randint(2_000, 6_000)])
+        record.cached_tokens = (
+            size - rng.randint(300, 3_000)
+            if warm
+            else rng.choice([0, 0, rng.randint(2_000, 6_000)])
+        )
         verdict = self.memory.settle(
-            1, str(conversation),
-            Turn(account_id=account or 0, started_at=record.started_at, input_tokens=size,
-                 cached_tokens=record.cached_tokens),
+            1,
+            str(conversation),
+            Turn(
+                account_id=account or 0,
+                started_at=record.started_at,
+                input_tokens=size,
+                cached_tokens=record.cached_tokens,
+            ),
             ended_at=record.started_at + (record.duration_ms or 0) / 1000,
             warm_tokens=size,  # Claude Code's last breakpoint: the whole prompt is written
-            model=record.model)
+            model=record.model,
+        )
         record.cache_miss, record.reread_tokens = verdict.cause, verdict.reread_tokens
         if verdict.is_miss and previous is not None:
             record.previous_account_id = previous.account_id
@@ -441,8 +521,11 @@ async def _requests(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any
         await settle(bridge)
         if window.model.rowCount():
             # The newest switch that happened while the cache was still warm: the costly kind.
-            quick = [row for row, r in enumerate(window.model.records())
-                     if (r.get("idle_seconds") or 0) < 300] or [0]
+            quick = [
+                row
+                for row, r in enumerate(window.model.records())
+                if (r.get("idle_seconds") or 0) < 300
+            ] or [0]
             window.table.selectRow(quick[0])
             window.table.clearFocus()
             await settle()
@@ -539,8 +622,11 @@ async def _dialogs(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for cls_name, cls in sorted(vars(module).items()):
-            if not (inspect.isclass(cls) and issubclass(cls, QDialog)
-                    and cls.__module__ == module.__name__):
+            if not (
+                inspect.isclass(cls)
+                and issubclass(cls, QDialog)
+                and cls.__module__ == module.__name__
+            ):
                 continue
             name = "dialog-" + _kebab(cls_name.removesuffix("Dialog"))
             try:
@@ -575,14 +661,22 @@ def dark_palette() -> Any:
     palette = QPalette()
     roles = QPalette.ColorRole
     for role, colour in [
-        (roles.Window, QColor(40, 42, 46)), (roles.WindowText, QColor(225, 227, 230)),
-        (roles.Base, QColor(28, 30, 33)), (roles.AlternateBase, QColor(45, 47, 52)),
-        (roles.Text, QColor(225, 227, 230)), (roles.Button, QColor(52, 55, 60)),
-        (roles.ButtonText, QColor(225, 227, 230)), (roles.Highlight, QColor(61, 133, 224)),
-        (roles.HighlightedText, QColor(255, 255, 255)), (roles.ToolTipBase, QColor(52, 55, 60)),
-        (roles.ToolTipText, QColor(225, 227, 230)), (roles.Mid, QColor(90, 93, 99)),
-        (roles.PlaceholderText, QColor(140, 143, 148)), (roles.Light, QColor(70, 73, 79)),
-        (roles.Dark, QColor(20, 21, 23)), (roles.Shadow, QColor(0, 0, 0)),
+        (roles.Window, QColor(40, 42, 46)),
+        (roles.WindowText, QColor(225, 227, 230)),
+        (roles.Base, QColor(28, 30, 33)),
+        (roles.AlternateBase, QColor(45, 47, 52)),
+        (roles.Text, QColor(225, 227, 230)),
+        (roles.Button, QColor(52, 55, 60)),
+        (roles.ButtonText, QColor(225, 227, 230)),
+        (roles.Highlight, QColor(61, 133, 224)),
+        (roles.HighlightedText, QColor(255, 255, 255)),
+        (roles.ToolTipBase, QColor(52, 55, 60)),
+        (roles.ToolTipText, QColor(225, 227, 230)),
+        (roles.Mid, QColor(90, 93, 99)),
+        (roles.PlaceholderText, QColor(140, 143, 148)),
+        (roles.Light, QColor(70, 73, 79)),
+        (roles.Dark, QColor(20, 21, 23)),
+        (roles.Shadow, QColor(0, 0, 0)),
     ]:
         palette.setColor(role, colour)
     dim = QColor(130, 133, 138)
@@ -625,10 +719,12 @@ RENDERERS: list[tuple[str, Renderer]] = [
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m sublane_desktop.gui.screenshots",
-        description="Render every SubLane window with a demo pool into PNG files.")
+        description="Render every SubLane window with a demo pool into PNG files.",
+    )
     parser.add_argument("outdir", type=Path)
-    parser.add_argument("--dark", action="store_true",
-                        help="a dark desktop palette; the files end in -dark")
+    parser.add_argument(
+        "--dark", action="store_true", help="a dark desktop palette; the files end in -dark"
+    )
     args = parser.parse_args(argv)
 
     os.environ["QT_API"] = "pyside6"  # qasync reads it at import
@@ -663,8 +759,11 @@ def main(argv: list[str] | None = None) -> int:
         if collecting:
             gc.enable()
         gc.collect()
-    summary = {"written": [p.name for p in shots.written], "skipped": shots.skipped,
-               "problems": shots.problems}
+    summary = {
+        "written": [p.name for p in shots.written],
+        "skipped": shots.skipped,
+        "problems": shots.problems,
+    }
     print(json.dumps(summary))
     return 0 if shots.written else 1
 

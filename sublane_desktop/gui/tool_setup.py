@@ -38,42 +38,56 @@ def snippets(tool: str, endpoint: str, key: str | None) -> list[Snippet]:
     key = key or KEY_PLACEHOLDER
     base = endpoint.rstrip("/")
     if tool == "claude-code":
-        settings = json.dumps({"env": {"ANTHROPIC_BASE_URL": base,
-                                       "ANTHROPIC_AUTH_TOKEN": key}}, indent=2)
+        settings = json.dumps(
+            {"env": {"ANTHROPIC_BASE_URL": base, "ANTHROPIC_AUTH_TOKEN": key}}, indent=2
+        )
         return [
-            Snippet("Shell (bash, zsh)", f"export ANTHROPIC_BASE_URL={base}\n"
-                                         f"export ANTHROPIC_AUTH_TOKEN={key}"),
-            Snippet("fish", f"set -gx ANTHROPIC_BASE_URL {base}\n"
-                            f"set -gx ANTHROPIC_AUTH_TOKEN {key}"),
-            Snippet("PowerShell", f'$env:ANTHROPIC_BASE_URL = "{base}"\n'
-                                  f'$env:ANTHROPIC_AUTH_TOKEN = "{key}"'),
+            Snippet(
+                "Shell (bash, zsh)",
+                f"export ANTHROPIC_BASE_URL={base}\nexport ANTHROPIC_AUTH_TOKEN={key}",
+            ),
+            Snippet(
+                "fish", f"set -gx ANTHROPIC_BASE_URL {base}\nset -gx ANTHROPIC_AUTH_TOKEN {key}"
+            ),
+            Snippet(
+                "PowerShell",
+                f'$env:ANTHROPIC_BASE_URL = "{base}"\n$env:ANTHROPIC_AUTH_TOKEN = "{key}"',
+            ),
             Snippet("or in ~/.claude/settings.json", settings),
         ]
     if tool == "codex":
         return [
-            Snippet("~/.codex/config.toml (model_provider goes above any [table])",
-                    'model_provider = "sublane"\n'
-                    "\n"
-                    "[model_providers.sublane]\n"
-                    'name = "SubLane"\n'
-                    f'base_url = "{_openai_base(base)}"\n'
-                    'env_key = "SUBLANE_KEY"\n'
-                    'wire_api = "responses"'),
+            Snippet(
+                "~/.codex/config.toml (model_provider goes above any [table])",
+                'model_provider = "sublane"\n'
+                "\n"
+                "[model_providers.sublane]\n"
+                'name = "SubLane"\n'
+                f'base_url = "{_openai_base(base)}"\n'
+                'env_key = "SUBLANE_KEY"\n'
+                'wire_api = "responses"',
+            ),
             Snippet("Shell (bash, zsh)", f"export SUBLANE_KEY={key}"),
             Snippet("PowerShell", f'$env:SUBLANE_KEY = "{key}"'),
         ]
     if tool == "sdk":
         return [
-            Snippet("anthropic (Python)",
-                    "import anthropic\n\n"
-                    f'client = anthropic.Anthropic(base_url="{base}", api_key="{key}")'),
-            Snippet("openai (Python)",
-                    "from openai import OpenAI\n\n"
-                    f'client = OpenAI(base_url="{_openai_base(base)}", api_key="{key}")'),
-            Snippet("or through the environment (both SDKs read these)",
-                    f"export ANTHROPIC_BASE_URL={base}\n"
-                    f"export ANTHROPIC_API_KEY={key}\n"
-                    f"export OPENAI_BASE_URL={_openai_base(base)}\n"
-                    f"export OPENAI_API_KEY={key}"),
+            Snippet(
+                "anthropic (Python)",
+                "import anthropic\n\n"
+                f'client = anthropic.Anthropic(base_url="{base}", api_key="{key}")',
+            ),
+            Snippet(
+                "openai (Python)",
+                "from openai import OpenAI\n\n"
+                f'client = OpenAI(base_url="{_openai_base(base)}", api_key="{key}")',
+            ),
+            Snippet(
+                "or through the environment (both SDKs read these)",
+                f"export ANTHROPIC_BASE_URL={base}\n"
+                f"export ANTHROPIC_API_KEY={key}\n"
+                f"export OPENAI_BASE_URL={_openai_base(base)}\n"
+                f"export OPENAI_API_KEY={key}",
+            ),
         ]
     raise ValueError(f"unknown tool {tool!r}")

@@ -31,8 +31,9 @@ class Tray(QObject):
     settingsRequested = Signal()
     setupToolRequested = Signal()
 
-    def __init__(self, bridge: Bridge, *, requests_available: bool = False,
-                 parent: QObject | None = None) -> None:
+    def __init__(
+        self, bridge: Bridge, *, requests_available: bool = False, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         app = QApplication.instance()
         if isinstance(app, QApplication):
@@ -71,8 +72,12 @@ class Tray(QObject):
         self._refresh_tooltip()
 
     def _refresh_tooltip(self) -> None:
-        text = tooltip_text(self._bridge.endpoint_url(), self._bridge.snapshot(),
-                            self._bridge.settings(), self._bridge.now())
+        text = tooltip_text(
+            self._bridge.endpoint_url(),
+            self._bridge.snapshot(),
+            self._bridge.settings(),
+            self._bridge.now(),
+        )
         warning = switch_warning(switched_today(self._bridge.misses_today()))
         if warning:  # R-CF-3: the hidden cost of switching, once it is worth a glance
             text += "\n" + warning
@@ -88,8 +93,9 @@ class Tray(QObject):
     def _show_verdict(self, verdict: Any) -> None:
         """A verify asked from the menu answers as a notification: the menu is closed by now."""
         if isinstance(verdict, dict) and self.icon.isVisible():
-            self.show_message(f"{verdict.get('name')}: {verdict_words(verdict)}",
-                              str(verdict.get("detail", "")))
+            self.show_message(
+                f"{verdict.get('name')}: {verdict_words(verdict)}", str(verdict.get("detail", ""))
+            )
 
     # menu -------------------------------------------------------------------------------------
 
@@ -145,8 +151,11 @@ class Tray(QObject):
             sub.addAction(note)
         sub.addSeparator()
         ref = row.account_id
-        switch_text = (f"Pinned — {row.pin_left} left (switch again to renew)"
-                       if row.pin_left is not None else "Switch to (pin for 5 minutes)")
+        switch_text = (
+            f"Pinned — {row.pin_left} left (switch again to renew)"
+            if row.pin_left is not None
+            else "Switch to (pin for 5 minutes)"
+        )
         switch = QAction(switch_text, sub)
         switch.triggered.connect(lambda: self._bridge.switch(ref))
         sub.addAction(switch)

@@ -29,8 +29,9 @@ BAR_HEIGHT_EM = 0.45
 PAD = 8
 
 
-def _bar(painter: QPainter, rect: QRect, line: WindowLine, palette: QPalette,
-         active: bool = False) -> None:
+def _bar(
+    painter: QPainter, rect: QRect, line: WindowLine, palette: QPalette, active: bool = False
+) -> None:
     barf = QRectF(rect).adjusted(0.5, 0.5, -0.5, -0.5)
     radius = barf.height() / 2
     mid = palette.color(QPalette.ColorRole.Mid)
@@ -176,8 +177,13 @@ class AccountRowWidget(_Row):
         if self.row.tightest is not None:
             bar_h = max(4, int(em * BAR_HEIGHT_EM))
             bar_x = right - tail_w - bar_w
-            _bar(painter, QRect(bar_x, (h - bar_h) // 2, bar_w, bar_h), self.row.tightest, palette,
-                 self._active())
+            _bar(
+                painter,
+                QRect(bar_x, (h - bar_h) // 2, bar_w, bar_h),
+                self.row.tightest,
+                palette,
+                self._active(),
+            )
         painter.setPen(text if self.row.tightest is not None else dim_text(palette))
         painter.drawText(
             QRect(right - tail_w, 0, tail_w, h),

@@ -31,8 +31,9 @@ def requests_window_available() -> bool:
 
 
 class Windows(QObject):
-    def __init__(self, bridge: Bridge, *, main_window: bool = False,
-                 parent: QObject | None = None) -> None:
+    def __init__(
+        self, bridge: Bridge, *, main_window: bool = False, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self._bridge = bridge
         # main_window: no tray, so the Accounts window is the app and closing it quits.
@@ -45,8 +46,11 @@ class Windows(QObject):
 
     def accounts_window(self) -> AccountsWindow:
         if self.accounts is None:
-            window = AccountsWindow(self._bridge, quit_on_close=self._main_window,
-                                    requests_available=self.requests_available)
+            window = AccountsWindow(
+                self._bridge,
+                quit_on_close=self._main_window,
+                requests_available=self.requests_available,
+            )
             window.addAccountRequested.connect(self.show_add_account)
             window.settingsRequested.connect(self.show_settings)
             window.keysRequested.connect(self.show_keys)
@@ -166,8 +170,9 @@ class Placement(QObject):
         saved = self.settings().value(f"geometry/{name}")
         rect = _rect(saved)
         # Only where a screen still is: a monitor unplugged since must not hide the window.
-        if rect is not None and any(screen.availableGeometry().intersects(rect)
-                                    for screen in QGuiApplication.screens()):
+        if rect is not None and any(
+            screen.availableGeometry().intersects(rect) for screen in QGuiApplication.screens()
+        ):
             window.setGeometry(rect)
             return
         screen = window.screen() or QGuiApplication.primaryScreen()
@@ -183,8 +188,9 @@ class Placement(QObject):
             name = self._placed.get(id(watched))
             if name is not None and watched.isWindow():
                 g = watched.geometry()
-                self.settings().setValue(f"geometry/{name}",
-                                         f"{g.x()},{g.y()},{g.width()},{g.height()}")
+                self.settings().setValue(
+                    f"geometry/{name}", f"{g.x()},{g.y()},{g.width()},{g.height()}"
+                )
         return False
 
 

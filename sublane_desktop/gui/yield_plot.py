@@ -47,11 +47,17 @@ def render(results: Sequence[RunResult], path: Path) -> None:
     font.setPixelSize(12)
     painter.setFont(font)
     try:
-        title = (f"Utilization per account and window — trace {results[0].trace}, "
-                 f"seed {results[0].seed}" if results else "no results")
+        title = (
+            f"Utilization per account and window — trace {results[0].trace}, seed {results[0].seed}"
+            if results
+            else "no results"
+        )
         painter.setPen(QColor("black"))
-        painter.drawText(QRectF(8, 6, image.width() - 16, TITLE_H - 8),
-                         Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
+        painter.drawText(
+            QRectF(8, 6, image.width() - 16, TITLE_H - 8),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            title,
+        )
         x_legend = image.width() - 220
         for i, (window, color) in enumerate(WINDOW_COLORS.items()):
             painter.setPen(QPen(QColor(color), 3))
@@ -68,9 +74,11 @@ def render(results: Sequence[RunResult], path: Path) -> None:
                 top = TITLE_H + row * cell_h + MARGIN_T
                 frame = QRectF(left, top, PANEL_W, PANEL_H)
                 painter.setPen(QColor("black"))
-                painter.drawText(QRectF(left, top - MARGIN_T + 4, PANEL_W, MARGIN_T - 6),
-                                 Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                                 f"{result.policy} · {account}")
+                painter.drawText(
+                    QRectF(left, top - MARGIN_T + 4, PANEL_W, MARGIN_T - 6),
+                    Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                    f"{result.policy} · {account}",
+                )
                 painter.setPen(QPen(QColor("#dddddd"), 1))
                 for pct in (0.25, 0.5, 0.75):
                     y = top + PANEL_H * (1 - pct)
@@ -78,19 +86,29 @@ def render(results: Sequence[RunResult], path: Path) -> None:
                 painter.setPen(QColor("#555555"))
                 for pct in (0.0, 0.5, 1.0):
                     y = top + PANEL_H * (1 - pct)
-                    painter.drawText(QRectF(left - MARGIN_L, y - 8, MARGIN_L - 6, 16),
-                                     Qt.AlignmentFlag.AlignRight
-                                     | Qt.AlignmentFlag.AlignVCenter, f"{pct:.0%}")
+                    painter.drawText(
+                        QRectF(left - MARGIN_L, y - 8, MARGIN_L - 6, 16),
+                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                        f"{pct:.0%}",
+                    )
                 days = int((t1 - t0) // DAY)
                 for day in range(days + 1):
                     x = left + PANEL_W * (day * DAY) / (t1 - t0)
-                    painter.drawText(QRectF(x - 20, top + PANEL_H + 2, 40, MARGIN_B - 6),
-                                     Qt.AlignmentFlag.AlignCenter, f"d{day}")
+                    painter.drawText(
+                        QRectF(x - 20, top + PANEL_H + 2, 40, MARGIN_B - 6),
+                        Qt.AlignmentFlag.AlignCenter,
+                        f"d{day}",
+                    )
                 for window, color in WINDOW_COLORS.items():
-                    points = [QPointF(left + PANEL_W * (sample.at - t0) / (t1 - t0),
-                                      top + PANEL_H * (1 - min(1.0, sample.utilization[
-                                          account].get(window, 0.0))))
-                              for sample in samples]
+                    points = [
+                        QPointF(
+                            left + PANEL_W * (sample.at - t0) / (t1 - t0),
+                            top
+                            + PANEL_H
+                            * (1 - min(1.0, sample.utilization[account].get(window, 0.0))),
+                        )
+                        for sample in samples
+                    ]
                     painter.setPen(QPen(QColor(color), 1.5))
                     painter.drawPolyline(QPolygonF(points))
                 painter.setPen(QPen(QColor("black"), 1))

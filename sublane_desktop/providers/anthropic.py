@@ -13,9 +13,19 @@ OAUTH_BETA = "oauth-2025-04-20"
 
 # Client headers we pass on; everything else (hop-by-hop, the client's own key, cookies,
 # forwarding headers) stays on our side of the proxy (R-PX-3).
-FORWARD_HEADERS = ("anthropic-beta", "anthropic-version", "accept", "user-agent", "x-stainless-lang",
-                   "x-stainless-package-version", "x-stainless-os", "x-stainless-arch",
-                   "x-stainless-runtime", "x-stainless-runtime-version", "x-app")
+FORWARD_HEADERS = (
+    "anthropic-beta",
+    "anthropic-version",
+    "accept",
+    "user-agent",
+    "x-stainless-lang",
+    "x-stainless-package-version",
+    "x-stainless-os",
+    "x-stainless-arch",
+    "x-stainless-runtime",
+    "x-stainless-runtime-version",
+    "x-app",
+)
 
 
 def merge_betas(*values: str | None) -> str:

@@ -36,8 +36,14 @@ def header_observations(headers: Mapping[str, str], now: float) -> list[Observat
         if util is None:
             continue
         status = (headers.get(f"{PREFIX}{name}-status") or "").strip().lower()
-        obs = clean_observation(window, util, finite_float(headers.get(f"{PREFIX}{name}-reset")),
-                                now, "headers", rejected=status == "rejected")
+        obs = clean_observation(
+            window,
+            util,
+            finite_float(headers.get(f"{PREFIX}{name}-reset")),
+            now,
+            "headers",
+            rejected=status == "rejected",
+        )
         if obs is not None:
             found.append(obs)
     return found
@@ -62,8 +68,7 @@ def _percent_obs(window: str, percent: Any, resets_at: Any, now: float) -> Obser
     value = finite_float(percent)
     if value is None or value < 0 or value > 1000:
         return None
-    return clean_observation(window, value / 100.0, _iso(resets_at), now, "poll",
-                             rejected=False)
+    return clean_observation(window, value / 100.0, _iso(resets_at), now, "poll", rejected=False)
 
 
 def usage_observations(body: Any, now: float) -> list[Observation]:
@@ -105,6 +110,9 @@ async def read_usage(http: Any, base: str, access_token: str, now: float) -> lis
     """One `GET /api/oauth/usage` (~10 quick calls buy an hour's 429: poll sparingly)."""
     from sublane_desktop.providers.usage_fetch import fetch_usage
 
-    headers = {"authorization": f"Bearer {access_token}", "anthropic-beta": "oauth-2025-04-20",
-               "anthropic-version": "2023-06-01"}
+    headers = {
+        "authorization": f"Bearer {access_token}",
+        "anthropic-beta": "oauth-2025-04-20",
+        "anthropic-version": "2023-06-01",
+    }
     return usage_observations(await fetch_usage(http, usage_url(base), headers), now)

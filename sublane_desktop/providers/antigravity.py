@@ -299,13 +299,16 @@ async def read_quota(
     return quota_observations(body, now)
 
 
-def models_call(base: str, credential: Mapping[str, Any]
-                ) -> tuple[str, dict[str, str], dict[str, Any]]:
+def models_call(
+    base: str, credential: Mapping[str, Any]
+) -> tuple[str, dict[str, str], dict[str, Any]]:
     """(url, headers, JSON body) of the one cheap authenticated call that lists what this
     login can use: model discovery and verify (a POST, unlike the other providers' lists)."""
-    return (method_url(base, "fetchAvailableModels"),
-            upstream_headers(credential, stream=False),
-            {"project": credential.get("project_id") or ""})
+    return (
+        method_url(base, "fetchAvailableModels"),
+        upstream_headers(credential, stream=False),
+        {"project": credential.get("project_id") or ""},
+    )
 
 
 def available_models(body: Any) -> list[str]:

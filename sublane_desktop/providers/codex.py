@@ -27,12 +27,28 @@ ORIGINATOR = "codex_cli_rs"
 
 # Client headers that go upstream: the conversation and turn identity Codex sends, plus the
 # harmless descriptive ones. Never the client's key, cookies or hop-by-hop headers (R-PX-3).
-FORWARD_HEADERS = ("session_id", "session-id", "thread-id", "conversation_id",
-                   "x-client-request-id", "x-codex-turn-state", "x-codex-turn-metadata",
-                   "x-codex-beta-features", "openai-beta", "version", "user-agent")
+FORWARD_HEADERS = (
+    "session_id",
+    "session-id",
+    "thread-id",
+    "conversation_id",
+    "x-client-request-id",
+    "x-codex-turn-state",
+    "x-codex-turn-metadata",
+    "x-codex-beta-features",
+    "openai-beta",
+    "version",
+    "user-agent",
+)
 # Upstream response headers the client may see: Codex reads its quota and turn state here.
-PASS_BACK = ("content-type", "retry-after", "x-request-id", "openai-model", "x-models-etag",
-             "x-reasoning-included")
+PASS_BACK = (
+    "content-type",
+    "retry-after",
+    "x-request-id",
+    "openai-model",
+    "x-models-etag",
+    "x-reasoning-included",
+)
 PASS_BACK_PREFIX = "x-codex-"
 
 # The ChatGPT backend refuses these with 400 "Unsupported parameter" (it manages the output
@@ -41,16 +57,26 @@ SUBSCRIPTION_REFUSES = ("max_output_tokens",)
 
 # What GET /v1/models lists for a group with a Codex account (routing accepts any gpt-*,
 # codex-* or o<digit> name; this is only the menu).
-MODELS = ("gpt-5.5", "gpt-5.4", "gpt-5.4-mini", "gpt-5.3-codex", "gpt-5.2-codex", "gpt-5.2",
-          "gpt-5.1-codex-max", "gpt-5.1-codex-mini", "gpt-5")
+MODELS = (
+    "gpt-5.5",
+    "gpt-5.4",
+    "gpt-5.4-mini",
+    "gpt-5.3-codex",
+    "gpt-5.2-codex",
+    "gpt-5.2",
+    "gpt-5.1-codex-max",
+    "gpt-5.1-codex-mini",
+    "gpt-5",
+)
 
 
 def is_subscription(credential: Mapping[str, Any]) -> bool:
     return "api_key" not in credential
 
 
-def base_for(account_base: str | None, credential: Mapping[str, Any], codex_base: str,
-             openai_base: str) -> str:
+def base_for(
+    account_base: str | None, credential: Mapping[str, Any], codex_base: str, openai_base: str
+) -> str:
     if account_base:
         return account_base.rstrip("/")
     return (codex_base if is_subscription(credential) else openai_base).rstrip("/")
@@ -79,8 +105,9 @@ def models_call(base: str, credential: Mapping[str, Any]) -> tuple[str, dict[str
     return url, headers
 
 
-def upstream_headers(client_headers: Mapping[str, str], credential: Mapping[str, Any],
-                     *, stream: bool = True) -> dict[str, str]:
+def upstream_headers(
+    client_headers: Mapping[str, str], credential: Mapping[str, Any], *, stream: bool = True
+) -> dict[str, str]:
     headers = {name: client_headers[name] for name in FORWARD_HEADERS if name in client_headers}
     headers["content-type"] = "application/json"
     headers["accept"] = "text/event-stream" if stream else "application/json"
@@ -105,8 +132,13 @@ def shape_body(body: dict[str, Any], credential: Mapping[str, Any], model: str) 
         for name in SUBSCRIPTION_REFUSES:
             shaped.pop(name, None)
         if isinstance(shaped.get("input"), str):
-            shaped["input"] = [{"type": "message", "role": "user",
-                                "content": [{"type": "input_text", "text": shaped["input"]}]}]
+            shaped["input"] = [
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": shaped["input"]}],
+                }
+            ]
         if not shaped.get("instructions"):
             _hoist_instructions(shaped)
     return shaped
@@ -120,14 +152,19 @@ def _hoist_instructions(body: dict[str, Any]) -> None:
     none): the subscription backend wants the system prompt there, not in `input`."""
     items = body.get("input") if isinstance(body.get("input"), list) else []
     texts: list[str] = []
-    while items and isinstance(items[0], dict) and items[0].get("role") in (
-            "system", "developer") and items[0].get("type", "message") == "message":
+    while (
+        items
+        and isinstance(items[0], dict)
+        and items[0].get("role") in ("system", "developer")
+        and items[0].get("type", "message") == "message"
+    ):
         content = items[0].get("content")
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
-            texts.extend(c["text"] for c in content
-                         if isinstance(c, dict) and isinstance(c.get("text"), str))
+            texts.extend(
+                c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)
+            )
         items = items[1:]
     body["input"] = items
     body["instructions"] = "\n\n".join(t for t in texts if t) or DEFAULT_INSTRUCTIONS
@@ -164,8 +201,11 @@ def _window(headers: Mapping[str, str], which: str) -> QuotaWindow | None:
         return None
     minutes = finite_float(headers.get(f"x-codex-{which}-window-minutes"))
     reset = finite_float(headers.get(f"x-codex-{which}-reset-at"))
-    return QuotaWindow(used / 100.0, int(minutes) if minutes and minutes > 0 else None,
-                       reset if reset and reset > 0 else None)
+    return QuotaWindow(
+        used / 100.0,
+        int(minutes) if minutes and minutes > 0 else None,
+        reset if reset and reset > 0 else None,
+    )
 
 
 def quota_from_headers(headers: Mapping[str, str], now: float) -> QuotaObservation | None:

@@ -26,8 +26,9 @@ def header_observations(quota: QuotaObservation) -> list[Observation]:
     for window, slot in (("five_hour", quota.five_hour), ("seven_day", quota.seven_day)):
         if slot is None:
             continue
-        obs = clean_observation(window, slot.utilization, slot.resets_at, quota.observed_at,
-                                "headers")
+        obs = clean_observation(
+            window, slot.utilization, slot.resets_at, quota.observed_at, "headers"
+        )
         if obs is not None:
             found.append(obs)
     return found
@@ -60,8 +61,7 @@ def usage_observations(body: Any, now: float) -> list[Observation]:
     return found
 
 
-async def read_usage(http: Any, url: str, headers: dict[str, str], now: float
-                     ) -> list[Observation]:
+async def read_usage(http: Any, url: str, headers: dict[str, str], now: float) -> list[Observation]:
     from sublane_desktop.providers.usage_fetch import fetch_usage
 
     return usage_observations(await fetch_usage(http, url, headers), now)

@@ -11,13 +11,18 @@ from sublane_desktop.providers.antigravity import refresh_form
 
 ANTHROPIC_CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
 CODEX_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
-DEFAULT_OAUTH_BASE = {"anthropic": "https://platform.claude.com",
-                      "codex": "https://auth.openai.com",
-                      "antigravity": "https://oauth2.googleapis.com"}
+DEFAULT_OAUTH_BASE = {
+    "anthropic": "https://platform.claude.com",
+    "codex": "https://auth.openai.com",
+    "antigravity": "https://oauth2.googleapis.com",
+}
 TOKEN_PATH = {"anthropic": "/v1/oauth/token", "codex": "/oauth/token", "antigravity": "/token"}
 # The env variable that moves each provider's token endpoint (R-CLI-1, R-AG-1).
-OAUTH_BASE_ENV = {"anthropic": "SUBLANE_OAUTH_BASE_URL", "codex": "SUBLANE_OAUTH_BASE_URL",
-                  "antigravity": "SUBLANE_GOOGLE_OAUTH_BASE_URL"}
+OAUTH_BASE_ENV = {
+    "anthropic": "SUBLANE_OAUTH_BASE_URL",
+    "codex": "SUBLANE_OAUTH_BASE_URL",
+    "antigravity": "SUBLANE_GOOGLE_OAUTH_BASE_URL",
+}
 REFRESH_MARGIN_SECONDS = 300.0  # refresh this long before expiry
 
 
@@ -38,24 +43,36 @@ def needs_refresh(credential: dict[str, Any], now: float | None = None) -> bool:
     return (now if now is not None else time.time()) >= expires - REFRESH_MARGIN_SECONDS
 
 
-async def refresh(http: aiohttp.ClientSession, provider: str, oauth_base: str,
-                  credential: dict[str, Any], now: float) -> dict[str, Any]:
+async def refresh(
+    http: aiohttp.ClientSession,
+    provider: str,
+    oauth_base: str,
+    credential: dict[str, Any],
+    now: float,
+) -> dict[str, Any]:
     """A new credential dict (same shape) from the refresh token."""
     form: dict[str, str] | None = None
     payload: dict[str, str] | None = None
     if provider == "antigravity":  # Google's token endpoint takes a form, with the client
         form = refresh_form(credential)
     elif provider == "codex":
-        payload = {"client_id": CODEX_CLIENT_ID, "grant_type": "refresh_token",
-                   "refresh_token": credential["refresh_token"],
-                   "scope": "openid profile email"}
+        payload = {
+            "client_id": CODEX_CLIENT_ID,
+            "grant_type": "refresh_token",
+            "refresh_token": credential["refresh_token"],
+            "scope": "openid profile email",
+        }
     else:
-        payload = {"grant_type": "refresh_token", "refresh_token": credential["refresh_token"],
-                   "client_id": ANTHROPIC_CLIENT_ID}
+        payload = {
+            "grant_type": "refresh_token",
+            "refresh_token": credential["refresh_token"],
+            "client_id": ANTHROPIC_CLIENT_ID,
+        }
     url = oauth_base.rstrip("/") + TOKEN_PATH.get(provider, "/v1/oauth/token")
     try:
-        async with http.post(url, json=payload, data=form,
-                             timeout=aiohttp.ClientTimeout(total=30)) as resp:
+        async with http.post(
+            url, json=payload, data=form, timeout=aiohttp.ClientTimeout(total=30)
+        ) as resp:
             if resp.status in (400, 401, 403):
                 raise RefreshRejected(f"token refresh refused (HTTP {resp.status})")
             if resp.status != 200:

@@ -21,13 +21,13 @@ async def fetch_usage(http: aiohttp.ClientSession, url: str, headers: dict[str, 
     """The endpoint's JSON body. Raises QuotaReadError, carrying the endpoint's own retry-after
     on a 429 (these endpoints rate-limit hard and must be left alone meanwhile)."""
     try:
-        async with http.get(url, headers=headers,
-                            timeout=aiohttp.ClientTimeout(total=20)) as resp:
+        async with http.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=20)) as resp:
             if resp.status == 429:
                 raise QuotaReadError(
                     "usage endpoint rate-limited",
                     retry_after=_seconds(resp.headers.get("retry-after"))
-                    or DEFAULT_BACKOFF_SECONDS)
+                    or DEFAULT_BACKOFF_SECONDS,
+                )
             if resp.status != 200:
                 raise QuotaReadError(f"usage endpoint answered HTTP {resp.status}")
             try:

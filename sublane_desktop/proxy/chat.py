@@ -29,8 +29,9 @@ class ChatRoute:
             model = body.get("model")
             route = route_model(model)
             if route is None:
-                raise GatewayError("unknown_model", f"unknown model {str(model)[:80]!r}",
-                                   param="model")
+                raise GatewayError(
+                    "unknown_model", f"unknown model {str(model)[:80]!r}", param="model"
+                )
             refuse_unservable(route)
             key = conversation_key(request.headers, body)
             try:
@@ -42,7 +43,18 @@ class ChatRoute:
                 raise GatewayError("invalid_request", str(exc)) from None
         except GatewayError as err:
             return openai_error(err)
-        attempt = Attempt(service, identity, route, protocol="openai-chat", operation="chat",
-                          transport=request.transport, body=body)
-        return await serve(attempt, key, lambda a: relay_translated(
-            request, a, prompt, upstream, "chat", str(model)), openai_error)
+        attempt = Attempt(
+            service,
+            identity,
+            route,
+            protocol="openai-chat",
+            operation="chat",
+            transport=request.transport,
+            body=body,
+        )
+        return await serve(
+            attempt,
+            key,
+            lambda a: relay_translated(request, a, prompt, upstream, "chat", str(model)),
+            openai_error,
+        )

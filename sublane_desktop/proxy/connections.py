@@ -40,16 +40,28 @@ _PARSER_CODES = {400: "invalid_request", 413: "request_too_large", 431: "invalid
 class ShapedRequestHandler(RequestHandler):
     """aiohttp's connection handler, with its own error answers in our error shape."""
 
-    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
-                     message: str | None = None) -> web.StreamResponse:
+    def handle_error(
+        self,
+        request: Any,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
         request_id = new_request_id()
-        log.info("refused a malformed request (%s, request %s): %s", status, request_id,
-                 type(exc).__name__ if exc is not None else "")
+        log.info(
+            "refused a malformed request (%s, request %s): %s",
+            status,
+            request_id,
+            type(exc).__name__ if exc is not None else "",
+        )
         if request.writer.output_size > 0:
             raise ConnectionError("a response was already under way")
         reason = (message or "").splitlines()[0][:160] if status < 500 else ""
-        err = GatewayError(_PARSER_CODES.get(status, "internal_error"),
-                           reason or "the request could not be read", status=status)
+        err = GatewayError(
+            _PARSER_CODES.get(status, "internal_error"),
+            reason or "the request could not be read",
+            status=status,
+        )
         response = render_for(str(request.path))(err, request_id)
         response.force_close()
         return response
@@ -64,9 +76,13 @@ def shaped_handler_factory(server: web.Server) -> Callable[[], asyncio.Protocol]
 class ConnectionGate:
     """A protocol factory around aiohttp's: counts live connections and times the headers."""
 
-    def __init__(self, factory: Callable[[], asyncio.Protocol], *,
-                 limit: int = MAX_CONNECTIONS, header_deadline: float = HEADER_DEADLINE_S
-                 ) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], asyncio.Protocol],
+        *,
+        limit: int = MAX_CONNECTIONS,
+        header_deadline: float = HEADER_DEADLINE_S,
+    ) -> None:
         self.factory = factory
         self.limit = limit
         self.header_deadline = header_deadline
@@ -97,15 +113,15 @@ class GuardedConnection(asyncio.Protocol):
         if gate.open >= gate.limit:
             gate.refused += 1
             if gate.refused == 1 or gate.refused % 100 == 0:
-                log.warning("%d client connections open; refusing more (%d so far)",
-                            gate.open, gate.refused)
+                log.warning(
+                    "%d client connections open; refusing more (%d so far)", gate.open, gate.refused
+                )
             transport.abort()
             return
         gate.open += 1
         self.inner = gate.factory()
         self.inner.connection_made(transport)
-        self.deadline = asyncio.get_running_loop().call_later(gate.header_deadline,
-                                                               self._too_slow)
+        self.deadline = asyncio.get_running_loop().call_later(gate.header_deadline, self._too_slow)
 
     def data_received(self, data: bytes) -> None:
         if self.deadline is not None:
@@ -142,8 +158,10 @@ class GuardedConnection(asyncio.Protocol):
     def _too_slow(self) -> None:
         self.deadline = None
         self.gate.dropped_slow += 1
-        log.info("dropped a client connection that sent no complete request headers in %gs",
-                 self.gate.header_deadline)
+        log.info(
+            "dropped a client connection that sent no complete request headers in %gs",
+            self.gate.header_deadline,
+        )
         if self.transport is not None:
             self.transport.abort()
 
@@ -162,4 +180,5 @@ class GuardedSite(web.SockSite):
         assert server is not None
         self.gate = ConnectionGate(shaped_handler_factory(server), **self._gate_options)
         self._server = await asyncio.get_running_loop().create_server(
-            self.gate, sock=self._sock, backlog=self._backlog)
+            self.gate, sock=self._sock, backlog=self._backlog
+        )

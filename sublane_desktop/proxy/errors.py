@@ -26,8 +26,12 @@ log = logging.getLogger(__name__)
 # can no longer become an error response, only a dropped connection.
 STARTED: web.RequestKey[bool] = web.RequestKey("response_started", bool)
 # HTTP errors aiohttp raises itself (unknown path, wrong method, …) and their stable codes.
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large",
-               415: "unsupported_media_type"}
+_HTTP_CODES = {
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+}
 
 
 def anthropic_error(err: GatewayError, request_id: str | None = None) -> web.Response:
@@ -70,8 +74,14 @@ def render_for(path: str):
     return anthropic_error if path.startswith("/v1/messages") else openai_error
 
 
-def upstream_error(protocol: str, status: int, kind: str | None, message: str,
-                   request_id: str, wait: float | None = None) -> web.Response:
+def upstream_error(
+    protocol: str,
+    status: int,
+    kind: str | None,
+    message: str,
+    request_id: str,
+    wait: float | None = None,
+) -> web.Response:
     """An upstream's error answer retold in the client's protocol (translated routes).
 
     `wait` is the attempt's Retry-After for a 429/503; `kind` has been through sanitize_code.
@@ -80,14 +90,24 @@ def upstream_error(protocol: str, status: int, kind: str | None, message: str,
     if status in WAIT_STATUSES:
         headers["Retry-After"] = str(bounded_retry_after(wait))
     if protocol == "anthropic":
-        body: dict[str, Any] = {"type": "error", "error": {
-            "type": kind if kind in ANTHROPIC_ERROR_TYPES else anthropic_type_for(status),
-            "message": message}, "request_id": request_id}
+        body: dict[str, Any] = {
+            "type": "error",
+            "error": {
+                "type": kind if kind in ANTHROPIC_ERROR_TYPES else anthropic_type_for(status),
+                "message": message,
+            },
+            "request_id": request_id,
+        }
     else:
-        body = {"error": {"type": openai_type_for(status),
-                          "code": sanitize_code(kind, f"http_{status}") if kind
-                          else f"http_{status}",
-                          "message": message, "param": None}, "request_id": request_id}
+        body = {
+            "error": {
+                "type": openai_type_for(status),
+                "code": sanitize_code(kind, f"http_{status}") if kind else f"http_{status}",
+                "message": message,
+                "param": None,
+            },
+            "request_id": request_id,
+        }
     return web.json_response(body, status=status, headers=headers)
 
 
@@ -129,14 +149,21 @@ async def error_shape(request: web.Request, handler: Any) -> web.StreamResponse:
         return render_for(request.path)(err, new_request_id())
     except Exception as exc:  # the one place that answers anything unexpected
         request_id = getattr(exc, _REQUEST_ID_TAG, None) or new_request_id()
-        log.error("internal error on %s %s (request %s): %s at %s", request.method,
-                  request.path, request_id, type(exc).__name__, where(exc))
+        log.error(
+            "internal error on %s %s (request %s): %s at %s",
+            request.method,
+            request.path,
+            request_id,
+            type(exc).__name__,
+            where(exc),
+        )
         if request.get(STARTED):
             # Half an answer is out; all that is left is to end the connection quietly
             # (aiohttp takes a ConnectionError while finishing as "client gone").
             if request.transport is not None:
                 request.transport.abort()
             return web.Response(status=500)
-        err = GatewayError("internal_error",
-                           f"internal error; quote request id {request_id} when reporting it")
+        err = GatewayError(
+            "internal_error", f"internal error; quote request id {request_id} when reporting it"
+        )
         return render_for(request.path)(err, request_id)

@@ -67,10 +67,13 @@ def make_host_guard(bound_host: str):
             if request.content_type != "application/json":
                 # Every mutation, body or not: a form post from a page cannot set this type
                 # without a CORS preflight we never answer (R-FT-5).
-                return render_for(request.path)(GatewayError(
-                    "unsupported_media_type",
-                    f"expected Content-Type application/json, got "
-                    f"{request.content_type or 'none'}"))
+                return render_for(request.path)(
+                    GatewayError(
+                        "unsupported_media_type",
+                        f"expected Content-Type application/json, got "
+                        f"{request.content_type or 'none'}",
+                    )
+                )
         return await handler(request)
 
     return host_guard

@@ -23,8 +23,9 @@ from sublane_desktop.proxy.management import admin_route
 async def _caller_user_id(request: web.Request, service: Any) -> int:
     key = client_key(request)
     if not key:
-        raise GatewayError("unauthorized", "a SubLane client key or the administrator token"
-                           " is required")
+        raise GatewayError(
+            "unauthorized", "a SubLane client key or the administrator token is required"
+        )
     admin_token = service.admin_token
     if admin_token and hmac.compare_digest(key.encode(), admin_token.encode()):
         admin_id = await service.admin_user_id()
@@ -76,15 +77,17 @@ async def all_requests(request: web.Request, service: Any) -> web.Response:
 async def my_misses(request: web.Request, service: Any, user_id: int) -> web.Response:
     """Cache misses by cause over `from`/`until` (R-CF-2), the caller's own requests only."""
     query = _query(request, admin=False)
-    return web.json_response(await service.request_misses(
-        owner=user_id, since=query.since, until=query.until))
+    return web.json_response(
+        await service.request_misses(owner=user_id, since=query.since, until=query.until)
+    )
 
 
 @admin_route
 async def all_misses(request: web.Request, service: Any) -> web.Response:
     query = _query(request, admin=True)
-    return web.json_response(await service.request_misses(
-        owner=None, since=query.since, until=query.until))
+    return web.json_response(
+        await service.request_misses(owner=None, since=query.since, until=query.until)
+    )
 
 
 @admin_route

@@ -84,10 +84,14 @@ def parse_json_object(raw: bytes | str, what: str = "message") -> dict[str, Any]
     if not isinstance(body, dict):
         raise GatewayError("invalid_request", f"{what} must be a JSON object")
     model = body.get("model")
-    if isinstance(model, str) and (clean_text(model) != model
-                                   or any(ord(c) < 32 or c == "\x7f" for c in model)):
-        raise GatewayError("invalid_request", "model must be printable text (no control"
-                           " characters or unpaired surrogates)", param="model")
+    if isinstance(model, str) and (
+        clean_text(model) != model or any(ord(c) < 32 or c == "\x7f" for c in model)
+    ):
+        raise GatewayError(
+            "invalid_request",
+            "model must be printable text (no control characters or unpaired surrogates)",
+            param="model",
+        )
     return body
 
 

@@ -45,8 +45,7 @@ def _account_ref(request: web.Request, service: Any) -> Any:
 def _body_account(service: Any, body: dict[str, Any]) -> Any:
     ref = body.get("account")
     if isinstance(ref, bool) or not isinstance(ref, (str, int)) or ref == "":
-        raise GatewayError("invalid_request", '"account" (id or name) is required',
-                           param="account")
+        raise GatewayError("invalid_request", '"account" (id or name) is required', param="account")
     try:
         return service.pool.find(ref)
     except KeyError:
@@ -65,8 +64,11 @@ async def set_limits(request: web.Request, service: Any) -> web.Response:
     account = _account_ref(request, service)
     limit = body.get("max_concurrency")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 8:
-        raise GatewayError("invalid_request", "max_concurrency must be an integer from 1 to 8",
-                           param="max_concurrency")
+        raise GatewayError(
+            "invalid_request",
+            "max_concurrency must be an integer from 1 to 8",
+            param="max_concurrency",
+        )
     await service.set_limit(account.id, limit)
     return web.json_response(service.account_view(account.id))
 

@@ -43,8 +43,9 @@ __all__ = ["MessagesRoute", "outcome_for_status", "retry_after_of"]
 
 
 def anthropic_fail_frame(message: str, code: str = "upstream_error") -> bytes:
-    return named_frame({"type": "error", "error": {"type": "api_error", "code": code,
-                                                   "message": message}})
+    return named_frame(
+        {"type": "error", "error": {"type": "api_error", "code": code, "message": message}}
+    )
 
 
 class MessagesRoute:
@@ -60,25 +61,42 @@ class MessagesRoute:
             return anthropic_error(err)
         route = route_model(body.get("model"))
         if route is None:
-            return anthropic_error(GatewayError(
-                "unknown_model", f"unknown model {str(body.get('model'))[:80]!r}", param="model"
-            ))
+            return anthropic_error(
+                GatewayError(
+                    "unknown_model", f"unknown model {str(body.get('model'))[:80]!r}", param="model"
+                )
+            )
         if self.operation == "count_tokens":
             route = replace(route, spill=())  # only Anthropic counts tokens: never spill
         if route.provider != "anthropic" and self.operation == "count_tokens":
-            return anthropic_error(GatewayError(
-                "invalid_request", "token counting is only available for Claude models",
-                param="model"))
+            return anthropic_error(
+                GatewayError(
+                    "invalid_request",
+                    "token counting is only available for Claude models",
+                    param="model",
+                )
+            )
         try:
             refuse_unservable(route)
         except GatewayError as err:
             return anthropic_error(err)
         key = conversation_key(request.headers, body) if self.operation == "messages" else None
-        attempt = Attempt(service, identity, route, protocol="anthropic",
-                          operation=self.operation, transport=request.transport, body=body)
+        attempt = Attempt(
+            service,
+            identity,
+            route,
+            protocol="anthropic",
+            operation=self.operation,
+            transport=request.transport,
+            body=body,
+        )
         if route.provider == "anthropic":
-            return await serve(attempt, key, lambda a: self._native_or_spilled(
-                request, a, body, raw, key), anthropic_error)
+            return await serve(
+                attempt,
+                key,
+                lambda a: self._native_or_spilled(request, a, body, raw, key),
+                anthropic_error,
+            )
         try:
             prompt = prompt_from_messages(body, route.upstream_model)
             if prompt.cache_key is None and key:
@@ -87,14 +105,22 @@ class MessagesRoute:
         except TranslationError as exc:
             return anthropic_error(GatewayError("invalid_request", str(exc)))
         return await serve(
-            attempt, key,
-            lambda a: relay_translated(request, a, prompt, upstream, "anthropic",
-                                       str(body.get("model"))),
-            anthropic_error)
+            attempt,
+            key,
+            lambda a: relay_translated(
+                request, a, prompt, upstream, "anthropic", str(body.get("model"))
+            ),
+            anthropic_error,
+        )
 
-    async def _native_or_spilled(self, request: web.Request, attempt: Attempt,
-                                 body: dict[str, Any], raw: bytes, key: str | None
-                                 ) -> web.StreamResponse:
+    async def _native_or_spilled(
+        self,
+        request: web.Request,
+        attempt: Attempt,
+        body: dict[str, Any],
+        raw: bytes,
+        key: str | None,
+    ) -> web.StreamResponse:
         """A Claude request admitted on an Anthropic account goes through untouched; one that
         spilled to an Antigravity account (R-AG-3) is translated like any foreign route."""
         if attempt.route.provider == "anthropic":
@@ -106,11 +132,13 @@ class MessagesRoute:
         except TranslationError as exc:
             attempt.record.outcome, attempt.record.error_code = "error", "invalid_request"
             raise GatewayError("invalid_request", str(exc)) from None
-        return await relay_translated(request, attempt, prompt, {}, "anthropic",
-                                      str(body.get("model")))
+        return await relay_translated(
+            request, attempt, prompt, {}, "anthropic", str(body.get("model"))
+        )
 
-    async def _native(self, request: web.Request, attempt: Attempt, body: dict[str, Any],
-                      raw: bytes) -> web.StreamResponse:
+    async def _native(
+        self, request: web.Request, attempt: Attempt, body: dict[str, Any], raw: bytes
+    ) -> web.StreamResponse:
         route = attempt.route
         if OPENAI_TAG.encode() in raw or GEMINI_TAG.encode() in raw:
             # a conversation that was on a GPT or Gemini model before
@@ -119,14 +147,23 @@ class MessagesRoute:
         elif route.upstream_model != body.get("model"):
             raw = json.dumps(dict(body, model=route.upstream_model)).encode()
         path = "/v1/messages" if self.operation == "messages" else "/v1/messages/count_tokens"
-        upstream = await attempt.open(anthropic_builder(
-            attempt.service, attempt.account, request.headers, route, raw, path,
-            request.query_string))
+        upstream = await attempt.open(
+            anthropic_builder(
+                attempt.service,
+                attempt.account,
+                request.headers,
+                route,
+                raw,
+                path,
+                request.query_string,
+            )
+        )
         headers = passback_headers(attempt, "anthropic")
         if upstream.status == 200 and upstream.content_type == "text/event-stream":
             response = await start_stream(request, headers)
-            await attempt.pump(AnthropicReader(), PassThrough(attempt, response,
-                                                              anthropic_fail_frame))
+            await attempt.pump(
+                AnthropicReader(), PassThrough(attempt, response, anthropic_fail_frame)
+            )
             return response
         data = await attempt.read_whole()
         if upstream.status == 200:
@@ -138,9 +175,12 @@ class MessagesRoute:
             counted = anthropic.Usage()
             counted.absorb(usage if isinstance(usage, dict) else None)
             known = counted.input_tokens is not None
-            attempt.take_counts(counted.total_input, counted.output_tokens,
-                                counted.cache_read if known else None,
-                                counted.cache_creation if known else None)
+            attempt.take_counts(
+                counted.total_input,
+                counted.output_tokens,
+                counted.cache_read if known else None,
+                counted.cache_creation if known else None,
+            )
             if self.operation == "count_tokens":
                 attempt.record.input_tokens = counted.input_tokens
         else:

@@ -27,11 +27,24 @@ async def list_models(request: web.Request) -> web.Response:
     except GatewayError as err:
         return openai_error(err)
     listed = await service.discovery.models_for_group(identity.group_id)
-    data = [{"id": model, "object": "model", "created": 0, "owned_by": owner,
-             "type": "model", "display_name": model, "created_at": RELEASED}
-            for model, owner in listed]
-    return web.json_response({
-        "object": "list", "data": data, "has_more": False,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-    })
+    data = [
+        {
+            "id": model,
+            "object": "model",
+            "created": 0,
+            "owned_by": owner,
+            "type": "model",
+            "display_name": model,
+            "created_at": RELEASED,
+        }
+        for model, owner in listed
+    ]
+    return web.json_response(
+        {
+            "object": "list",
+            "data": data,
+            "has_more": False,
+            "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None,
+        }
+    )

@@ -78,8 +78,11 @@ def passback_headers(attempt: Attempt, provider: str) -> dict[str, str]:
         names, prefix = ANTHROPIC_PASS_BACK, ANTHROPIC_PASS_BACK_PREFIX
     else:
         names, prefix = codex.PASS_BACK, codex.PASS_BACK_PREFIX
-    headers = {k: v for k, v in upstream.headers.items()
-               if k.lower() in names or k.lower().startswith(prefix)}
+    headers = {
+        k: v
+        for k, v in upstream.headers.items()
+        if k.lower() in names or k.lower().startswith(prefix)
+    }
     for name in list(headers):
         if name.lower() in ("request-id", "x-request-id"):  # ours is X-Request-ID
             headers["upstream-request-id"] = headers.pop(name)
@@ -109,7 +112,8 @@ class StallGuard:
     def start(self) -> None:
         if self._handle is None and self.transport is not None:
             self._handle = asyncio.get_running_loop().call_later(
-                max(0.01, WRITE_STALL_SECONDS / 4), self._check)
+                max(0.01, WRITE_STALL_SECONDS / 4), self._check
+            )
 
     def _check(self) -> None:
         self._handle = None
@@ -169,6 +173,7 @@ class UpstreamCall:
 # itself; Anthropic's API accepts and ignores it), used for unbound requests only.
 CORRELATION_HEADER = "x-client-request-id"
 
+
 def sendable(headers: dict[str, str]) -> dict[str, str]:
     """Headers that can go on the wire: a forwarded client header whose value is not valid
     text (bytes such as 0xff arrive as lone surrogates) is dropped, not a 500 (R-FT-3)."""
@@ -202,18 +207,32 @@ class Sink(Protocol):
 class Attempt:
     """One model attempt: admission, the upstream exchange, and its record."""
 
-    def __init__(self, service: Any, identity: Any, route: ModelRoute, *, protocol: str,
-                 operation: str, transport: Any = None,
-                 body: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        service: Any,
+        identity: Any,
+        route: ModelRoute,
+        *,
+        protocol: str,
+        operation: str,
+        transport: Any = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> None:
         self.service = service
         self.route = route
         self.transport = transport  # the client's, to tell "client gone" from "upstream gone"
         self.request_id = new_request_id()
         self.t0 = service.clock.monotonic()
         self.record = RequestRecord(
-            request_id=self.request_id, user_id=identity.user_id, key_id=identity.key_id,
-            group_id=identity.group_id, provider=route.provider, model=route.upstream_model,
-            protocol=protocol, operation=operation, started_at=service.clock.now(),
+            request_id=self.request_id,
+            user_id=identity.user_id,
+            key_id=identity.key_id,
+            group_id=identity.group_id,
+            provider=route.provider,
+            model=route.upstream_model,
+            protocol=protocol,
+            operation=operation,
+            started_at=service.clock.now(),
         )
         self.group_id = identity.group_id
         self.conversation: str | None = None  # the digest, kept in memory only
@@ -246,9 +265,13 @@ class Attempt:
     def admit(self, conversation_key: str | None) -> None:
         """Reserve a slot (R-POOL-2). A pool refusal is recorded here and raised."""
         demand = Demand(
-            group_id=self.group_id, route=self.route,
-            conversation=(conversation_digest(conversation_key, self.route.provider)
-                          if conversation_key else None),
+            group_id=self.group_id,
+            route=self.route,
+            conversation=(
+                conversation_digest(conversation_key, self.route.provider)
+                if conversation_key
+                else None
+            ),
         )
         try:
             self.lease = self.service.pool.acquire(demand)
@@ -258,7 +281,8 @@ class Attempt:
                 record.outcome, record.error_code = "rejected", err.code
                 if demand.conversation is not None:  # the bound account that said no
                     record.account_id = self.service.pool.bindings.get(
-                        (demand.group_id, demand.conversation))
+                        (demand.group_id, demand.conversation)
+                    )
                 record.duration_ms = self.ms()
                 self.service.record(record)
             self.closed = True
@@ -286,13 +310,13 @@ class Attempt:
             credential = await self.service.credential(account)
         except antigravity.ProjectUnknown as exc:  # its text is ours and secret-free
             record.outcome, record.error_code = "error", "project_unknown"
-            raise GatewayError("upstream_error",
-                               f"account {account.name}: {exc}") from None
+            raise GatewayError("upstream_error", f"account {account.name}: {exc}") from None
         except Exception as exc:  # keyring trouble: never echo the secret store's text
             log.error("credential for account %s unavailable: %s", account.id, type(exc).__name__)
             record.outcome, record.error_code = "error", "credential_unavailable"
-            raise GatewayError("auth_failed",
-                               f"credential for account {account.name} is unavailable") from None
+            raise GatewayError(
+                "auth_failed", f"credential for account {account.name} is unavailable"
+            ) from None
         call = self._correlated(build(credential))
         try:
             self.upstream = await self._post(call)
@@ -307,16 +331,23 @@ class Attempt:
         except HeadersTimeout:
             self.outcome = Outcome.FAILURE
             record.outcome, record.error_code = "error", "upstream_timeout"
-            log.warning("upstream %s sent no response headers within %gs", account.name,
-                        self.timeouts.headers)
-            raise GatewayError("upstream_timeout", f"the upstream for account {account.name}"
-                               f" sent no answer within {self.timeouts.headers:g}s") from None
+            log.warning(
+                "upstream %s sent no response headers within %gs",
+                account.name,
+                self.timeouts.headers,
+            )
+            raise GatewayError(
+                "upstream_timeout",
+                f"the upstream for account {account.name}"
+                f" sent no answer within {self.timeouts.headers:g}s",
+            ) from None
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             self.outcome = Outcome.FAILURE
             record.outcome, record.error_code = "error", "upstream_unreachable"
             log.warning("upstream %s unreachable: %s", account.name, type(exc).__name__)
-            raise GatewayError("upstream_unreachable",
-                               f"could not reach the upstream for account {account.name}") from None
+            raise GatewayError(
+                "upstream_unreachable", f"could not reach the upstream for account {account.name}"
+            ) from None
         self._observe(self.upstream)
         return self.upstream
 
@@ -324,8 +355,9 @@ class Attempt:
         """One upstream request up to its response headers, under the connect and header
         timeouts (R-FT-1). The body's idle timeout is the readers' (`_idle_watch`)."""
         limits = self.timeouts
-        timeout = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=limits.connect,
-                                        sock_read=None)
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=None, sock_connect=limits.connect, sock_read=None
+        )
         # The header clock starts once the request is out (header_clock below); until then
         # only connecting can take time, and that has its own, shorter limit.
         waiting = asyncio.timeout(limits.connect + limits.headers)
@@ -337,8 +369,12 @@ class Attempt:
         try:
             async with waiting:
                 return await self.service.http.post(
-                    call.url, data=call.body, headers=call.headers, timeout=timeout,
-                    trace_request_ctx=SimpleNamespace(headers_sent=sent))
+                    call.url,
+                    data=call.body,
+                    headers=call.headers,
+                    timeout=timeout,
+                    trace_request_ctx=SimpleNamespace(headers_sent=sent),
+                )
         except TimeoutError:
             if waiting.expired():
                 raise HeadersTimeout() from None
@@ -374,9 +410,13 @@ class Attempt:
             self.outcome = Outcome.AUTH_FAILURE
         if self.outcome == Outcome.FAILURE:
             self.retry_after = retry_after_of(upstream.headers, self.service.clock.now())
-            if account.provider == "anthropic" and upstream.status == 429 and self.route.fable \
-                    and self.retry_after is None \
-                    and not anthropic_quota.account_wide_rejection(upstream.headers):
+            if (
+                account.provider == "anthropic"
+                and upstream.status == 429
+                and self.route.fable
+                and self.retry_after is None
+                and not anthropic_quota.account_wide_rejection(upstream.headers)
+            ):
                 # A model-scoped 429: rest only the Fable bucket (R-LANE-7).
                 self.outcome = Outcome.FABLE_FAILURE
 
@@ -395,8 +435,9 @@ class Attempt:
             self.outcome = Outcome.FAILURE
             self.record.outcome, self.record.error_code = "incomplete", "upstream_timeout"
             log.warning("upstream body silent for %gs", idle)
-            raise GatewayError("upstream_timeout",
-                               f"the upstream fell silent for {idle:g}s") from None
+            raise GatewayError(
+                "upstream_timeout", f"the upstream fell silent for {idle:g}s"
+            ) from None
         except aiohttp.ClientError as exc:
             self.outcome = Outcome.FAILURE
             self.record.outcome, self.record.error_code = "error", "upstream_dropped"
@@ -410,8 +451,11 @@ class Attempt:
         if self.retry_after is not None:
             return bounded_retry_after(self.retry_after)
         account = self.account
-        streak = (account.fable_streak if self.outcome == Outcome.FABLE_FAILURE
-                  else account.failure_streak)
+        streak = (
+            account.fable_streak
+            if self.outcome == Outcome.FABLE_FAILURE
+            else account.failure_streak
+        )
         return bounded_retry_after(cooldown_seconds(streak + 1))
 
     def note_error(self, data: bytes) -> tuple[str | None, str]:
@@ -434,8 +478,13 @@ class Attempt:
                 self.retry_after = resets
         return kind, message
 
-    def take_counts(self, input_tokens: int | None, output_tokens: int | None,
-                    cached_tokens: int | None, written_tokens: int | None = None) -> None:
+    def take_counts(
+        self,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cached_tokens: int | None,
+        written_tokens: int | None = None,
+    ) -> None:
         self.written_tokens = written_tokens
         self.record.input_tokens = input_tokens
         self.record.output_tokens = output_tokens
@@ -495,8 +544,9 @@ class Attempt:
             self.outcome = Outcome.FAILURE
             record.outcome, record.error_code = "incomplete", "upstream_timeout"
             log.warning("upstream stream silent for %gs", idle)
-            await self._quietly(sink.fail(f"the upstream fell silent for {idle:g}s",
-                                          "upstream_timeout"))
+            await self._quietly(
+                sink.fail(f"the upstream fell silent for {idle:g}s", "upstream_timeout")
+            )
             return
         except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
             if isinstance(exc, aiohttp.ClientConnectionResetError) or self._transport_closing():
@@ -507,8 +557,9 @@ class Attempt:
             record.outcome, record.error_code = "error", "upstream_dropped"
             await self._quietly(sink.fail("upstream connection lost"))
             return
-        self.take_counts(tally.input_tokens, tally.output_tokens, tally.cached_tokens,
-                         tally.written_tokens)
+        self.take_counts(
+            tally.input_tokens, tally.output_tokens, tally.cached_tokens, tally.written_tokens
+        )
         outcome, code, blame = tally.verdict()
         record.outcome, record.error_code = outcome, code
         if blame:
@@ -524,8 +575,9 @@ class Attempt:
         except ClientGone as gone:
             self.client_gone = self.client_gone or gone.code
 
-    async def write(self, response: web.StreamResponse, data: bytes = b"",
-                    eof: bool = False) -> None:
+    async def write(
+        self, response: web.StreamResponse, data: bytes = b"", eof: bool = False
+    ) -> None:
         """Write to the client under the stall guard; a client that is gone is ClientGone."""
         try:
             await self.guard.write(response.write_eof() if eof else response.write(data))
@@ -566,27 +618,45 @@ class Attempt:
         """
         record = self.record
         turns = getattr(self.service, "turns", None)
-        if (turns is None or self.conversation is None or self.lease is None
-                or record.input_tokens is None or record.cached_tokens is None):
+        if (
+            turns is None
+            or self.conversation is None
+            or self.lease is None
+            or record.input_tokens is None
+            or record.cached_tokens is None
+        ):
             return
         provider = self.account.provider
-        turn = Turn(account_id=self.account.id, started_at=record.started_at,
-                    input_tokens=record.input_tokens, cached_tokens=record.cached_tokens,
-                    ttl=self.cache_ttl)
-        warm = warm_tokens(provider, record.input_tokens, record.cached_tokens,
-                           self.written_tokens)
+        turn = Turn(
+            account_id=self.account.id,
+            started_at=record.started_at,
+            input_tokens=record.input_tokens,
+            cached_tokens=record.cached_tokens,
+            ttl=self.cache_ttl,
+        )
+        warm = warm_tokens(provider, record.input_tokens, record.cached_tokens, self.written_tokens)
         model = self.route.upstream_model  # a provider caches per model
         previous = turns.previous(self.group_id, self.conversation, model)
-        verdict = turns.settle(self.group_id, self.conversation, turn, model=model,
-                               ended_at=self.service.clock.now(), warm_tokens=warm)
+        verdict = turns.settle(
+            self.group_id,
+            self.conversation,
+            turn,
+            model=model,
+            ended_at=self.service.clock.now(),
+            warm_tokens=warm,
+        )
         record.cache_miss, record.reread_tokens = verdict.cause, verdict.reread_tokens
         if verdict.is_miss and previous is not None:  # the words of R-CF-3 need these
             record.previous_account_id = previous.account_id
             record.idle_seconds = round(max(0.0, record.started_at - previous.ended_at), 3)
 
 
-async def serve(attempt: Attempt, conversation_key: str | None, body: Callable[[Attempt], Any],
-                render_error: Callable[..., web.Response]) -> web.StreamResponse:
+async def serve(
+    attempt: Attempt,
+    conversation_key: str | None,
+    body: Callable[[Attempt], Any],
+    render_error: Callable[..., web.Response],
+) -> web.StreamResponse:
     """Admit, run the route's exchange, close: the frame every HTTP model route shares."""
     try:
         attempt.admit(conversation_key)
@@ -612,8 +682,12 @@ class PassThrough:
 
     reads_all = False
 
-    def __init__(self, attempt: Attempt, response: web.StreamResponse,
-                 fail_frame: Callable[[str, str], bytes]) -> None:
+    def __init__(
+        self,
+        attempt: Attempt,
+        response: web.StreamResponse,
+        fail_frame: Callable[[str, str], bytes],
+    ) -> None:
         self.attempt = attempt
         self.response = response
         self.fail_frame = fail_frame
@@ -633,8 +707,13 @@ class Rendered:
 
     reads_all = True
 
-    def __init__(self, attempt: Attempt, response: web.StreamResponse, renderer: Any,
-                 frame: Callable[[Any], bytes]) -> None:
+    def __init__(
+        self,
+        attempt: Attempt,
+        response: web.StreamResponse,
+        renderer: Any,
+        frame: Callable[[Any], bytes],
+    ) -> None:
         self.attempt = attempt
         self.response = response
         self.renderer = renderer
@@ -702,9 +781,15 @@ async def start_stream(request: web.Request, headers: dict[str, str]) -> web.Str
 # --- upstream requests ----------------------------------------------------------------------------
 
 
-def anthropic_builder(service: Any, account: Any, client_headers: Mapping[str, str],
-                      route: ModelRoute, body: bytes, path: str = "/v1/messages",
-                      query: str = "") -> Builder:
+def anthropic_builder(
+    service: Any,
+    account: Any,
+    client_headers: Mapping[str, str],
+    route: ModelRoute,
+    body: bytes,
+    path: str = "/v1/messages",
+    query: str = "",
+) -> Builder:
     base = (account.base_url or service.base_url("anthropic")).rstrip("/")
     url = base + path + (f"?{query}" if query else "")
     betas = [BETA_1M] if route.long_context else []
@@ -716,25 +801,33 @@ def anthropic_builder(service: Any, account: Any, client_headers: Mapping[str, s
     return build
 
 
-def codex_builder(service: Any, account: Any, client_headers: Mapping[str, str],
-                  route: ModelRoute, body: dict[str, Any], operation: str = "responses") -> Builder:
+def codex_builder(
+    service: Any,
+    account: Any,
+    client_headers: Mapping[str, str],
+    route: ModelRoute,
+    body: dict[str, Any],
+    operation: str = "responses",
+) -> Builder:
     def build(credential: Mapping[str, Any]) -> UpstreamCall:
-        base = codex.base_for(account.base_url, credential, service.base_url("codex"),
-                              service.base_url("openai"))
+        base = codex.base_for(
+            account.base_url, credential, service.base_url("codex"), service.base_url("openai")
+        )
         if operation == "compact":
             shaped = codex.compact_body(body, route.upstream_model)
         else:
             shaped = codex.shape_body(body, credential, route.upstream_model)
-        headers = codex.upstream_headers(client_headers, credential,
-                                         stream=operation != "compact")
-        return UpstreamCall(codex.endpoint(base, credential, operation), headers,
-                            json.dumps(shaped).encode())
+        headers = codex.upstream_headers(client_headers, credential, stream=operation != "compact")
+        return UpstreamCall(
+            codex.endpoint(base, credential, operation), headers, json.dumps(shaped).encode()
+        )
 
     return build
 
 
-def antigravity_builder(service: Any, account: Any, route: ModelRoute, request: dict[str, Any],
-                        *, stream: bool) -> Builder:
+def antigravity_builder(
+    service: Any, account: Any, route: ModelRoute, request: dict[str, Any], *, stream: bool
+) -> Builder:
     """The v1internal call for a translated Gemini request (the project comes with the
     credential: imported, or discovered once and kept)."""
     base = antigravity.base_for(account.base_url, service.base_url("antigravity"))
@@ -742,8 +835,10 @@ def antigravity_builder(service: Any, account: Any, route: ModelRoute, request: 
 
     def build(credential: Mapping[str, Any]) -> UpstreamCall:
         body = antigravity.envelope(str(credential.get("project_id") or ""), model, request)
-        return UpstreamCall(antigravity.endpoint(base, stream),
-                            antigravity.upstream_headers(credential, stream=stream),
-                            json.dumps(body).encode())
+        return UpstreamCall(
+            antigravity.endpoint(base, stream),
+            antigravity.upstream_headers(credential, stream=stream),
+            json.dumps(body).encode(),
+        )
 
     return build

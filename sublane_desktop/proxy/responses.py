@@ -60,8 +60,9 @@ from sublane_desktop.proxy.translated import (
 log = logging.getLogger(__name__)
 
 # Events that carry the gateway's request id on a socket (R-PX-7).
-STAMPED = frozenset({"response.created", "response.completed", "response.incomplete",
-                     "response.failed"})
+STAMPED = frozenset(
+    {"response.created", "response.completed", "response.incomplete", "response.failed"}
+)
 
 
 def responses_fail_frame(message: str, code: str = "upstream_error") -> bytes:
@@ -79,8 +80,9 @@ def _route_or_error(body: dict[str, Any]) -> ModelRoute:
     return route
 
 
-def _translated_body(body: dict[str, Any], route: ModelRoute, key: str | None
-                     ) -> tuple[Any, dict[str, Any]]:
+def _translated_body(
+    body: dict[str, Any], route: ModelRoute, key: str | None
+) -> tuple[Any, dict[str, Any]]:
     """(prompt, Anthropic body) for a Responses request to a Claude model."""
     try:
         prompt = rs.prompt_from_responses(body, route.upstream_model)
@@ -108,17 +110,32 @@ class ResponsesRoute:
                 body = rs.strip_foreign_reasoning(body) or body
         except GatewayError as err:
             return openai_error(err)
-        attempt = Attempt(service, identity, route, protocol="openai-responses",
-                          operation="responses", transport=request.transport, body=body)
+        attempt = Attempt(
+            service,
+            identity,
+            route,
+            protocol="openai-responses",
+            operation="responses",
+            transport=request.transport,
+            body=body,
+        )
         if route.provider != "codex":
-            return await serve(attempt, key, lambda a: relay_translated(
-                request, a, prompt, upstream, "responses", str(body["model"])), openai_error)
+            return await serve(
+                attempt,
+                key,
+                lambda a: relay_translated(
+                    request, a, prompt, upstream, "responses", str(body["model"])
+                ),
+                openai_error,
+            )
         return await serve(attempt, key, lambda a: self._native(request, a, body), openai_error)
 
-    async def _native(self, request: web.Request, attempt: Attempt, body: dict[str, Any]
-                      ) -> web.StreamResponse:
-        upstream = await attempt.open(codex_builder(
-            attempt.service, attempt.account, request.headers, attempt.route, body))
+    async def _native(
+        self, request: web.Request, attempt: Attempt, body: dict[str, Any]
+    ) -> web.StreamResponse:
+        upstream = await attempt.open(
+            codex_builder(attempt.service, attempt.account, request.headers, attempt.route, body)
+        )
         headers = passback_headers(attempt, "codex")
         if upstream.status != 200 or upstream.content_type != "text/event-stream":
             return await _whole_answer(attempt, headers)
@@ -137,11 +154,19 @@ class ResponsesRoute:
             error = answer.get("error") if isinstance(answer, dict) else None
             error = error if isinstance(error, dict) else {}
             code = fold.code or error.get("code") or "upstream_error"
-            return web.json_response({"error": {
-                "type": "server_error", "code": sanitize_code(code, "upstream_error"),
-                "message": fold.failure or error.get("message") or "upstream error",
-                "param": None}, "request_id": attempt.request_id},
-                status=504 if code == "upstream_timeout" else 502, headers=headers)
+            return web.json_response(
+                {
+                    "error": {
+                        "type": "server_error",
+                        "code": sanitize_code(code, "upstream_error"),
+                        "message": fold.failure or error.get("message") or "upstream error",
+                        "param": None,
+                    },
+                    "request_id": attempt.request_id,
+                },
+                status=504 if code == "upstream_timeout" else 502,
+                headers=headers,
+            )
         return web.json_response(answer, headers=headers)
 
 
@@ -172,17 +197,28 @@ class CompactRoute:
             body, _ = await json_body(request)
             route = _route_or_error(body)
             if route.provider != "codex":
-                raise GatewayError("invalid_request",
-                                   "compaction is only available for Codex models", param="model")
+                raise GatewayError(
+                    "invalid_request",
+                    "compaction is only available for Codex models",
+                    param="model",
+                )
         except GatewayError as err:
             return openai_error(err)
-        attempt = Attempt(service, identity, route, protocol="openai-responses",
-                          operation="compact", transport=request.transport, body=body)
+        attempt = Attempt(
+            service,
+            identity,
+            route,
+            protocol="openai-responses",
+            operation="compact",
+            transport=request.transport,
+            body=body,
+        )
         key = conversation_key(request.headers, body)
 
         async def exchange(a: Attempt) -> web.StreamResponse:
-            await a.open(codex_builder(service, a.account, request.headers, route,
-                                       body, operation="compact"))
+            await a.open(
+                codex_builder(service, a.account, request.headers, route, body, operation="compact")
+            )
             return await _whole_answer(a, passback_headers(a, "codex"))
 
         return await serve(attempt, key, exchange, openai_error)
@@ -203,8 +239,13 @@ class TurnChain:
         """(body for upstream, its full input) — a continuation gets the baseline prepended."""
         items = body.get("input")
         if isinstance(items, str):
-            items = [{"type": "message", "role": "user",
-                      "content": [{"type": "input_text", "text": items}]}]
+            items = [
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": items}],
+                }
+            ]
         elif not isinstance(items, list):
             items = []
         previous = body.get("previous_response_id")
@@ -213,8 +254,7 @@ class TurnChain:
             body = {k: v for k, v in body.items() if k != "previous_response_id"}
         return dict(body, input=items), items
 
-    def remember(self, response_id: str | None, full_input: list[Any],
-                 output: list[Any]) -> None:
+    def remember(self, response_id: str | None, full_input: list[Any], output: list[Any]) -> None:
         self.response_id = response_id
         self.baseline = full_input + output if response_id else []
 
@@ -222,15 +262,24 @@ class TurnChain:
         self.remember(None, [], [])
 
 
-def socket_error(err_type: str, code: str, message: str, status: int,
-                 request_id: str | None = None, retry_after: int | None = None
-                 ) -> dict[str, Any]:
+def socket_error(
+    err_type: str,
+    code: str,
+    message: str,
+    status: int,
+    request_id: str | None = None,
+    retry_after: int | None = None,
+) -> dict[str, Any]:
     """An error message a Responses socket client understands (Codex reads the wrapped
     `status`/`error`/`headers` form, the SDK the flat `code`/`message` one)."""
-    event: dict[str, Any] = {"type": "error", "status": status, "code": code, "message": message,
-                             "param": None,
-                             "error": {"type": err_type, "code": code, "message": message,
-                                       "param": None}}
+    event: dict[str, Any] = {
+        "type": "error",
+        "status": status,
+        "code": code,
+        "message": message,
+        "param": None,
+        "error": {"type": err_type, "code": code, "message": message, "param": None},
+    }
     if retry_after is not None:
         event["headers"] = {"retry-after": str(retry_after)}
     if request_id:
@@ -248,9 +297,13 @@ class ResponsesSocket:
             return openai_error(err)
         ws = web.WebSocketResponse(max_msg_size=request.client_max_size, autoping=True)
         if not ws.can_prepare(request):
-            return openai_error(GatewayError(
-                "upgrade_required", "GET /v1/responses is a WebSocket; use POST for HTTP",
-                status=426))
+            return openai_error(
+                GatewayError(
+                    "upgrade_required",
+                    "GET /v1/responses is a WebSocket; use POST for HTTP",
+                    status=426,
+                )
+            )
         await ws.prepare(request)
         session = SocketSession(request, ws, identity)
         try:
@@ -292,8 +345,9 @@ class SocketSession:
         """A gateway error for one message; the socket stays open for the next."""
         retry = err.retry_after if err.status in WAIT_STATUSES else None
         try:
-            await self.send(socket_error(err.openai_type, err.code, err.message, err.status,
-                                         request_id, retry))
+            await self.send(
+                socket_error(err.openai_type, err.code, err.message, err.status, request_id, retry)
+            )
         except ClientGone:
             pass
 
@@ -302,9 +356,13 @@ class SocketSession:
             if message.type == aiohttp.WSMsgType.TEXT:
                 await self.on_text(message.data)
             elif message.type == aiohttp.WSMsgType.BINARY:
-                await self.refuse(GatewayError(
-                    "invalid_request", "binary messages are not supported; send response.create"
-                    " as a JSON text message"))
+                await self.refuse(
+                    GatewayError(
+                        "invalid_request",
+                        "binary messages are not supported; send response.create"
+                        " as a JSON text message",
+                    )
+                )
             elif message.type == aiohttp.WSMsgType.ERROR:
                 break
 
@@ -326,9 +384,12 @@ class SocketSession:
         if kind == "response.processed":
             return  # Codex acknowledging a finished turn; nothing to do over HTTP upstream
         if kind != "response.create":
-            await self.refuse(GatewayError(
-                "invalid_request", f"unsupported message type {str(kind)[:60]!r};"
-                " send response.create"))
+            await self.refuse(
+                GatewayError(
+                    "invalid_request",
+                    f"unsupported message type {str(kind)[:60]!r}; send response.create",
+                )
+            )
             return
         if self.turn is not None:  # turns run one after another on a socket
             await asyncio.gather(self.turn, return_exceptions=True)
@@ -349,13 +410,20 @@ class SocketSession:
         there is nothing to warm, so it is answered here: no lease, no record (R-REC-1)."""
         body, full = self.chain.expand(body)
         response_id = "resp_" + secrets.token_hex(12)
-        shell = rs.response_shell(response_id, str(body.get("model")),
-                                  int(self.service.clock.now()))
+        shell = rs.response_shell(
+            response_id, str(body.get("model")), int(self.service.clock.now())
+        )
         try:
-            await self.send({"type": "response.created", "sequence_number": 0,
-                             "response": dict(shell)})
-            await self.send({"type": "response.completed", "sequence_number": 1,
-                             "response": dict(shell, status="completed")})
+            await self.send(
+                {"type": "response.created", "sequence_number": 0, "response": dict(shell)}
+            )
+            await self.send(
+                {
+                    "type": "response.completed",
+                    "sequence_number": 1,
+                    "response": dict(shell, status="completed"),
+                }
+            )
         except ClientGone:
             return
         self.chain.remember(response_id, full, [])
@@ -375,9 +443,15 @@ class SocketSession:
                 self.chain.forget()
                 await self.refuse(err)
                 return
-        attempt = Attempt(self.service, self.identity, route, protocol="openai-responses",
-                          operation="responses", transport=self.request.transport,
-                          body=body)
+        attempt = Attempt(
+            self.service,
+            self.identity,
+            route,
+            protocol="openai-responses",
+            operation="responses",
+            transport=self.request.transport,
+            body=body,
+        )
         turn = SocketTurn(self, attempt)
         self.attempt = attempt
         try:
@@ -395,11 +469,19 @@ class SocketSession:
             await self.refuse(err, attempt.request_id)
         except Exception as exc:
             attempt.close(exc)
-            log.error("internal error on a Responses socket turn (request %s): %s at %s",
-                      attempt.request_id, type(exc).__name__, where(exc))
-            await self.refuse(GatewayError("internal_error", "internal error; quote request id"
-                                           f" {attempt.request_id} when reporting it"),
-                              attempt.request_id)
+            log.error(
+                "internal error on a Responses socket turn (request %s): %s at %s",
+                attempt.request_id,
+                type(exc).__name__,
+                where(exc),
+            )
+            await self.refuse(
+                GatewayError(
+                    "internal_error",
+                    f"internal error; quote request id {attempt.request_id} when reporting it",
+                ),
+                attempt.request_id,
+            )
             return
         except BaseException as exc:
             attempt.close(exc)
@@ -411,18 +493,27 @@ class SocketSession:
                 self.chain.forget()
         attempt.close(None)
 
-    async def _exchange(self, attempt: Attempt, turn: SocketTurn, body: dict[str, Any],
-                        route: ModelRoute, translated: dict[str, Any] | None) -> None:
+    async def _exchange(
+        self,
+        attempt: Attempt,
+        turn: SocketTurn,
+        body: dict[str, Any],
+        route: ModelRoute,
+        translated: dict[str, Any] | None,
+    ) -> None:
         headers = self.request.headers
         if translated is None:
             build = codex_builder(self.service, attempt.account, headers, route, body)
             reader: Any = rs.ResponsesReader()
         else:
-            build, reader = translated_call(self.service, attempt.account, headers, route,
-                                            translated)
-            turn.renderer = rs.ResponsesRenderer(str(body.get("model")),
-                                                 "resp_" + secrets.token_hex(12),
-                                                 int(self.service.clock.now()))
+            build, reader = translated_call(
+                self.service, attempt.account, headers, route, translated
+            )
+            turn.renderer = rs.ResponsesRenderer(
+                str(body.get("model")),
+                "resp_" + secrets.token_hex(12),
+                int(self.service.clock.now()),
+            )
         upstream_response = await attempt.open(build)
         if upstream_response.status != 200:
             data = await attempt.read_whole()
@@ -430,8 +521,16 @@ class SocketSession:
             status = upstream_response.status
             retry = attempt.client_wait() if status in WAIT_STATUSES else None
             try:
-                await self.send(socket_error(openai_type_for(status), kind or f"http_{status}",
-                                             message, status, attempt.request_id, retry))
+                await self.send(
+                    socket_error(
+                        openai_type_for(status),
+                        kind or f"http_{status}",
+                        message,
+                        status,
+                        attempt.request_id,
+                        retry,
+                    )
+                )
             except ClientGone as gone:
                 attempt.client_gone = gone.code
             return
@@ -489,13 +588,19 @@ class SocketTurn:
     async def fail(self, message: str, code: str = "upstream_error") -> None:
         self.finished_ok = False
         status = 504 if code == "upstream_timeout" else 502
-        await self.session.send(socket_error("server_error", code, message, status,
-                                             self.attempt.request_id))
+        await self.session.send(
+            socket_error("server_error", code, message, status, self.attempt.request_id)
+        )
 
     async def end(self, tally: Tally) -> None:
         if tally.finished is None:
             self.finished_ok = False
-            await self.session.send(socket_error(
-                "server_error", "upstream_error",
-                "the upstream stream ended before response.completed", 502,
-                self.attempt.request_id))
+            await self.session.send(
+                socket_error(
+                    "server_error",
+                    "upstream_error",
+                    "the upstream stream ended before response.completed",
+                    502,
+                    self.attempt.request_id,
+                )
+            )

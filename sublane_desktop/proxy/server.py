@@ -16,14 +16,21 @@ from sublane_desktop.proxy.messages import MessagesRoute
 
 async def healthz(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
-    return web.json_response({"ok": True, "name": "sublane", "port": service.port,
-                              "records_dropped": service.request_log.dropped})
+    return web.json_response(
+        {
+            "ok": True,
+            "name": "sublane",
+            "port": service.port,
+            "records_dropped": service.request_log.dropped,
+        }
+    )
 
 
 def build_app(service: Any, *, max_body: int) -> web.Application:
     # error_shape is outermost, so even a guard's own failure answers in a protocol's shape.
-    app = web.Application(client_max_size=max_body,
-                          middlewares=[error_shape, make_host_guard(service.host)])
+    app = web.Application(
+        client_max_size=max_body, middlewares=[error_shape, make_host_guard(service.host)]
+    )
     app[SERVICE] = service
     app.on_response_prepare.append(mark_started)
     app.router.add_get("/healthz", healthz)
@@ -40,8 +47,7 @@ def build_app(service: Any, *, max_body: int) -> web.Application:
 
 
 class ProxyServer:
-    def __init__(self, app: web.Application, host: str, port: int,
-                 **gate_options: Any) -> None:
+    def __init__(self, app: web.Application, host: str, port: int, **gate_options: Any) -> None:
         self.app = app
         self.host = host
         self.port = port

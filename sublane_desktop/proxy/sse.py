@@ -36,5 +36,6 @@ class SSESplitter:
             elif line.startswith(b"event:"):
                 value = line[6:]
                 self._event = (value[1:] if value.startswith(b" ") else value).decode(
-                    "utf-8", "replace")
+                    "utf-8", "replace"
+                )
             # comments (":…"), id: and retry: lines say nothing the relay needs

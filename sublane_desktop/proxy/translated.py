@@ -41,8 +41,12 @@ from sublane_desktop.proxy.relay import (
 def refuse_unservable(route: Any) -> None:
     """A model its provider's accounts cannot serve is a 400 before admission (no record)."""
     if route.provider == "antigravity" and not antigravity.serves(route.upstream_model):
-        raise GatewayError("unknown_model", f"antigravity accounts serve gemini-* and claude-*"
-                           f" models, not {route.upstream_model[:80]!r}", param="model")
+        raise GatewayError(
+            "unknown_model",
+            f"antigravity accounts serve gemini-* and claude-*"
+            f" models, not {route.upstream_model[:80]!r}",
+            param="model",
+        )
 
 
 def upstream_body(prompt: Prompt, provider: str) -> dict[str, Any]:
@@ -58,23 +62,38 @@ def new_id(prefix: str) -> str:
     return prefix + secrets.token_hex(12)
 
 
-def translated_call(service: Any, account: Any, headers: Any, route: Any, body: dict[str, Any],
-                    *, stream: bool = True) -> tuple[Builder, Any]:
+def translated_call(
+    service: Any,
+    account: Any,
+    headers: Any,
+    route: Any,
+    body: dict[str, Any],
+    *,
+    stream: bool = True,
+) -> tuple[Builder, Any]:
     """(upstream request builder, stream reader) for a translated request body."""
     if route.provider == "anthropic":
-        return anthropic_builder(service, account, headers, route, json.dumps(
-            dict(body, model=route.upstream_model)).encode()), an.AnthropicReader()
+        return anthropic_builder(
+            service,
+            account,
+            headers,
+            route,
+            json.dumps(dict(body, model=route.upstream_model)).encode(),
+        ), an.AnthropicReader()
     if route.provider == "antigravity":
-        return (antigravity_builder(service, account, route, body, stream=stream),
-                gm.GeminiReader(new_id("call_")))
+        return (
+            antigravity_builder(service, account, route, body, stream=stream),
+            gm.GeminiReader(new_id("call_")),
+        )
     return codex_builder(service, account, headers, route, body), rs.ResponsesReader()
 
 
 def renderer_for(client: str, model: str, created: int, prompt: Prompt) -> tuple[Any, Any]:
     """(renderer, SSE framing) for a client protocol."""
     if client == "chat":
-        return chat.ChatRenderer(model, new_id("chatcmpl-"), created,
-                                 prompt.include_usage), data_frame
+        return chat.ChatRenderer(
+            model, new_id("chatcmpl-"), created, prompt.include_usage
+        ), data_frame
     if client == "anthropic":
         return an.AnthropicRenderer(model, new_id("msg_")), named_frame
     return rs.ResponsesRenderer(model, new_id("resp_"), created), named_frame
@@ -88,8 +107,14 @@ def whole_answer(client: str, transcript: Transcript, model: str, created: int) 
     return rs.responses_object(transcript, model, new_id("resp_"), created)
 
 
-async def relay_translated(request: web.Request, attempt: Attempt, prompt: Prompt,
-                           body: dict[str, Any], client: str, model: str) -> web.StreamResponse:
+async def relay_translated(
+    request: web.Request,
+    attempt: Attempt,
+    prompt: Prompt,
+    body: dict[str, Any],
+    client: str,
+    model: str,
+) -> web.StreamResponse:
     """`client` is chat | anthropic | responses; `model` the name the client asked for."""
     service, route = attempt.service, attempt.route
     if attempt.spilled_from is not None:  # the body was made for the provider asked for
@@ -99,8 +124,9 @@ async def relay_translated(request: web.Request, attempt: Attempt, prompt: Promp
             attempt.record.outcome, attempt.record.error_code = "error", "invalid_request"
             raise GatewayError("invalid_request", str(exc)) from None
     whole = route.provider == "antigravity" and not prompt.stream
-    build, reader = translated_call(service, attempt.account, request.headers, route, body,
-                                    stream=not whole)
+    build, reader = translated_call(
+        service, attempt.account, request.headers, route, body, stream=not whole
+    )
     upstream = await attempt.open(build)
     if upstream.status != 200:
         data = await attempt.read_whole()
@@ -125,9 +151,12 @@ async def relay_translated(request: web.Request, attempt: Attempt, prompt: Promp
     end = fold.transcript.finished
     if fold.failure is not None or end is None or end.status == "failed":
         message = fold.failure or (end.message if end else None) or "upstream error"
-        kind = fold.code or (end.error_type if end is not None and end.error_type
-                             else "upstream_error")
+        kind = fold.code or (
+            end.error_type if end is not None and end.error_type else "upstream_error"
+        )
         status = 504 if kind == "upstream_timeout" else 502
         return upstream_error(client, status, kind, message, attempt.request_id)
-    return web.json_response(whole_answer(client, fold.transcript, model, created),
-                             headers={"X-Request-ID": attempt.request_id})
+    return web.json_response(
+        whole_answer(client, fold.transcript, model, created),
+        headers={"X-Request-ID": attempt.request_id},
+    )

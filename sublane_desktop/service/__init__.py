@@ -66,9 +66,20 @@ if TYPE_CHECKING:
     from sublane_desktop.providers import codex
 
 __all__ = [
-    "ADMIN_TOKEN", "BASE_URL_ENV", "DEFAULT_BASE_URLS", "DEFAULT_MAX_BODY", "DEFAULT_PORT",
-    "IDENTITY_TTL", "RECENT_RECORDS", "SCHEDULER_SETTINGS", "STATUS_FILE", "TICK_SECONDS",
-    "Service", "ensure_admin_token", "load_account_states", "recorded_requests",
+    "ADMIN_TOKEN",
+    "BASE_URL_ENV",
+    "DEFAULT_BASE_URLS",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_PORT",
+    "IDENTITY_TTL",
+    "RECENT_RECORDS",
+    "SCHEDULER_SETTINGS",
+    "STATUS_FILE",
+    "TICK_SECONDS",
+    "Service",
+    "ensure_admin_token",
+    "load_account_states",
+    "recorded_requests",
     "validate_settings",
 ]
 
@@ -242,8 +253,12 @@ class Service:
         return f"http://{host}:{self.port}"
 
     def _write_status(self) -> None:
-        status = {"pid": os.getpid(), "host": self.host, "port": self.port,
-                  "url": self.endpoint_url}
+        status = {
+            "pid": os.getpid(),
+            "host": self.host,
+            "port": self.port,
+            "url": self.endpoint_url,
+        }
         file_modes.write_private(self.data_dir / STATUS_FILE, json.dumps(status))
 
     def _changed(self) -> None:
@@ -276,8 +291,9 @@ class Service:
     async def identify(self, key: str) -> repo.KeyIdentity | None:
         return await self.catalog.identify(key)
 
-    async def create_key(self, name: str, user: str | None = None, group: str = "default"
-                         ) -> tuple[dict[str, Any], str]:
+    async def create_key(
+        self, name: str, user: str | None = None, group: str = "default"
+    ) -> tuple[dict[str, Any], str]:
         return await self.catalog.create_key(name, user, group)
 
     async def revoke_key(self, ref: str | int) -> dict[str, Any]:
@@ -286,17 +302,32 @@ class Service:
     async def list_keys(self) -> list[dict[str, Any]]:
         return await self.catalog.list_keys()
 
-    async def add_account(self, provider: str, name: str, secret: Any, *, group: str = "default",
-                          base_url: str | None = None, max_concurrency: int = 2,
-                          replace: bool = False) -> dict[str, Any]:
+    async def add_account(
+        self,
+        provider: str,
+        name: str,
+        secret: Any,
+        *,
+        group: str = "default",
+        base_url: str | None = None,
+        max_concurrency: int = 2,
+        replace: bool = False,
+    ) -> dict[str, Any]:
         """Validate and store an account (raises credentials.CredentialError on bad input)."""
         account_id = await self.catalog.add_account(
-            provider, name, secret, group=group, base_url=base_url,
-            max_concurrency=max_concurrency, replace=replace)
+            provider,
+            name,
+            secret,
+            group=group,
+            base_url=base_url,
+            max_concurrency=max_concurrency,
+            replace=replace,
+        )
         return self.account_view(account_id)
 
-    async def import_login(self, which: str, path: Path | None = None,
-                           name: str | None = None) -> dict[str, Any]:
+    async def import_login(
+        self, which: str, path: Path | None = None, name: str | None = None
+    ) -> dict[str, Any]:
         """Import the login of an installed Claude Code ("claude-code") or Codex CLI ("codex")."""
         return self.account_view(await self.catalog.import_login(which, path, name))
 
@@ -319,8 +350,9 @@ class Service:
         from sublane_desktop.first_run import send_test_request
 
         providers = [a.provider for a in self.pool.accounts.values() if a.enabled]
-        result = await send_test_request(self.session, self.endpoint_url, key,
-                                         providers[0] if providers else "anthropic")
+        result = await send_test_request(
+            self.session, self.endpoint_url, key, providers[0] if providers else "anthropic"
+        )
         latest = self.records[-1] if self.records else None
         if latest is not None and latest.account_id in self.pool.accounts:
             result["account"] = self.pool.accounts[latest.account_id].name
@@ -357,8 +389,9 @@ class Service:
         """The task saving queued header readings (tests await it)."""
         return self.quota._obs_flush
 
-    async def _publish_quota(self, account: AccountState, revision: int,
-                             observations: list[Observation]) -> bool:
+    async def _publish_quota(
+        self, account: AccountState, revision: int, observations: list[Observation]
+    ) -> bool:
         return await self.quota.publish(account, revision, observations)
 
     async def usage_history(self, account_id: int, since: float) -> dict[str, list[Any]]:
@@ -391,15 +424,17 @@ class Service:
     async def request_filters(self, *, owner: int | None) -> dict[str, Any]:
         return await self.request_log.filters(owner=owner)
 
-    async def request_misses(self, *, owner: int | None, since: float | None = None,
-                             until: float | None = None) -> dict[str, Any]:
+    async def request_misses(
+        self, *, owner: int | None, since: float | None = None, until: float | None = None
+    ) -> dict[str, Any]:
         return await self.request_log.misses(owner=owner, since=since, until=until)
 
     # --- views ----------------------------------------------------------------------------------
 
     def account_view(self, account_id: int) -> dict[str, Any]:
-        return account_view(self.pool, self.clock, self.usage_trail, self.credential_problems,
-                            account_id)
+        return account_view(
+            self.pool, self.clock, self.usage_trail, self.credential_problems, account_id
+        )
 
     def accounts_runtime(self) -> dict[str, Any]:
         return pool_view(self.pool, self.clock, self.usage_trail, self.credential_problems)

@@ -34,18 +34,26 @@ def load_account_states() -> list[AccountState]:
     states = []
     for row in repo.account_rows():
         rt = runtime.get(row.id)
-        states.append(AccountState(
-            id=row.id, name=row.name, provider=row.provider, group_ids=row.group_ids,
-            kind=row.kind, base_url=row.base_url, enabled=row.enabled,
-            max_concurrency=row.max_concurrency, revision=row.revision,
-            paused=bool(rt.paused) if rt else False,
-            auth_failed=bool(rt.auth_failed) if rt else False,
-            cooldown_until=rt.cooldown_until if rt else None,
-            failure_streak=rt.failure_streak if rt else 0,
-            runtime_revision=rt.runtime_revision if rt else 0,
-            fable_cooldown_until=rt.fable_cooldown_until if rt else None,
-            fable_streak=rt.fable_streak if rt else 0,
-        ))
+        states.append(
+            AccountState(
+                id=row.id,
+                name=row.name,
+                provider=row.provider,
+                group_ids=row.group_ids,
+                kind=row.kind,
+                base_url=row.base_url,
+                enabled=row.enabled,
+                max_concurrency=row.max_concurrency,
+                revision=row.revision,
+                paused=bool(rt.paused) if rt else False,
+                auth_failed=bool(rt.auth_failed) if rt else False,
+                cooldown_until=rt.cooldown_until if rt else None,
+                failure_streak=rt.failure_streak if rt else 0,
+                runtime_revision=rt.runtime_revision if rt else 0,
+                fable_cooldown_until=rt.fable_cooldown_until if rt else None,
+                fable_streak=rt.fable_streak if rt else 0,
+            )
+        )
     return states
 
 
@@ -75,8 +83,10 @@ class StorePersistence:
 
     def save_turn(self, group_id: int, digest: str, turns: dict[str, PreviousTurn]) -> None:
         latest = max(turns.values(), key=lambda t: t.ended_at)
-        rows = {model: (t.account_id, t.ended_at, t.input_tokens, t.warm_tokens)
-                for model, t in turns.items()}
+        rows = {
+            model: (t.account_id, t.ended_at, t.input_tokens, t.warm_tokens)
+            for model, t in turns.items()
+        }
         self._write("turn", lambda: repo.save_turn(group_id, digest, latest.account_id, rows))
 
     def save_lifecycle(self, account_id: int, enabled: bool, revision: int) -> None:
@@ -103,9 +113,12 @@ class AccountCatalog:
             for account_id in service.pool.accounts:
                 service.credential_problems.note(account_id, problems.KEYRING_UNAVAILABLE)
         self.service.pool.load_bindings(await store.read(repo.load_bindings))
-        self.service.turns.load({
-            key: {model: PreviousTurn(*facts) for model, facts in models.items()}
-            for key, models in (await store.read(repo.load_turns)).items()})
+        self.service.turns.load(
+            {
+                key: {model: PreviousTurn(*facts) for model, facts in models.items()}
+                for key, models in (await store.read(repo.load_turns)).items()
+            }
+        )
 
     async def reload(self, force: bool = False) -> None:
         """Re-read accounts when another process (the CLI) committed to the database.
@@ -157,9 +170,11 @@ class AccountCatalog:
             self._identities.pop(digest, None)
         return identity
 
-    async def create_key(self, name: str, user: str | None = None, group: str = "default"
-                         ) -> tuple[dict[str, Any], str]:
+    async def create_key(
+        self, name: str, user: str | None = None, group: str = "default"
+    ) -> tuple[dict[str, Any], str]:
         """A new client key, returned once (the Client keys dialog and the API)."""
+
         def write() -> tuple[dict[str, Any], str]:
             owner = repo.find_user(user) if user else repo.ensure_admin()
             row, key = repo.create_key(name, owner, repo.find_group(group))
@@ -169,6 +184,7 @@ class AccountCatalog:
 
     async def revoke_key(self, ref: str | int) -> dict[str, Any]:
         """Revoke a key (id or name); refused from the moment this returns (R-FT-12)."""
+
         def write() -> dict[str, Any]:
             row = repo.revoke_key(str(ref))
             return {"id": row.id, "name": row.name, "prefix": row.prefix, "revoked": True}
@@ -184,9 +200,17 @@ class AccountCatalog:
     async def list_keys(self) -> list[dict[str, Any]]:
         return await self.service.db.read(repo.list_keys)
 
-    async def add_account(self, provider: str, name: str, secret: Any, *, group: str = "default",
-                          base_url: str | None = None, max_concurrency: int = 2,
-                          replace: bool = False) -> int:
+    async def add_account(
+        self,
+        provider: str,
+        name: str,
+        secret: Any,
+        *,
+        group: str = "default",
+        base_url: str | None = None,
+        max_concurrency: int = 2,
+        replace: bool = False,
+    ) -> int:
         """Validate and store an account; the secret goes straight to the keyring.
 
         Raises credentials.CredentialError with a clear message on bad input.
@@ -195,32 +219,44 @@ class AccountCatalog:
 
         service = self.service
         clean = credentials.validate_secret(provider, secret)
-        account_id, _, _ = await service.db.write(lambda: credentials.store_account(
-            service.secrets, provider, name, group, base_url, max_concurrency, clean,
-            replace=replace))
+        account_id, _, _ = await service.db.write(
+            lambda: credentials.store_account(
+                service.secrets,
+                provider,
+                name,
+                group,
+                base_url,
+                max_concurrency,
+                clean,
+                replace=replace,
+            )
+        )
         service.credentials.forget(account_id)
         service.credential_problems.clear(account_id)
         await self.reload(force=True)
         return account_id
 
-    async def import_login(self, which: str, path: Path | None = None,
-                           name: str | None = None) -> int:
+    async def import_login(
+        self, which: str, path: Path | None = None, name: str | None = None
+    ) -> int:
         """Import the login of an installed Claude Code ("claude-code"), Codex CLI ("codex"),
         Gemini CLI ("gemini") or an Antigravity account file ("antigravity")."""
         from sublane_desktop import credentials
 
         loop = asyncio.get_running_loop()
         if which in ("gemini", "antigravity"):
-            read = credentials.gemini_cli_secret if which == "gemini" \
+            read = (
+                credentials.gemini_cli_secret
+                if which == "gemini"
                 else credentials.antigravity_secret
+            )
             file = path or Path.home() / credentials.LOGIN_FILES[which]
             secret = await loop.run_in_executor(None, read, file)
             return await self.add_account("antigravity", name or which, secret, replace=True)
         if which == "claude-code":
             file = path or Path.home() / ".claude" / ".credentials.json"
             secret = await loop.run_in_executor(None, credentials.claude_code_secret, file)
-            return await self.add_account("anthropic", name or "claude-code", secret,
-                                          replace=True)
+            return await self.add_account("anthropic", name or "claude-code", secret, replace=True)
         file = path or Path.home() / ".codex" / "auth.json"
         secret = await loop.run_in_executor(None, credentials.codex_secret, file)
         return await self.add_account("codex", name or "codex", secret, replace=True)
@@ -234,9 +270,9 @@ class AccountCatalog:
         def write() -> None:
             from sublane_desktop.store.models import Account
 
-            Account.update(deleted_at=now, enabled=False,
-                           name=f"deleted-{account.id}-{account.name}").where(
-                Account.id == account.id).execute()
+            Account.update(
+                deleted_at=now, enabled=False, name=f"deleted-{account.id}-{account.name}"
+            ).where(Account.id == account.id).execute()
             repo.delete_bindings_for(account.id)
 
         await service.db.write(write)

@@ -45,8 +45,9 @@ class AntigravityAccounts:
     async def _discover(self, account: AccountState, credential: dict[str, Any]) -> dict[str, Any]:
         service = self.service
         try:
-            project = await antigravity.discover_project(service.http, self.base(account),
-                                                         credential)
+            project = await antigravity.discover_project(
+                service.http, self.base(account), credential
+            )
         except antigravity.ProjectUnknown as exc:
             if exc.status not in (401, 403):
                 raise
@@ -55,8 +56,9 @@ class AntigravityAccounts:
             if fresh.get("access_token") == credential.get("access_token"):
                 raise
             credential = fresh
-            project = await antigravity.discover_project(service.http, self.base(account),
-                                                         credential)
+            project = await antigravity.discover_project(
+                service.http, self.base(account), credential
+            )
         fresh = dict(credential, project_id=project)
         await service.secrets.aset(account_secret(str(account.id)), json.dumps(fresh))
         service.credentials.cache[account.id] = (account.revision, fresh)

@@ -86,8 +86,9 @@ class CredentialCache:
         loop = asyncio.get_running_loop()
 
         def open_store() -> tuple[SecretStore, str]:
-            store = SecretStore(service.data_dir, backend=EncryptedFileKeyring(
-                service.data_dir, password))
+            store = SecretStore(
+                service.data_dir, backend=EncryptedFileKeyring(service.data_dir, password)
+            )
             return store, ensure_admin_token(store)  # writes (create) or checks the password
 
         store, token = await loop.run_in_executor(None, open_store)
@@ -118,11 +119,13 @@ class CredentialCache:
             raw = await service.secrets.aget(account_secret(account.id))
             cached = (account.revision, json.loads(raw or "{}"))
         old = cached[1]
-        base = service.env.get(oauth.OAUTH_BASE_ENV.get(account.provider, BASE_URL_ENV["oauth"])) \
-            or oauth.DEFAULT_OAUTH_BASE.get(account.provider, DEFAULT_BASE_URLS["oauth"])
+        base = service.env.get(
+            oauth.OAUTH_BASE_ENV.get(account.provider, BASE_URL_ENV["oauth"])
+        ) or oauth.DEFAULT_OAUTH_BASE.get(account.provider, DEFAULT_BASE_URLS["oauth"])
         try:
-            fresh = await oauth.refresh(service.session, account.provider, base, old,
-                                        service.clock.now())
+            fresh = await oauth.refresh(
+                service.session, account.provider, base, old, service.clock.now()
+            )
         except oauth.RefreshRejected as exc:
             log.warning("account %s: %s; marking it auth-failed", account.id, exc)
             service.credential_problems.note(account.id, problems.REFUSED)

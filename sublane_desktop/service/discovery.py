@@ -47,8 +47,11 @@ class ModelDiscovery:
         for account in sorted(self.service.pool.accounts.values(), key=lambda a: a.id):
             if group_id in account.group_ids and account.enabled and not account.auth_failed:
                 by_provider.setdefault(account.provider, account)
-        due = [self._refresh(provider, account) for provider, account in by_provider.items()
-               if self.catalog.due(provider)]
+        due = [
+            self._refresh(provider, account)
+            for provider, account in by_provider.items()
+            if self.catalog.due(provider)
+        ]
         if due:
             await asyncio.gather(*due)
         seen: set[str] = set()
@@ -73,8 +76,11 @@ class ModelDiscovery:
         answer = await self.ask(account)
         found = model_ids(answer.body) if answer.status == 200 else []
         if not found:
-            log.info("model list for %s unavailable (%s); using the static menu", provider,
-                     answer.detail or answer.status)
+            log.info(
+                "model list for %s unavailable (%s); using the static menu",
+                provider,
+                answer.detail or answer.status,
+            )
         self.catalog.learn(provider, found or None)
 
     # --- verify ---------------------------------------------------------------------------------
@@ -84,13 +90,21 @@ class ModelDiscovery:
         if answer.status is not None and 200 <= answer.status < 300:
             result, detail = "ok", "the credential works"
         elif answer.status in (401, 403):
-            result, detail = "auth_failed", f"the upstream refused the credential (HTTP {answer.status})"
+            result, detail = (
+                "auth_failed",
+                f"the upstream refused the credential (HTTP {answer.status})",
+            )
         elif answer.status is None:
             result, detail = "unreachable", answer.detail
         else:
             result, detail = "unreachable", f"the upstream answered HTTP {answer.status}"
-        return {"id": account.id, "name": account.name, "provider": account.provider,
-                "result": result, "detail": detail}
+        return {
+            "id": account.id,
+            "name": account.name,
+            "provider": account.provider,
+            "result": result,
+            "detail": detail,
+        }
 
     # --- the one call ---------------------------------------------------------------------------
 
@@ -121,16 +135,20 @@ class ModelDiscovery:
         if account.provider == "antigravity":  # fetchAvailableModels is a POST
             url, headers, payload = antigravity.models_call(
                 antigravity.base_for(account.base_url, self.service.base_url("antigravity")),
-                credential)
+                credential,
+            )
         else:
             url, headers = self._call(account, credential)
         if url is None:
             return Answer(None, detail=f"{account.provider} has no model list")
         try:
             async with self.service.http.request(
-                    "POST" if payload is not None else "GET", url, headers=headers,
-                    json=payload,
-                    timeout=aiohttp.ClientTimeout(total=ASK_TIMEOUT_SECONDS)) as resp:
+                "POST" if payload is not None else "GET",
+                url,
+                headers=headers,
+                json=payload,
+                timeout=aiohttp.ClientTimeout(total=ASK_TIMEOUT_SECONDS),
+            ) as resp:
                 try:
                     body = await resp.json(content_type=None)
                 except ValueError:
@@ -142,10 +160,12 @@ class ModelDiscovery:
     def _call(self, account: AccountState, credential: Any) -> tuple[str | None, dict[str, str]]:
         service = self.service
         if account.provider == "anthropic":
-            return anthropic.models_call(account.base_url or service.base_url("anthropic"),
-                                         credential)
+            return anthropic.models_call(
+                account.base_url or service.base_url("anthropic"), credential
+            )
         if account.provider == "codex":
-            base = codex.base_for(account.base_url, credential, service.base_url("codex"),
-                                  service.base_url("openai"))
+            base = codex.base_for(
+                account.base_url, credential, service.base_url("codex"), service.base_url("openai")
+            )
             return codex.models_call(base, credential)
         return None, {}

@@ -32,8 +32,12 @@ class QuotaFeed:
         self.service = service
         pool = service.pool
         self.refresher = QuotaRefresher(
-            service.clock, read=self.read, publish=self.publish,
-            take_slot=pool.try_metadata_slot, give_slot=pool.release_metadata_slot)
+            service.clock,
+            read=self.read,
+            publish=self.publish,
+            take_slot=pool.try_metadata_slot,
+            give_slot=pool.release_metadata_slot,
+        )
         self._pending_obs: dict[int, tuple[int, dict[str, Observation]]] = {}
         self.usage_trail = UsageTrail()  # the last hour of readings, for forecasts (R-UI-7)
         self._obs_flush: asyncio.Task | None = None
@@ -47,8 +51,7 @@ class QuotaFeed:
                 for obs in observations:
                     pool.accounts[account_id].gauges.apply(obs)
         now = self.service.clock.now()
-        recent = await self.service.db.read(
-            lambda: quota_store.load_history(now - BURN_WINDOW_S))
+        recent = await self.service.db.read(lambda: quota_store.load_history(now - BURN_WINDOW_S))
         for account_id, windows in recent.items():
             for window, points in windows.items():
                 for at, utilization in points:
@@ -93,8 +96,9 @@ class QuotaFeed:
                 if account is not None:
                     await self.publish(account, revision, list(pending.values()))
 
-    async def publish(self, account: AccountState, revision: int,
-                      observations: list[Observation]) -> bool:
+    async def publish(
+        self, account: AccountState, revision: int, observations: list[Observation]
+    ) -> bool:
         """Save, then publish; a refresh begun under an older revision is rejected (R-GAUGE-4)."""
         store = self.service.store
         if store is None:  # a reading that lands after stop() is dropped
@@ -126,21 +130,27 @@ class QuotaFeed:
 
     async def history(self, account_id: int, since: float) -> dict[str, list[Any]]:
         """R-UI-11: one account's readings since `since`, per window, oldest first."""
-        found = await self.service.db.read(
-            lambda: quota_store.load_history(since, account_id))
+        found = await self.service.db.read(lambda: quota_store.load_history(since, account_id))
         return found.get(account_id, {})
 
     def candidates(self, provider: str | None = None) -> list[AccountState]:
         """Accounts whose quota can be read: OAuth, enabled, signed in, not paused."""
-        return [a for a in self.service.pool.accounts.values()
-                if (provider is None or a.provider == provider)
-                and a.provider in ("anthropic", "codex", "antigravity")
-                and a.kind == "oauth" and a.enabled and not a.auth_failed and not a.paused]
+        return [
+            a
+            for a in self.service.pool.accounts.values()
+            if (provider is None or a.provider == provider)
+            and a.provider in ("anthropic", "codex", "antigravity")
+            and a.kind == "oauth"
+            and a.enabled
+            and not a.auth_failed
+            and not a.paused
+        ]
 
     def refresh_stale(self, provider: str) -> None:
         now = self.service.clock.now()
-        stale = [a for a in self.candidates(provider)
-                 if a.gauges.any_stale(now, windows_for(a.provider))]
+        stale = [
+            a for a in self.candidates(provider) if a.gauges.any_stale(now, windows_for(a.provider))
+        ]
         if stale:
             self.refresher.want(stale)
 
@@ -161,10 +171,15 @@ class QuotaFeed:
         if account.provider == "codex":
             base = (account.base_url or service.base_url("codex")).rstrip("/")
             headers = codex.upstream_headers({}, credential)
-            headers = {k: v for k, v in headers.items()
-                       if k.lower() in ("authorization", "chatgpt-account-id", "originator")}
-            return await codex_quota.read_usage(service.http, codex_quota.usage_url(base),
-                                                headers, service.clock.now())
+            headers = {
+                k: v
+                for k, v in headers.items()
+                if k.lower() in ("authorization", "chatgpt-account-id", "originator")
+            }
+            return await codex_quota.read_usage(
+                service.http, codex_quota.usage_url(base), headers, service.clock.now()
+            )
         base = (account.base_url or service.base_url("anthropic")).rstrip("/")
-        return await anthropic_quota.read_usage(service.http, base, credential["access_token"],
-                                                service.clock.now())
+        return await anthropic_quota.read_usage(
+            service.http, base, credential["access_token"], service.clock.now()
+        )

@@ -34,7 +34,8 @@ class RequestHistory:
         self.recent: deque[RequestRecord] = deque(maxlen=RECENT_RECORDS)
         self.log = RequestLog(
             service.clock,
-            on_written=lambda count: service.bus.publish("records.added", count=count))
+            on_written=lambda count: service.bus.publish("records.added", count=count),
+        )
 
     def record(self, record: RequestRecord) -> None:
         """Queue a request record; never blocks the loop (R-ARCH-3, R-REC-4)."""

@@ -53,7 +53,8 @@ def put_in_force(settings: dict[str, Any], pool: Pool, refresher: QuotaRefresher
     pool.scheduler.ceilings = Ceilings(
         five_hour_max=float(s["scheduler.five_hour_max"]),
         seven_day_max=float(s["scheduler.seven_day_max"]),
-        fable_weekly_max=float(s["scheduler.fable_weekly_max"]))
+        fable_weekly_max=float(s["scheduler.fable_weekly_max"]),
+    )
     overrides = s.get("scheduler.account_limits") or {}
     for account in pool.accounts.values():
         account.ceilings = dict(overrides.get(account.name) or {})
@@ -72,8 +73,11 @@ def validate_settings(changes: Any) -> dict[str, Any]:
             if value not in MODES:
                 raise ValueError(f"scheduler.mode must be one of {', '.join(MODES)}")
         elif key.endswith("_max"):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    0 < value <= 1):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (0 < value <= 1)
+            ):
                 raise ValueError(f"{key} must be a fraction in (0, 1]")
             value = float(value)
         elif key == "scheduler.account_limits":
@@ -82,13 +86,16 @@ def validate_settings(changes: Any) -> dict[str, Any]:
             for name, limits in value.items():
                 if not isinstance(limits, dict):
                     raise ValueError(f"ceilings for {name!r} must be an object")
-                validate_settings({f"scheduler.{k}": v for k, v in limits.items()}
-                                  ) if limits else None
-        elif key in ("pool.cap", "server.port", "proxy.max_body_bytes",
-                     "quota.poll_floor_seconds"):
-            low, high = {"pool.cap": (1, 64), "server.port": (0, 65535),
-                         "proxy.max_body_bytes": (1024, 1 << 30),
-                         "quota.poll_floor_seconds": (0, 86400)}[key]
+                validate_settings(
+                    {f"scheduler.{k}": v for k, v in limits.items()}
+                ) if limits else None
+        elif key in ("pool.cap", "server.port", "proxy.max_body_bytes", "quota.poll_floor_seconds"):
+            low, high = {
+                "pool.cap": (1, 64),
+                "server.port": (0, 65535),
+                "proxy.max_body_bytes": (1024, 1 << 30),
+                "quota.poll_floor_seconds": (0, 86400),
+            }[key]
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ValueError(f"{key} must be an integer from {low} to {high}")
         elif key in timeouts.DEFAULTS:

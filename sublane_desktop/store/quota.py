@@ -16,8 +16,7 @@ HISTORY_SPACING_S = 60.0
 HISTORY_STEP = 0.01
 
 
-def save_observations(account_id: int, revision: int, observations: Iterable[Observation]
-                      ) -> bool:
+def save_observations(account_id: int, revision: int, observations: Iterable[Observation]) -> bool:
     """Store the readings only if the account is still at `revision` (R-GAUGE-4).
 
     Freshest wins here too: an older reading never overwrites a newer stored one. Returns
@@ -28,42 +27,66 @@ def save_observations(account_id: int, revision: int, observations: Iterable[Obs
         return False
     for obs in observations:
         existing = QuotaObservation.get_or_none(
-            (QuotaObservation.account == account_id) & (QuotaObservation.window == obs.window))
-        if existing is not None and existing.revision == revision and \
-                existing.observed_at > obs.observed_at:
+            (QuotaObservation.account == account_id) & (QuotaObservation.window == obs.window)
+        )
+        if (
+            existing is not None
+            and existing.revision == revision
+            and existing.observed_at > obs.observed_at
+        ):
             continue
         QuotaObservation.insert(
-            account=account_id, window=obs.window, utilization=obs.utilization,
-            resets_at=obs.resets_at, observed_at=obs.observed_at, source=obs.source,
-            rejected=obs.rejected, revision=revision,
+            account=account_id,
+            window=obs.window,
+            utilization=obs.utilization,
+            resets_at=obs.resets_at,
+            observed_at=obs.observed_at,
+            source=obs.source,
+            rejected=obs.rejected,
+            revision=revision,
         ).on_conflict_replace().execute()
         _append_history(account_id, obs)
     return True
 
 
 def _append_history(account_id: int, obs: Observation) -> None:
-    last = (QuotaHistory.select(QuotaHistory.utilization, QuotaHistory.observed_at)
-            .where((QuotaHistory.account == account_id) & (QuotaHistory.window == obs.window))
-            .order_by(QuotaHistory.observed_at.desc()).limit(1).first())
+    last = (
+        QuotaHistory.select(QuotaHistory.utilization, QuotaHistory.observed_at)
+        .where((QuotaHistory.account == account_id) & (QuotaHistory.window == obs.window))
+        .order_by(QuotaHistory.observed_at.desc())
+        .limit(1)
+        .first()
+    )
     if last is not None:
         if obs.observed_at <= last.observed_at:
             return
-        if obs.observed_at - last.observed_at < HISTORY_SPACING_S and \
-                abs(obs.utilization - last.utilization) < HISTORY_STEP:
+        if (
+            obs.observed_at - last.observed_at < HISTORY_SPACING_S
+            and abs(obs.utilization - last.utilization) < HISTORY_STEP
+        ):
             return
-    QuotaHistory.insert(account=account_id, window=obs.window, utilization=obs.utilization,
-                        observed_at=obs.observed_at).execute()
+    QuotaHistory.insert(
+        account=account_id,
+        window=obs.window,
+        utilization=obs.utilization,
+        observed_at=obs.observed_at,
+    ).execute()
     QuotaHistory.delete().where(
         (QuotaHistory.account == account_id)
-        & (QuotaHistory.observed_at < obs.observed_at - HISTORY_RETENTION_S)).execute()
+        & (QuotaHistory.observed_at < obs.observed_at - HISTORY_RETENTION_S)
+    ).execute()
 
 
-def load_history(since: float, account_id: int | None = None
-                 ) -> dict[int, dict[str, list[tuple[float, float]]]]:
+def load_history(
+    since: float, account_id: int | None = None
+) -> dict[int, dict[str, list[tuple[float, float]]]]:
     """Readings since `since`, per account and window, oldest first."""
-    query: Any = (QuotaHistory.select(QuotaHistory.account, QuotaHistory.window,
-                                 QuotaHistory.observed_at, QuotaHistory.utilization)
-             .where(QuotaHistory.observed_at >= since))
+    query: Any = QuotaHistory.select(
+        QuotaHistory.account,
+        QuotaHistory.window,
+        QuotaHistory.observed_at,
+        QuotaHistory.utilization,
+    ).where(QuotaHistory.observed_at >= since)
     if account_id is not None:
         query = query.where(QuotaHistory.account == account_id)
     found: dict[int, dict[str, list[tuple[float, float]]]] = {}
@@ -79,9 +102,16 @@ def load_observations() -> dict[int, list[Observation]]:
     for row in QuotaObservation.select():
         if revisions.get(row.account_id) != row.revision:
             continue
-        found.setdefault(row.account_id, []).append(Observation(
-            row.window, row.utilization, row.resets_at, row.observed_at, row.source,
-            bool(row.rejected)))
+        found.setdefault(row.account_id, []).append(
+            Observation(
+                row.window,
+                row.utilization,
+                row.resets_at,
+                row.observed_at,
+                row.source,
+                bool(row.rejected),
+            )
+        )
     return found
 
 

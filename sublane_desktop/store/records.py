@@ -48,10 +48,29 @@ log = logging.getLogger(__name__)
 
 
 _COLUMNS = (
-    "id", "request_id", "user_id", "key_id", "group_id", "account_id", "provider", "model",
-    "protocol", "operation", "started_at", "duration_ms", "first_token_ms", "outcome",
-    "error_code", "upstream_status", "input_tokens", "output_tokens", "cached_tokens",
-    "cache_miss", "reread_tokens", "previous_account_id", "idle_seconds",
+    "id",
+    "request_id",
+    "user_id",
+    "key_id",
+    "group_id",
+    "account_id",
+    "provider",
+    "model",
+    "protocol",
+    "operation",
+    "started_at",
+    "duration_ms",
+    "first_token_ms",
+    "outcome",
+    "error_code",
+    "upstream_status",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "cache_miss",
+    "reread_tokens",
+    "previous_account_id",
+    "idle_seconds",
 )
 
 
@@ -61,8 +80,10 @@ _COLUMNS = (
 LINGER_SECONDS = 0.05
 
 
-_INSERT = (f"INSERT INTO request_records ({', '.join(_COLUMNS[1:])}) "
-           f"VALUES ({', '.join('?' for _ in _COLUMNS[1:])})")
+_INSERT = (
+    f"INSERT INTO request_records ({', '.join(_COLUMNS[1:])}) "
+    f"VALUES ({', '.join('?' for _ in _COLUMNS[1:])})"
+)
 
 
 # What one value may be to go into SQLite as is; anything else is blanked (R-FT-2).
@@ -72,13 +93,16 @@ _SQLITE_INT = (-(2**63), 2**63 - 1)
 def _row(record: RequestRecord) -> tuple[Any, ...]:
     """A record as insert parameters, every string cleaned once more (R-FT-2): the record
     path must hold whatever text reached it, however it got there."""
-    return tuple(clean_text(v) if isinstance(v, str) else v
-                 for v in (getattr(record, name) for name in _COLUMNS[1:]))
+    return tuple(
+        clean_text(v) if isinstance(v, str) else v
+        for v in (getattr(record, name) for name in _COLUMNS[1:])
+    )
 
 
 def _blanked(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """The row with every value SQLite cannot take replaced: text by "" (some columns are
     NOT NULL), anything else by NULL."""
+
     def fit(value: Any) -> Any:
         if value is None or isinstance(value, float):
             return value
@@ -108,8 +132,11 @@ def insert_records(records: Iterable[RequestRecord], now: float) -> tuple[int, i
         with db.atomic():  # a savepoint: a failure undoes this batch only
             db.connection().executemany(_INSERT, rows)
     except (sqlite3.Error, ValueError, OverflowError, TypeError) as exc:
-        log.warning("a batch of %d request records failed (%s); saving them one by one",
-                    len(rows), type(exc).__name__)
+        log.warning(
+            "a batch of %d request records failed (%s); saving them one by one",
+            len(rows),
+            type(exc).__name__,
+        )
         for row in rows:
             if not (_insert_one(db, row) or _insert_one(db, _blanked(row))):
                 dropped += 1
@@ -134,21 +161,24 @@ def prune(now: float) -> int:
     `account_busy` from one key must not push everyone's real history out.
     """
     db = RecordRow._meta.database
-    removed = db.execute_sql("DELETE FROM request_records WHERE started_at < ?",
-                             (retention_cutoff(now),)).rowcount
+    removed = db.execute_sql(
+        "DELETE FROM request_records WHERE started_at < ?", (retention_cutoff(now),)
+    ).rowcount
     excess = db.execute_sql("SELECT COUNT(*) FROM request_records").fetchone()[0] - MAX_RECORDS
     if excess <= 0:
         return removed
     gone = db.execute_sql(
         "DELETE FROM request_records WHERE id IN (SELECT id FROM request_records"
-        " WHERE outcome = 'rejected' ORDER BY id LIMIT ?)", (excess,)).rowcount
+        " WHERE outcome = 'rejected' ORDER BY id LIMIT ?)",
+        (excess,),
+    ).rowcount
     removed += gone
     excess -= gone
     if excess > 0:
-        edge = db.execute_sql("SELECT id FROM request_records ORDER BY id LIMIT 1 OFFSET ?",
-                              (excess - 1,)).fetchone()
-        removed += db.execute_sql("DELETE FROM request_records WHERE id <= ?",
-                                  (edge[0],)).rowcount
+        edge = db.execute_sql(
+            "SELECT id FROM request_records ORDER BY id LIMIT 1 OFFSET ?", (excess - 1,)
+        ).fetchone()
+        removed += db.execute_sql("DELETE FROM request_records WHERE id <= ?", (edge[0],)).rowcount
     return removed
 
 
@@ -157,8 +187,7 @@ def prune(now: float) -> int:
 
 def admin_user_id() -> int | None:
     """The administrator user: whose history the administrator token's personal view shows."""
-    admin = (User.select(User.id).where(User.is_admin == True)
-             .order_by(User.id).first())
+    admin = User.select(User.id).where(User.is_admin == True).order_by(User.id).first()
     return admin.id if admin else None
 
 
@@ -194,10 +223,12 @@ def read_page(query: HistoryQuery, *, owner: int | None, now: float) -> dict[str
     if personal:
         sql = f"SELECT {columns} FROM request_records r"
     else:
-        sql = (f"SELECT {columns}, a.name AS account_name,"
-               " a.deleted_at IS NOT NULL AS account_deleted, p.name AS previous_account_name"
-               " FROM request_records r LEFT JOIN accounts a ON a.id = r.account_id"
-               " LEFT JOIN accounts p ON p.id = r.previous_account_id")
+        sql = (
+            f"SELECT {columns}, a.name AS account_name,"
+            " a.deleted_at IS NOT NULL AS account_deleted, p.name AS previous_account_name"
+            " FROM request_records r LEFT JOIN accounts a ON a.id = r.account_id"
+            " LEFT JOIN accounts p ON p.id = r.previous_account_id"
+        )
     sql += " WHERE " + " AND ".join(where) + " ORDER BY r.id DESC LIMIT ?"
     params.append(PAGE_SIZE + 1)
     cursor = RecordRow._meta.database.execute_sql(sql, params)
@@ -224,8 +255,10 @@ def read_filters(*, owner: int | None, now: float) -> dict[str, Any]:
         params.append(owner)
 
     def distinct(column: str) -> list[Any]:
-        sql = (f"SELECT DISTINCT {column} FROM request_records WHERE {where}"
-               f" AND {column} IS NOT NULL ORDER BY {column} LIMIT {CHOICES_MAX}")
+        sql = (
+            f"SELECT DISTINCT {column} FROM request_records WHERE {where}"
+            f" AND {column} IS NOT NULL ORDER BY {column} LIMIT {CHOICES_MAX}"
+        )
         return [row[0] for row in database.execute_sql(sql, params).fetchall()]
 
     seen = set(distinct("outcome"))
@@ -252,17 +285,23 @@ def read_filters(*, owner: int | None, now: float) -> dict[str, Any]:
     }
     if owner is None:
         user_ids = distinct("user_id")
-        users = {u.id: u.name for u in User.select(User.id, User.name)
-                 .where(User.id.in_(user_ids))}
+        users = {u.id: u.name for u in User.select(User.id, User.name).where(User.id.in_(user_ids))}
         choices["users"] = [{"id": i, "name": users.get(i, DELETED)} for i in user_ids]
         account_ids = distinct("account_id")
-        accounts = {a.id: a for a in Account.select(Account.id, Account.name, Account.deleted_at)
-                    .where(Account.id.in_(account_ids))}
+        accounts = {
+            a.id: a
+            for a in Account.select(Account.id, Account.name, Account.deleted_at).where(
+                Account.id.in_(account_ids)
+            )
+        }
         choices["accounts"] = [
-            {"id": i,
-             "name": accounts[i].name if i in accounts and accounts[i].deleted_at is None
-             else DELETED,
-             "deleted": i not in accounts or accounts[i].deleted_at is not None}
+            {
+                "id": i,
+                "name": accounts[i].name
+                if i in accounts and accounts[i].deleted_at is None
+                else DELETED,
+                "deleted": i not in accounts or accounts[i].deleted_at is not None,
+            }
             for i in account_ids
         ]
     return choices
@@ -271,16 +310,19 @@ def read_filters(*, owner: int | None, now: float) -> dict[str, Any]:
 def trace_rows(now: float) -> list[dict[str, Any]]:
     """Every retained attempt, oldest first, with what a replay needs (`sublane simulate
     --from-records`): when, which key and model, how long, and the token counts."""
-    sql = ("SELECT id, started_at, key_id, model, duration_ms, input_tokens, output_tokens,"
-           " cached_tokens, outcome FROM request_records WHERE started_at >= ?"
-           " ORDER BY started_at, id")
+    sql = (
+        "SELECT id, started_at, key_id, model, duration_ms, input_tokens, output_tokens,"
+        " cached_tokens, outcome FROM request_records WHERE started_at >= ?"
+        " ORDER BY started_at, id"
+    )
     cursor = RecordRow._meta.database.execute_sql(sql, (retention_cutoff(now),))
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
 
 
-def read_misses(*, owner: int | None, since: float | None, until: float | None,
-                now: float) -> dict[str, Any]:
+def read_misses(
+    *, owner: int | None, since: float | None, until: float | None, now: float
+) -> dict[str, Any]:
     """Cache misses by cause (and account, for the administrator) over a window (R-CF-2)."""
     database = RecordRow._meta.database
     where = ["r.started_at >= ?"]
@@ -293,18 +335,19 @@ def read_misses(*, owner: int | None, since: float | None, until: float | None,
         params.append(owner)
     clause = " AND ".join(where)
     total = database.execute_sql(
-        f"SELECT COALESCE(SUM(r.input_tokens), 0) FROM request_records r WHERE {clause}",
-        params).fetchone()[0]
+        f"SELECT COALESCE(SUM(r.input_tokens), 0) FROM request_records r WHERE {clause}", params
+    ).fetchone()[0]
     cursor = database.execute_sql(
         "SELECT r.cache_miss, r.account_id, a.name AS account_name, COUNT(*) AS count,"
         " COALESCE(SUM(r.reread_tokens), 0) AS reread_tokens"
         " FROM request_records r LEFT JOIN accounts a ON a.id = r.account_id"
         f" WHERE {clause} AND r.cache_miss IS NOT NULL"
-        " GROUP BY r.cache_miss, r.account_id ORDER BY r.cache_miss, r.account_id", params)
+        " GROUP BY r.cache_miss, r.account_id ORDER BY r.cache_miss, r.account_id",
+        params,
+    )
     names = [d[0] for d in cursor.description]
     groups = [dict(zip(names, values, strict=False)) for values in cursor.fetchall()]
-    return present_misses(groups, int(total), since=since, until=until,
-                          personal=owner is not None)
+    return present_misses(groups, int(total), since=since, until=until, personal=owner is not None)
 
 
 # --- the async side ---------------------------------------------------------------------------
@@ -420,12 +463,14 @@ class RequestLog:
         await self._prune_on_read(now)
         return await self._store.read(lambda: read_page(query, owner=owner, now=now))
 
-    async def misses(self, *, owner: int | None, since: float | None = None,
-                     until: float | None = None) -> dict[str, Any]:
+    async def misses(
+        self, *, owner: int | None, since: float | None = None, until: float | None = None
+    ) -> dict[str, Any]:
         now = self.clock.now()
         await self._prune_on_read(now)
         return await self._store.read(
-            lambda: read_misses(owner=owner, since=since, until=until, now=now))
+            lambda: read_misses(owner=owner, since=since, until=until, now=now)
+        )
 
     async def filters(self, *, owner: int | None) -> dict[str, Any]:
         now = self.clock.now()

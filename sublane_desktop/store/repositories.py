@@ -247,17 +247,21 @@ def save_binding(group_id: int, digest: str, account_id: int, scope: str = "auto
         scope=scope, group_id=group_id, digest=digest, account=account_id, created_at=time.time()
     ).on_conflict(
         conflict_target=[AffinityBinding.scope, AffinityBinding.group_id, AffinityBinding.digest],
-        update={AffinityBinding.account: account_id, AffinityBinding.bound: True,
-                AffinityBinding.created_at: time.time()},
+        update={
+            AffinityBinding.account: account_id,
+            AffinityBinding.bound: True,
+            AffinityBinding.created_at: time.time(),
+        },
     ).execute()
 
 
 def delete_bindings_for(account_id: int) -> int:
     """Free the account's conversations; their rows stay (unbound) for the cache-miss facts."""
-    return (AffinityBinding.update(bound=False)
-            .where((AffinityBinding.account == account_id)
-                   & (AffinityBinding.bound == True))
-            .execute())
+    return (
+        AffinityBinding.update(bound=False)
+        .where((AffinityBinding.account == account_id) & (AffinityBinding.bound == True))
+        .execute()
+    )
 
 
 TurnFacts = tuple[int, float, int, int]  # account id, ended at, total input, warm input
@@ -267,11 +271,14 @@ def load_turns(scope: str = "auto") -> dict[tuple[int, str], dict[str, TurnFacts
     """Each conversation's last turn per model; a row whose JSON is damaged reads as none."""
     turns: dict[tuple[int, str], dict[str, TurnFacts]] = {}
     query = AffinityBinding.select().where(
-        (AffinityBinding.scope == scope) & AffinityBinding.last_turns.is_null(False))
+        (AffinityBinding.scope == scope) & AffinityBinding.last_turns.is_null(False)
+    )
     for b in query:
         try:
-            models = {str(model): (int(f[0]), float(f[1]), int(f[2]), int(f[3]))
-                      for model, f in json.loads(b.last_turns or "").items()}
+            models = {
+                str(model): (int(f[0]), float(f[1]), int(f[2]), int(f[3]))
+                for model, f in json.loads(b.last_turns or "").items()
+            }
         except (ValueError, TypeError, AttributeError, IndexError, KeyError):
             continue
         if models:
@@ -279,16 +286,21 @@ def load_turns(scope: str = "auto") -> dict[tuple[int, str], dict[str, TurnFacts
     return turns
 
 
-def save_turn(group_id: int, digest: str, account_id: int, turns: dict[str, TurnFacts],
-              scope: str = "auto") -> None:
+def save_turn(
+    group_id: int, digest: str, account_id: int, turns: dict[str, TurnFacts], scope: str = "auto"
+) -> None:
     """Store a conversation's last turns; `account_id` (the one serving it now) is used only
     if this write lands before the binding's own: the row is then created unbound, and the
     binding's upsert binds it without touching the facts."""
-    text = json.dumps({model: list(facts) for model, facts in turns.items()},
-                      separators=(",", ":"))
+    text = json.dumps({model: list(facts) for model, facts in turns.items()}, separators=(",", ":"))
     AffinityBinding.insert(
-        scope=scope, group_id=group_id, digest=digest, account=account_id,
-        created_at=time.time(), bound=False, last_turns=text,
+        scope=scope,
+        group_id=group_id,
+        digest=digest,
+        account=account_id,
+        created_at=time.time(),
+        bound=False,
+        last_turns=text,
     ).on_conflict(
         conflict_target=[AffinityBinding.scope, AffinityBinding.group_id, AffinityBinding.digest],
         update={AffinityBinding.last_turns: text},

@@ -54,8 +54,11 @@ def process_start() -> float:
     except ImportError:
         ticks = os.sysconf("SC_CLK_TCK")
         start = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime"))
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime")
+        )
         return boot + start / ticks
 
 
@@ -63,12 +66,17 @@ def process_start() -> float:
 
 
 def child_env(data: Path) -> dict[str, str]:
-    return {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QT_API": "pyside6",
-            "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
-            "KEYRING_PROPERTY_FILE_PATH": str(data / "keyring.cfg"),
-            "XDG_CONFIG_HOME": str(data / "xdg-config"),
-            "SUBLANE_ANTHROPIC_BASE_URL": UNREACHABLE, "SUBLANE_OAUTH_BASE_URL": UNREACHABLE,
-            "SUBLANE_CODEX_BASE_URL": UNREACHABLE}
+    return {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "QT_API": "pyside6",
+        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+        "KEYRING_PROPERTY_FILE_PATH": str(data / "keyring.cfg"),
+        "XDG_CONFIG_HOME": str(data / "xdg-config"),
+        "SUBLANE_ANTHROPIC_BASE_URL": UNREACHABLE,
+        "SUBLANE_OAUTH_BASE_URL": UNREACHABLE,
+        "SUBLANE_CODEX_BASE_URL": UNREACHABLE,
+    }
 
 
 async def seed(data: Path, accounts: int, records: int) -> None:
@@ -84,8 +92,11 @@ async def seed(data: Path, accounts: int, records: int) -> None:
     ids = []
     for i in range(accounts):
         provider = "anthropic" if i % 3 else "codex"
-        secret = {"access_token": f"tok-{i}", "refresh_token": f"rt-{i}",
-                  "expires_at": now + 30 * 86400}
+        secret = {
+            "access_token": f"tok-{i}",
+            "refresh_token": f"rt-{i}",
+            "expires_at": now + 30 * 86400,
+        }
         if provider == "codex":
             secret["account_id"] = f"acct-{i}"
         view = await service.add_account(provider, f"account-{i:02d}", secret)
@@ -97,22 +108,36 @@ async def seed(data: Path, accounts: int, records: int) -> None:
                 Observation("fable", (i * 0.19) % 1.0, now + 86400 * 3, now, "poll"),
             ]
             await service.store.write(
-                lambda a=view["id"], o=observations: quota_store.save_observations(a, 1, o))
+                lambda a=view["id"], o=observations: quota_store.save_observations(a, 1, o)
+            )
     if records:
         await service.create_key("bench")
         from sublane_desktop.store import repositories as repo
 
         key_id = (await service.store.read(repo.list_keys))[0]["id"]
         for n in range(records):
-            service.record(RequestRecord(
-                request_id=f"req_{n:024x}", user_id=1, key_id=key_id, group_id=1,
-                account_id=ids[n % len(ids)], provider="anthropic", model="claude-sonnet-4-5",
-                protocol="anthropic", operation="messages",
-                started_at=now - 6 * 86400 + n * 100, duration_ms=900 + n % 500,
-                first_token_ms=300, outcome="success" if n % 9 else "error",
-                error_code=None if n % 9 else "upstream_error",
-                upstream_status=200 if n % 9 else 529, input_tokens=1200, output_tokens=80,
-                cached_tokens=600))
+            service.record(
+                RequestRecord(
+                    request_id=f"req_{n:024x}",
+                    user_id=1,
+                    key_id=key_id,
+                    group_id=1,
+                    account_id=ids[n % len(ids)],
+                    provider="anthropic",
+                    model="claude-sonnet-4-5",
+                    protocol="anthropic",
+                    operation="messages",
+                    started_at=now - 6 * 86400 + n * 100,
+                    duration_ms=900 + n % 500,
+                    first_token_ms=300,
+                    outcome="success" if n % 9 else "error",
+                    error_code=None if n % 9 else "upstream_error",
+                    upstream_status=200 if n % 9 else 529,
+                    input_tokens=1200,
+                    output_tokens=80,
+                    cached_tokens=600,
+                )
+            )
         await service.flush_records()
     await service.stop(drain_timeout=1)
 
@@ -148,10 +173,16 @@ def child(data: Path, out: Path) -> int:
         began = time.perf_counter()
 
         def loaded() -> bool:
-            found = [w for w in QApplication.topLevelWidgets()
-                     if isinstance(w, RequestsWindow) and w.isVisible()]
-            return bool(found) and not getattr(found[0], "_loading", False) and bool(
-                found[0].model.rowCount())
+            found = [
+                w
+                for w in QApplication.topLevelWidgets()
+                if isinstance(w, RequestsWindow) and w.isVisible()
+            ]
+            return (
+                bool(found)
+                and not getattr(found[0], "_loading", False)
+                and bool(found[0].model.rowCount())
+            )
 
         def poll(attempts: int = 2000) -> None:
             if loaded() or attempts == 0:
@@ -167,8 +198,11 @@ def child(data: Path, out: Path) -> int:
 
     class FirstPaint(QObject):
         def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-            if (event.type() == QEvent.Type.Paint and isinstance(watched, AccountsWindow)
-                    and "shown_ms" not in result):
+            if (
+                event.type() == QEvent.Type.Paint
+                and isinstance(watched, AccountsWindow)
+                and "shown_ms" not in result
+            ):
                 result["shown_ms"] = (time.time() - started) * 1000
                 result["rss_shown_mb"] = rss_mb()
                 result["cards"] = len(watched.cards)
@@ -211,15 +245,30 @@ def main() -> int:
             out = Path(tmp) / f"run-{n}.json"
             wall = time.perf_counter()
             env = child_env(data) | {"SUBLANE_BENCH_T0": repr(time.time())}
-            subprocess.run([sys.executable, "-m", "tests.bench.bench_gui", "--child", str(data),
-                            "--out", str(out)], env=env, check=True, timeout=120,
-                           stderr=subprocess.DEVNULL if not os.environ.get("BENCH_VERBOSE")
-                           else None)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.bench.bench_gui",
+                    "--child",
+                    str(data),
+                    "--out",
+                    str(out),
+                ],
+                env=env,
+                check=True,
+                timeout=120,
+                stderr=subprocess.DEVNULL if not os.environ.get("BENCH_VERBOSE") else None,
+            )
             run = json.loads(out.read_text())
             run["process_wall_ms"] = (time.perf_counter() - wall) * 1000  # spawn to exit
             runs.append(run)
-            print(f"run {n + 1}: " + ", ".join(
-                f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in run.items()))
+            print(
+                f"run {n + 1}: "
+                + ", ".join(
+                    f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in run.items()
+                )
+            )
     summary = {"accounts": args.accounts, "records": records, "runs": runs}
     for key in ("import_ms", "shown_ms", "rss_shown_mb", "requests_ms", "rss_requests_mb"):
         values = [r[key] for r in runs if key in r]
@@ -227,11 +276,15 @@ def main() -> int:
             summary[f"median_{key}"] = statistics.median(values)
     print(f"\n{args.accounts} accounts, {records} records, {args.runs} runs (medians):")
     print(f"  interpreter + imports      {summary['median_import_ms']:8.0f} ms")
-    print(f"  Accounts window painted    {summary['median_shown_ms']:8.0f} ms after exec, "
-          f"RSS {summary['median_rss_shown_mb']:.0f} MB")
+    print(
+        f"  Accounts window painted    {summary['median_shown_ms']:8.0f} ms after exec, "
+        f"RSS {summary['median_rss_shown_mb']:.0f} MB"
+    )
     if "median_requests_ms" in summary:
-        print(f"  Requests window, 1st page  {summary['median_requests_ms']:8.0f} ms after "
-              f"click, RSS {summary['median_rss_requests_mb']:.0f} MB")
+        print(
+            f"  Requests window, 1st page  {summary['median_requests_ms']:8.0f} ms after "
+            f"click, RSS {summary['median_rss_requests_mb']:.0f} MB"
+        )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
     return 0

@@ -39,35 +39,61 @@ from sublane_desktop.store import records
 from sublane_desktop.store import repositories as repo
 from tests.conftest import file_keyring
 
-MODELS = ["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5", "claude-fable-5",
-          "claude-sonnet-4-5[1m]"]
+MODELS = [
+    "claude-sonnet-4-5",
+    "claude-opus-4-1",
+    "claude-haiku-4-5",
+    "claude-fable-5",
+    "claude-sonnet-4-5[1m]",
+]
 TARGET_P50_MS = 5.0
 
 
-def seed_records(clock: FakeClock, users: list[int], keys: dict[int, list[int]],
-                 accounts: list[int], rng: random.Random) -> list[RequestRecord]:
+def seed_records(
+    clock: FakeClock,
+    users: list[int],
+    keys: dict[int, list[int]],
+    accounts: list[int],
+    rng: random.Random,
+) -> list[RequestRecord]:
     start = clock.now() - 6 * 86_400
     out = []
     for n in range(MAX_RECORDS):
         user = rng.choice(users)
         outcome = rng.choices(OUTCOMES, weights=[80, 4, 6, 4, 6])[0]
-        out.append(RequestRecord(
-            request_id=f"req_{rng.getrandbits(96):024x}", user_id=user,
-            key_id=rng.choice(keys[user]), group_id=1, provider="anthropic",
-            model=rng.choice(MODELS), protocol="anthropic", operation="messages",
-            started_at=start + n * (6 * 86_400 / MAX_RECORDS),
-            account_id=rng.choice(accounts), duration_ms=rng.randint(200, 90_000),
-            first_token_ms=rng.randint(100, 4_000), outcome=outcome,
-            error_code=None if outcome == "success" else "account_busy",
-            upstream_status=None if outcome == "rejected" else 200,
-            input_tokens=rng.randint(1_000, 200_000), output_tokens=rng.randint(1, 8_000),
-            cached_tokens=rng.randint(0, 1_000)))
+        out.append(
+            RequestRecord(
+                request_id=f"req_{rng.getrandbits(96):024x}",
+                user_id=user,
+                key_id=rng.choice(keys[user]),
+                group_id=1,
+                provider="anthropic",
+                model=rng.choice(MODELS),
+                protocol="anthropic",
+                operation="messages",
+                started_at=start + n * (6 * 86_400 / MAX_RECORDS),
+                account_id=rng.choice(accounts),
+                duration_ms=rng.randint(200, 90_000),
+                first_token_ms=rng.randint(100, 4_000),
+                outcome=outcome,
+                error_code=None if outcome == "success" else "account_busy",
+                upstream_status=None if outcome == "rejected" else 200,
+                input_tokens=rng.randint(1_000, 200_000),
+                output_tokens=rng.randint(1, 8_000),
+                cached_tokens=rng.randint(0, 1_000),
+            )
+        )
     return out
 
 
-def workload(users: list[int], keys: dict[int, list[int]], accounts: list[int],
-             sample: list[RequestRecord], rng: random.Random, n: int
-             ) -> list[tuple[str, int | None, HistoryQuery]]:
+def workload(
+    users: list[int],
+    keys: dict[int, list[int]],
+    accounts: list[int],
+    sample: list[RequestRecord],
+    rng: random.Random,
+    n: int,
+) -> list[tuple[str, int | None, HistoryQuery]]:
     """(label, owner, query): owner set = personal view."""
     shapes = []
     for i in range(n):
@@ -77,38 +103,59 @@ def workload(users: list[int], keys: dict[int, list[int]], accounts: list[int],
         if kind == 0:
             shapes.append(("personal", user, HistoryQuery(cursor=cursor)))
         elif kind == 1:
-            shapes.append(("personal+outcome", user, HistoryQuery(cursor=cursor,
-                                                                   outcome="error")))
+            shapes.append(("personal+outcome", user, HistoryQuery(cursor=cursor, outcome="error")))
         elif kind == 2:
-            shapes.append(("personal+model+key", user, HistoryQuery(
-                model=rng.choice(MODELS), key_id=rng.choice(keys[user]))))
+            shapes.append(
+                (
+                    "personal+model+key",
+                    user,
+                    HistoryQuery(model=rng.choice(MODELS), key_id=rng.choice(keys[user])),
+                )
+            )
         elif kind == 3:
-            shapes.append(("personal+range", user, HistoryQuery(
-                since=sample[1000].started_at, until=sample[3000].started_at)))
+            shapes.append(
+                (
+                    "personal+range",
+                    user,
+                    HistoryQuery(since=sample[1000].started_at, until=sample[3000].started_at),
+                )
+            )
         elif kind == 4:
-            shapes.append(("personal+request_id", user, HistoryQuery(
-                request_id=rng.choice(sample).request_id)))
+            shapes.append(
+                (
+                    "personal+request_id",
+                    user,
+                    HistoryQuery(request_id=rng.choice(sample).request_id),
+                )
+            )
         elif kind == 5:
             shapes.append(("admin", None, HistoryQuery(cursor=cursor)))
         elif kind == 6:
             shapes.append(("admin+user", None, HistoryQuery(cursor=cursor, user_id=user)))
         elif kind == 7:
-            shapes.append(("admin+account+outcome", None, HistoryQuery(
-                account_id=rng.choice(accounts), outcome="rejected")))
+            shapes.append(
+                (
+                    "admin+account+outcome",
+                    None,
+                    HistoryQuery(account_id=rng.choice(accounts), outcome="rejected"),
+                )
+            )
         elif kind == 8:
-            shapes.append(("admin+model", None, HistoryQuery(cursor=cursor,
-                                                              model=rng.choice(MODELS))))
+            shapes.append(
+                ("admin+model", None, HistoryQuery(cursor=cursor, model=rng.choice(MODELS)))
+            )
         else:
-            shapes.append(("admin+rare", None, HistoryQuery(outcome="canceled",
-                                                            model=MODELS[-1])))
+            shapes.append(("admin+rare", None, HistoryQuery(outcome="canceled", model=MODELS[-1])))
     return shapes
 
 
 def summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"p50": statistics.median(ordered),
-            "p95": ordered[max(0, int(len(ordered) * 0.95) - 1)],
-            "max": ordered[-1]}
+    return {
+        "p50": statistics.median(ordered),
+        "p95": ordered[max(0, int(len(ordered) * 0.95) - 1)],
+        "max": ordered[-1],
+    }
 
 
 def params_of(query: HistoryQuery) -> dict[str, str]:
@@ -121,10 +168,15 @@ async def run(n_queries: int) -> dict[str, Any]:
     clock = FakeClock()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        service = Service(root / "data", port=0, clock=clock,
-                          secret_store=SecretStore(root, backend=file_keyring(root / "k.cfg")))
+        service = Service(
+            root / "data",
+            port=0,
+            clock=clock,
+            secret_store=SecretStore(root, backend=file_keyring(root / "k.cfg")),
+        )
         await service.start()
         try:
+
             def people() -> tuple[list[int], dict[int, list[int]], list[int], dict[int, str]]:
                 group = repo.get_or_create_group("default")
                 users = [repo.ensure_admin()] + [repo.add_user(f"member{i}") for i in range(3)]
@@ -135,8 +187,9 @@ async def run(n_queries: int) -> dict[str, Any]:
                         row, key = repo.create_key(f"k{k}", u, group)
                         keys.setdefault(u.id, []).append(row.id)
                         secrets.setdefault(u.id, key)
-                accounts = [repo.add_account("anthropic", f"acc{i}", "oauth", group).id
-                            for i in range(6)]
+                accounts = [
+                    repo.add_account("anthropic", f"acc{i}", "oauth", group).id for i in range(6)
+                ]
                 return [u.id for u in users], keys, accounts, secrets
 
             users, keys, accounts, secrets = await service.store.write(people)
@@ -177,8 +230,11 @@ async def run(n_queries: int) -> dict[str, Any]:
                     path = "/api/me/requests" if owner is not None else "/api/requests"
                     token = secrets[owner] if owner is not None else service.admin_token
                     t = time.perf_counter()
-                    async with session.get(service.endpoint_url + path, params=params_of(query),
-                                           headers={"Authorization": f"Bearer {token}"}) as r:
+                    async with session.get(
+                        service.endpoint_url + path,
+                        params=params_of(query),
+                        headers={"Authorization": f"Bearer {token}"},
+                    ) as r:
                         assert r.status == 200, await r.text()
                         await r.read()
                     ms = (time.perf_counter() - t) * 1000
@@ -189,11 +245,17 @@ async def run(n_queries: int) -> dict[str, Any]:
                 out = {}
                 db = service.store.db
                 for label, sql_text in [
-                    ("personal page", "SELECT * FROM request_records r WHERE r.started_at >= 0"
-                     " AND r.user_id = 2 AND r.id < 4000 ORDER BY r.id DESC LIMIT 51"),
-                    ("admin page", "SELECT * FROM request_records r LEFT JOIN accounts a"
-                     " ON a.id = r.account_id WHERE r.started_at >= 0 AND r.id < 4000"
-                     " ORDER BY r.id DESC LIMIT 51"),
+                    (
+                        "personal page",
+                        "SELECT * FROM request_records r WHERE r.started_at >= 0"
+                        " AND r.user_id = 2 AND r.id < 4000 ORDER BY r.id DESC LIMIT 51",
+                    ),
+                    (
+                        "admin page",
+                        "SELECT * FROM request_records r LEFT JOIN accounts a"
+                        " ON a.id = r.account_id WHERE r.started_at >= 0 AND r.id < 4000"
+                        " ORDER BY r.id DESC LIMIT 51",
+                    ),
                     ("retention", "DELETE FROM request_records WHERE started_at < 0"),
                 ]:
                     rows = db.execute_sql("EXPLAIN QUERY PLAN " + sql_text).fetchall()
@@ -222,12 +284,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args.queries))
-    print(f"seeded {result['records']} records in {result['seed_seconds']:.3f} s; "
-          f"{result['queries']} page queries (personal and admin, with and without filters)")
+    print(
+        f"seeded {result['records']} records in {result['seed_seconds']:.3f} s; "
+        f"{result['queries']} page queries (personal and admin, with and without filters)"
+    )
     for level in ("sql", "service", "http", "filters"):
         s = result[f"{level}_ms"]
-        print(f"  {level:<8} p50 {s['p50']:6.2f} ms   p95 {s['p95']:6.2f} ms   "
-              f"max {s['max']:6.2f} ms")
+        print(
+            f"  {level:<8} p50 {s['p50']:6.2f} ms   p95 {s['p95']:6.2f} ms   max {s['max']:6.2f} ms"
+        )
     print("  http p50 by shape:")
     for label, ms in result["http_by_shape_p50_ms"].items():
         print(f"    {label:<24} {ms:6.2f} ms")

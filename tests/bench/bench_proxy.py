@@ -44,10 +44,17 @@ T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "claude-sonnet-4-5"
-SMALL_BODY = json.dumps({"model": MODEL, "max_tokens": 16,
-                         "messages": [{"role": "user", "content": "hi"}]}).encode()
-STREAM_BODY = json.dumps({"model": MODEL, "max_tokens": 4096, "stream": True,
-                          "messages": [{"role": "user", "content": "hi"}]}).encode()
+SMALL_BODY = json.dumps(
+    {"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+).encode()
+STREAM_BODY = json.dumps(
+    {
+        "model": MODEL,
+        "max_tokens": 4096,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+).encode()
 BASE_HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
 DIRECT_TOKEN = "sk-ant-oat01-direct"  # what a client talking to the upstream itself would send
 
@@ -108,8 +115,9 @@ class Upstream:
     async def start(self) -> str:
         if self.threaded:
             self._loop = asyncio.new_event_loop()
-            self._thread = threading.Thread(target=self._loop.run_forever,
-                                            name="fake-upstream", daemon=True)
+            self._thread = threading.Thread(
+                target=self._loop.run_forever, name="fake-upstream", daemon=True
+            )
             self._thread.start()
 
         async def make() -> FakeAnthropic:
@@ -150,8 +158,9 @@ class Sample:
         self.wall += other.wall
 
 
-async def drive(session: aiohttp.ClientSession, url: str, headers: dict[str, str],
-                total: int, concurrency: int) -> Sample:
+async def drive(
+    session: aiohttp.ClientSession, url: str, headers: dict[str, str], total: int, concurrency: int
+) -> Sample:
     """`total` small POSTs from `concurrency` workers sharing one keep-alive session."""
     sample = Sample()
     issued = 0
@@ -180,8 +189,9 @@ async def drive(session: aiohttp.ClientSession, url: str, headers: dict[str, str
     return sample
 
 
-async def one_stream(session: aiohttp.ClientSession, url: str, headers: dict[str, str]
-                     ) -> tuple[float, float, int, bool]:
+async def one_stream(
+    session: aiohttp.ClientSession, url: str, headers: dict[str, str]
+) -> tuple[float, float, int, bool]:
     """(total seconds, seconds to first body byte, body bytes, saw message_stop)."""
     t0 = time.perf_counter()
     first: float | None = None
@@ -189,8 +199,9 @@ async def one_stream(session: aiohttp.ClientSession, url: str, headers: dict[str
     tail = b""
     async with session.post(url, data=STREAM_BODY, headers=headers) as response:
         if response.status != 200:
-            raise RuntimeError(f"stream answered HTTP {response.status}: "
-                               f"{(await response.read())[:200]!r}")
+            raise RuntimeError(
+                f"stream answered HTTP {response.status}: {(await response.read())[:200]!r}"
+            )
         async for chunk in response.content.iter_any():
             if first is None:
                 first = time.perf_counter() - t0
@@ -210,9 +221,11 @@ def new_session(concurrency: int = 8) -> aiohttp.ClientSession:
 # --- part 1 -------------------------------------------------------------------------------------
 
 
-async def bench_small(direct: tuple[aiohttp.ClientSession, str, dict[str, str]],
-                      through: tuple[aiohttp.ClientSession, str, dict[str, str]],
-                      concurrency: int) -> dict[str, Any]:
+async def bench_small(
+    direct: tuple[aiohttp.ClientSession, str, dict[str, str]],
+    through: tuple[aiohttp.ClientSession, str, dict[str, str]],
+    concurrency: int,
+) -> dict[str, Any]:
     modes = {"direct": direct, "through": through}
     for name, (session, url, headers) in modes.items():
         warm = await drive(session, url, headers, N_WARMUP, concurrency)
@@ -246,9 +259,10 @@ async def bench_small(direct: tuple[aiohttp.ClientSession, str, dict[str, str]],
 # --- part 2 -------------------------------------------------------------------------------------
 
 
-async def bench_stream(direct: tuple[aiohttp.ClientSession, str, dict[str, str]],
-                       through: tuple[aiohttp.ClientSession, str, dict[str, str]]
-                       ) -> dict[str, Any]:
+async def bench_stream(
+    direct: tuple[aiohttp.ClientSession, str, dict[str, str]],
+    through: tuple[aiohttp.ClientSession, str, dict[str, str]],
+) -> dict[str, Any]:
     modes = {"direct": direct, "through": through}
     runs: dict[str, list[tuple[float, float, int, bool]]] = {"direct": [], "through": []}
     for i in range(SSE_WARMUP + SSE_REPS):
@@ -271,8 +285,7 @@ async def bench_stream(direct: tuple[aiohttp.ClientSession, str, dict[str, str]]
             "complete": all(r[3] for r in rs),
         }
     out["ratio"] = out["through"]["total_ms_median"] / out["direct"]["total_ms_median"]
-    out["ttfb_overhead_ms"] = (out["through"]["ttfb_ms_median"]
-                               - out["direct"]["ttfb_ms_median"])
+    out["ttfb_overhead_ms"] = out["through"]["ttfb_ms_median"] - out["direct"]["ttfb_ms_median"]
     out["same_bytes"] = out["through"]["body_bytes"] == out["direct"]["body_bytes"]
     return out
 
@@ -292,37 +305,74 @@ def proc_status(pid: int) -> dict[str, float]:
 
 async def cli(env: dict[str, str], *args: str, stdin: bytes | None = None) -> str:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "sublane_desktop", *args,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, env=env, cwd=REPO)
+        sys.executable,
+        "-m",
+        "sublane_desktop",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=REPO,
+    )
     out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
     if proc.returncode != 0:
-        raise RuntimeError(f"sublane {' '.join(args[:2])} failed ({proc.returncode}): "
-                           f"{err.decode(errors='replace').strip()[-300:]}")
+        raise RuntimeError(
+            f"sublane {' '.join(args[:2])} failed ({proc.returncode}): "
+            f"{err.decode(errors='replace').strip()[-300:]}"
+        )
     return out.decode()
 
 
 async def bench_serve_rss(upstream_url: str, tmp: Path) -> dict[str, Any]:
     data = tmp / "serve-data"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SUBLANE_KEYRING", "SUBLANE_KEYRING_PASSWORD", "SUBLANE_DATA_DIR")}
-    env.update({
-        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
-        "KEYRING_PROPERTY_FILE_PATH": str(tmp / "keyring.cfg"),
-        "SUBLANE_ANTHROPIC_BASE_URL": upstream_url,
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SUBLANE_KEYRING", "SUBLANE_KEYRING_PASSWORD", "SUBLANE_DATA_DIR")
+    }
+    env.update(
+        {
+            "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+            "KEYRING_PROPERTY_FILE_PATH": str(tmp / "keyring.cfg"),
+            "SUBLANE_ANTHROPIC_BASE_URL": upstream_url,
+        }
+    )
     secret = json.dumps({"access_token": "tok", "refresh_token": "r", "expires_at": 4000000000})
-    await cli(env, "account", "add", "--provider", "anthropic", "--name", "bench",
-              "--max-concurrency", "8", "--data-dir", str(data), stdin=secret.encode())
+    await cli(
+        env,
+        "account",
+        "add",
+        "--provider",
+        "anthropic",
+        "--name",
+        "bench",
+        "--max-concurrency",
+        "8",
+        "--data-dir",
+        str(data),
+        stdin=secret.encode(),
+    )
     key = await cli(env, "key", "create", "--name", "bench", "--data-dir", str(data))
     key = key.strip().splitlines()[0].strip()
 
     out_path, err_path = tmp / "serve.out", tmp / "serve.err"
     with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "sublane_desktop", "serve", "--port", "0",
-            "--data-dir", str(data), stdin=asyncio.subprocess.DEVNULL, stdout=out_f,
-            stderr=err_f, env=env, cwd=REPO)
+            sys.executable,
+            "-m",
+            "sublane_desktop",
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            str(data),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=out_f,
+            stderr=err_f,
+            env=env,
+            cwd=REPO,
+        )
     result: dict[str, Any] = {"pid": proc.pid}
     try:
         url = None
@@ -336,14 +386,16 @@ async def bench_serve_rss(upstream_url: str, tmp: Path) -> dict[str, Any]:
                 break
             await asyncio.sleep(0.05)
         if url is None:
-            raise RuntimeError("serve did not print `listening on`: "
-                               + err_path.read_text(errors="replace")[-500:])
+            raise RuntimeError(
+                "serve did not print `listening on`: " + err_path.read_text(errors="replace")[-500:]
+            )
         result["startup_s"] = time.perf_counter() - t_spawn
         result["idle"] = proc_status(proc.pid)
         async with new_session(RSS_CONCURRENCY) as session:
             headers = {**BASE_HEADERS, "Authorization": f"Bearer {key}"}
-            sample = await drive(session, url + "/v1/messages", headers, RSS_REQUESTS,
-                                 RSS_CONCURRENCY)
+            sample = await drive(
+                session, url + "/v1/messages", headers, RSS_REQUESTS, RSS_CONCURRENCY
+            )
         result["after"] = proc_status(proc.pid)
         result["requests_ok"] = len(sample.latencies)
         result["errors"] = dict(sample.errors)
@@ -371,13 +423,20 @@ TRAY_REQUESTS = 1200  # measured per mode and concurrency
 TRAY_ROUNDS = 6
 
 
-async def spawn_listening(args: list[str], env: dict[str, str], tmp: Path, name: str
-                          ) -> tuple[asyncio.subprocess.Process, str]:
+async def spawn_listening(
+    args: list[str], env: dict[str, str], tmp: Path, name: str
+) -> tuple[asyncio.subprocess.Process, str]:
     out_path, err_path = tmp / f"{name}.out", tmp / f"{name}.err"
     with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, *args, stdin=asyncio.subprocess.DEVNULL, stdout=out_f,
-            stderr=err_f, env=env, cwd=REPO)
+            sys.executable,
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=out_f,
+            stderr=err_f,
+            env=env,
+            cwd=REPO,
+        )
     for _ in range(1200):  # up to 60 s
         match = re.search(r"listening on (http://\S+)", out_path.read_text(errors="replace"))
         if match:
@@ -412,37 +471,67 @@ def cpu_seconds(pid: int | None) -> float:
 async def prepared_data_dir(env: dict[str, str], data: Path) -> str:
     """A data dir with one account (limit 8) and a client key; returns the key."""
     secret = json.dumps({"access_token": "tok", "refresh_token": "r", "expires_at": 4000000000})
-    await cli(env, "account", "add", "--provider", "anthropic", "--name", "bench",
-              "--max-concurrency", "8", "--data-dir", str(data), stdin=secret.encode())
+    await cli(
+        env,
+        "account",
+        "add",
+        "--provider",
+        "anthropic",
+        "--name",
+        "bench",
+        "--max-concurrency",
+        "8",
+        "--data-dir",
+        str(data),
+        stdin=secret.encode(),
+    )
     key = await cli(env, "key", "create", "--name", "bench", "--data-dir", str(data))
     return key.strip().splitlines()[0].strip()
 
 
 async def bench_side_by_side(upstream_url: str, tmp: Path) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SUBLANE_KEYRING", "SUBLANE_KEYRING_PASSWORD", "SUBLANE_DATA_DIR")}
-    env.update({
-        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
-        "KEYRING_PROPERTY_FILE_PATH": str(tmp / "keyring.cfg"),
-        "SUBLANE_ANTHROPIC_BASE_URL": upstream_url,
-        "QT_QPA_PLATFORM": "offscreen", "QT_API": "pyside6",
-        "XDG_CONFIG_HOME": str(tmp / "xdg"),  # start-at-login and window geometry stay here
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SUBLANE_KEYRING", "SUBLANE_KEYRING_PASSWORD", "SUBLANE_DATA_DIR")
+    }
+    env.update(
+        {
+            "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+            "KEYRING_PROPERTY_FILE_PATH": str(tmp / "keyring.cfg"),
+            "SUBLANE_ANTHROPIC_BASE_URL": upstream_url,
+            "QT_QPA_PLATFORM": "offscreen",
+            "QT_API": "pyside6",
+            "XDG_CONFIG_HOME": str(tmp / "xdg"),  # start-at-login and window geometry stay here
+        }
+    )
     serve_key = await prepared_data_dir(env, tmp / "serve-data")
     tray_key = await prepared_data_dir(env, tmp / "tray-data")
     procs: list[asyncio.subprocess.Process] = []
     result: dict[str, Any] = {}
     try:
         bare, bare_url = await spawn_listening(
-            ["-m", "tests.bench.bare_relay", upstream_url], env, tmp, "bare")
+            ["-m", "tests.bench.bare_relay", upstream_url], env, tmp, "bare"
+        )
         procs.append(bare)
         serve, serve_url = await spawn_listening(
-            ["-m", "sublane_desktop", "serve", "--port", "0", "--data-dir",
-             str(tmp / "serve-data")], env, tmp, "serve")
+            [
+                "-m",
+                "sublane_desktop",
+                "serve",
+                "--port",
+                "0",
+                "--data-dir",
+                str(tmp / "serve-data"),
+            ],
+            env,
+            tmp,
+            "serve",
+        )
         procs.append(serve)
         tray, tray_url = await spawn_listening(
-            ["-m", "tests.bench.tray_app", "--data-dir", str(tmp / "tray-data")], env, tmp,
-            "tray")
+            ["-m", "tests.bench.tray_app", "--data-dir", str(tmp / "tray-data")], env, tmp, "tray"
+        )
         procs.append(tray)
         pids = {"direct": None, "bare relay": bare.pid, "serve": serve.pid, "tray": tray.pid}
         modes = {
@@ -458,43 +547,56 @@ async def bench_side_by_side(upstream_url: str, tmp: Path) -> dict[str, Any]:
                 cpu = {name: 0.0 for name in modes}
                 for name, (url, token) in modes.items():
                     headers = {**BASE_HEADERS, "Authorization": f"Bearer {token}"}
-                    warm = await drive(sessions[name], url + "/v1/messages", headers, N_WARMUP,
-                                       concurrency)
+                    warm = await drive(
+                        sessions[name], url + "/v1/messages", headers, N_WARMUP, concurrency
+                    )
                     if warm.errors:
-                        logs = "".join((tmp / f"{n}.err").read_text(errors="replace")[-600:]
-                                       for n in ("tray",) if (tmp / f"{n}.err").exists())
-                        raise RuntimeError(f"warm-up {name} at {url} failed: "
-                                           f"{dict(warm.errors)}; tray log: {logs}")
+                        logs = "".join(
+                            (tmp / f"{n}.err").read_text(errors="replace")[-600:]
+                            for n in ("tray",)
+                            if (tmp / f"{n}.err").exists()
+                        )
+                        raise RuntimeError(
+                            f"warm-up {name} at {url} failed: {dict(warm.errors)}; tray log: {logs}"
+                        )
                 block = TRAY_REQUESTS // TRAY_ROUNDS
                 names = list(modes)
                 for r in range(TRAY_ROUNDS):  # rotate the order so drift hits every mode alike
-                    for name in names[r % len(names):] + names[:r % len(names)]:
+                    for name in names[r % len(names) :] + names[: r % len(names)]:
                         url, token = modes[name]
                         headers = {**BASE_HEADERS, "Authorization": f"Bearer {token}"}
                         before = cpu_seconds(pids[name])
-                        samples[name].extend(await drive(
-                            sessions[name], url + "/v1/messages", headers, block, concurrency))
+                        samples[name].extend(
+                            await drive(
+                                sessions[name], url + "/v1/messages", headers, block, concurrency
+                            )
+                        )
                         cpu[name] += cpu_seconds(pids[name]) - before
                 part: dict[str, Any] = {}
                 for name, sample in samples.items():
-                    part[name] = {"p50_ms": ms(percentile(sample.latencies, 50)),
-                                  "p99_ms": ms(percentile(sample.latencies, 99)),
-                                  "ok": len(sample.latencies), "errors": dict(sample.errors),
-                                  "cpu_ms_per_request": 1000 * cpu[name]
-                                  / max(1, len(sample.latencies))}
+                    part[name] = {
+                        "p50_ms": ms(percentile(sample.latencies, 50)),
+                        "p99_ms": ms(percentile(sample.latencies, 99)),
+                        "ok": len(sample.latencies),
+                        "errors": dict(sample.errors),
+                        "cpu_ms_per_request": 1000 * cpu[name] / max(1, len(sample.latencies)),
+                    }
                 for name in modes:
                     if name != "direct":
-                        part[name]["overhead_p50_ms"] = (part[name]["p50_ms"]
-                                                         - part["direct"]["p50_ms"])
-                        part[name]["overhead_p99_ms"] = (part[name]["p99_ms"]
-                                                         - part["direct"]["p99_ms"])
+                        part[name]["overhead_p50_ms"] = (
+                            part[name]["p50_ms"] - part["direct"]["p50_ms"]
+                        )
+                        part[name]["overhead_p99_ms"] = (
+                            part[name]["p99_ms"] - part["direct"]["p99_ms"]
+                        )
                 result[f"c{concurrency}"] = part
         finally:
             for session in sessions.values():
                 await session.close()
         if tray.returncode is not None:
-            raise RuntimeError("the tray app died: "
-                               + (tmp / "tray.err").read_text(errors="replace")[-12000:])
+            raise RuntimeError(
+                "the tray app died: " + (tmp / "tray.err").read_text(errors="replace")[-12000:]
+            )
         result["tray_rss_mb"] = proc_status(tray.pid)
     finally:
         result["exit_codes"] = [await stop_process(p) for p in procs]
@@ -530,12 +632,16 @@ def render_side_by_side(report: dict[str, Any]) -> str:
         part = side[f"c{c}"]
         for name in ("direct", "bare relay", "serve", "tray"):
             m = part[name]
-            extra = ("" if name == "direct" else
-                     f" {m['overhead_p50_ms']:>+7.2f} {m['overhead_p99_ms']:>+7.2f}"
-                     f" {m['cpu_ms_per_request']:>10.3f}")
+            extra = (
+                ""
+                if name == "direct"
+                else f" {m['overhead_p50_ms']:>+7.2f} {m['overhead_p99_ms']:>+7.2f}"
+                f" {m['cpu_ms_per_request']:>10.3f}"
+            )
             errors = f"  errors {m['errors']}" if m["errors"] else ""
-            lines.append(f"  {c:>4}  {name:<11} {m['p50_ms']:>7.2f} {m['p99_ms']:>7.2f}{extra}"
-                         f"{errors}")
+            lines.append(
+                f"  {c:>4}  {name:<11} {m['p50_ms']:>7.2f} {m['p99_ms']:>7.2f}{extra}{errors}"
+            )
     v = side["verdicts"]
     c1, c8 = side["c1"], side["c8"]
     lines += [
@@ -557,11 +663,15 @@ def render_side_by_side(report: dict[str, Any]) -> str:
 
 async def run_side_by_side() -> dict[str, Any]:
     started = time.perf_counter()
-    report: dict[str, Any] = {"environment": {
-        "python": platform.python_version(), "aiohttp": aiohttp.__version__,
-        "cpus": os.cpu_count(), "machine": platform.machine(),
-        "loadavg_start": list(os.getloadavg()),
-    }}
+    report: dict[str, Any] = {
+        "environment": {
+            "python": platform.python_version(),
+            "aiohttp": aiohttp.__version__,
+            "cpus": os.cpu_count(),
+            "machine": platform.machine(),
+            "loadavg_start": list(os.getloadavg()),
+        }
+    }
     upstream = Upstream(threaded=True)
     upstream_url = await upstream.start()
     upstream.answer(Reply())
@@ -605,18 +715,24 @@ def render(report: dict[str, Any]) -> str:
         c = part["concurrency"]
         for name in ("direct", "through"):
             m = part[name]
-            lines.append(f"  {c:>4}  {name:<8} {m['p50_ms']:>7.2f} {m['p99_ms']:>7.2f} "
-                         f"{m['mean_ms']:>7.2f} {m['req_per_s']:>7.0f}  "
-                         f"{m['errors'] or '-'}")
+            lines.append(
+                f"  {c:>4}  {name:<8} {m['p50_ms']:>7.2f} {m['p99_ms']:>7.2f} "
+                f"{m['mean_ms']:>7.2f} {m['req_per_s']:>7.0f}  "
+                f"{m['errors'] or '-'}"
+            )
         target = ""
         if c == 8:
-            target = (f"   target p50 <= {TARGET_P50_OVERHEAD_MS:g} ms "
-                      f"{verdict(part['overhead_p50_ms'] <= TARGET_P50_OVERHEAD_MS)}, "
-                      f"p99 <= {TARGET_P99_OVERHEAD_MS:g} ms "
-                      f"{verdict(part['overhead_p99_ms'] <= TARGET_P99_OVERHEAD_MS)}")
-        lines.append(f"  {c:>4}  overhead p50 {part['overhead_p50_ms']:+.2f} ms "
-                     f"(x{part['ratio_p50']:.2f}), p99 {part['overhead_p99_ms']:+.2f} ms "
-                     f"(x{part['ratio_p99']:.2f}){target}")
+            target = (
+                f"   target p50 <= {TARGET_P50_OVERHEAD_MS:g} ms "
+                f"{verdict(part['overhead_p50_ms'] <= TARGET_P50_OVERHEAD_MS)}, "
+                f"p99 <= {TARGET_P99_OVERHEAD_MS:g} ms "
+                f"{verdict(part['overhead_p99_ms'] <= TARGET_P99_OVERHEAD_MS)}"
+            )
+        lines.append(
+            f"  {c:>4}  overhead p50 {part['overhead_p50_ms']:+.2f} ms "
+            f"(x{part['ratio_p50']:.2f}), p99 {part['overhead_p99_ms']:+.2f} ms "
+            f"(x{part['ratio_p99']:.2f}){target}"
+        )
     s = report["stream"]
     lines += [
         "",
@@ -626,12 +742,16 @@ def render(report: dict[str, Any]) -> str:
     ]
     for name in ("direct", "through"):
         m = s[name]
-        lines.append(f"  {name:<8} {m['total_ms_median']:>9.2f} {m['total_ms_min']:>7.2f} "
-                     f"{m['total_ms_max']:>7.2f} {m['ttfb_ms_median']:>8.2f} "
-                     f"{m['body_bytes']:>8}  {m['complete']}")
-    lines.append(f"  relay-time ratio through/direct x{s['ratio']:.3f}   target <= "
-                 f"{TARGET_SSE_RATIO:.2f} {verdict(s['ratio'] <= TARGET_SSE_RATIO)};  TTFB "
-                 f"overhead {s['ttfb_overhead_ms']:+.2f} ms; identical bytes: {s['same_bytes']}")
+        lines.append(
+            f"  {name:<8} {m['total_ms_median']:>9.2f} {m['total_ms_min']:>7.2f} "
+            f"{m['total_ms_max']:>7.2f} {m['ttfb_ms_median']:>8.2f} "
+            f"{m['body_bytes']:>8}  {m['complete']}"
+        )
+    lines.append(
+        f"  relay-time ratio through/direct x{s['ratio']:.3f}   target <= "
+        f"{TARGET_SSE_RATIO:.2f} {verdict(s['ratio'] <= TARGET_SSE_RATIO)};  TTFB "
+        f"overhead {s['ttfb_overhead_ms']:+.2f} ms; identical bytes: {s['same_bytes']}"
+    )
     r = report["serve"]
     lines += [
         "",
@@ -657,32 +777,51 @@ def render(report: dict[str, Any]) -> str:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     threaded = args.upstream == "thread"
-    layout = ("client + SubLane service share the main asyncio loop; fake upstream on its own "
-              "loop in a separate thread (same process, shared GIL)" if threaded else
-              "client, SubLane service and fake upstream all share ONE asyncio loop")
-    report: dict[str, Any] = {"environment": {
-        "python": platform.python_version(), "aiohttp": aiohttp.__version__,
-        "cpus": os.cpu_count(), "machine": platform.machine(), "layout": layout,
-        "upstream": args.upstream, "loadavg_start": list(os.getloadavg()),
-    }}
+    layout = (
+        "client + SubLane service share the main asyncio loop; fake upstream on its own "
+        "loop in a separate thread (same process, shared GIL)"
+        if threaded
+        else "client, SubLane service and fake upstream all share ONE asyncio loop"
+    )
+    report: dict[str, Any] = {
+        "environment": {
+            "python": platform.python_version(),
+            "aiohttp": aiohttp.__version__,
+            "cpus": os.cpu_count(),
+            "machine": platform.machine(),
+            "layout": layout,
+            "upstream": args.upstream,
+            "loadavg_start": list(os.getloadavg()),
+        }
+    }
     upstream = Upstream(threaded)
     upstream_url = await upstream.start()
     try:
         with tempfile.TemporaryDirectory(prefix="sublane-bench-") as tmp_name:
             tmp = Path(tmp_name)
             secrets = SecretStore(tmp, backend=file_keyring(tmp / "keyring.cfg"))
-            service = Service(tmp / "data", port=0, secret_store=secrets,
-                              env={"SUBLANE_ANTHROPIC_BASE_URL": upstream_url})
+            service = Service(
+                tmp / "data",
+                port=0,
+                secret_store=secrets,
+                env={"SUBLANE_ANTHROPIC_BASE_URL": upstream_url},
+            )
             await service.start()
             try:
                 harness = Harness(service, upstream.fake)
                 await harness.add_account("bench", limit=8)
                 key = await harness.create_key("bench")
                 async with new_session() as direct_s, new_session() as through_s:
-                    direct = (direct_s, upstream_url + "/v1/messages",
-                              {**BASE_HEADERS, "Authorization": f"Bearer {DIRECT_TOKEN}"})
-                    through = (through_s, harness.url + "/v1/messages",
-                               {**BASE_HEADERS, "Authorization": f"Bearer {key}"})
+                    direct = (
+                        direct_s,
+                        upstream_url + "/v1/messages",
+                        {**BASE_HEADERS, "Authorization": f"Bearer {DIRECT_TOKEN}"},
+                    )
+                    through = (
+                        through_s,
+                        harness.url + "/v1/messages",
+                        {**BASE_HEADERS, "Authorization": f"Bearer {key}"},
+                    )
                     upstream.answer(Reply())
                     report["small"] = [await bench_small(direct, through, c) for c in (1, 8)]
                     upstream.answer(Reply(events=SSE_EVENTS, text=SSE_TEXT))
@@ -696,8 +835,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     report["elapsed_s"] = time.perf_counter() - started
     report["environment"]["loadavg_end"] = list(os.getloadavg())
     report["targets"] = {
-        "overhead_p50_ms_c8": TARGET_P50_OVERHEAD_MS, "overhead_p99_ms_c8": TARGET_P99_OVERHEAD_MS,
-        "sse_ratio": TARGET_SSE_RATIO, "peak_rss_mb": TARGET_RSS_MB,
+        "overhead_p50_ms_c8": TARGET_P50_OVERHEAD_MS,
+        "overhead_p99_ms_c8": TARGET_P99_OVERHEAD_MS,
+        "sse_ratio": TARGET_SSE_RATIO,
+        "peak_rss_mb": TARGET_RSS_MB,
     }
     c8 = next(p for p in report["small"] if p["concurrency"] == 8)
     report["verdicts"] = {
@@ -710,14 +851,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.bench.bench_proxy",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.bench.bench_proxy", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
-    parser.add_argument("--upstream", choices=("thread", "loop"), default="thread",
-                        help="fake upstream on its own thread+loop (default) or on the main loop")
-    parser.add_argument("--tray", action="store_true",
-                        help="instead: the tray app, `serve` and a bare aiohttp relay side by "
-                             "side against the same fake upstream")
+    parser.add_argument(
+        "--upstream",
+        choices=("thread", "loop"),
+        default="thread",
+        help="fake upstream on its own thread+loop (default) or on the main loop",
+    )
+    parser.add_argument(
+        "--tray",
+        action="store_true",
+        help="instead: the tray app, `serve` and a bare aiohttp relay side by "
+        "side against the same fake upstream",
+    )
     args = parser.parse_args(argv)
     if args.tray:
         report = asyncio.run(run_side_by_side())

@@ -47,15 +47,22 @@ TEXT = "x" * 4000
 REPS = 30
 WARMUP = 2
 TARGET_RATIO = 1.10
-DIRECT_HEADERS = {"Authorization": "Bearer tok-direct", "ChatGPT-Account-Id": "acct-direct",
-                  "originator": "codex_cli_rs", "content-type": "application/json"}
+DIRECT_HEADERS = {
+    "Authorization": "Bearer tok-direct",
+    "ChatGPT-Account-Id": "acct-direct",
+    "originator": "codex_cli_rs",
+    "content-type": "application/json",
+}
 INPUT = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
-DIRECT_BODY = json.dumps({"model": MODEL, "instructions": "Be brief.", "input": INPUT,
-                          "stream": True, "store": False}).encode()
-RESPONSES_BODY = json.dumps({"model": MODEL, "instructions": "Be brief.", "input": INPUT,
-                             "stream": True}).encode()
-CHAT_BODY = json.dumps({"model": MODEL, "stream": True,
-                        "messages": [{"role": "user", "content": "hi"}]}).encode()
+DIRECT_BODY = json.dumps(
+    {"model": MODEL, "instructions": "Be brief.", "input": INPUT, "stream": True, "store": False}
+).encode()
+RESPONSES_BODY = json.dumps(
+    {"model": MODEL, "instructions": "Be brief.", "input": INPUT, "stream": True}
+).encode()
+CHAT_BODY = json.dumps(
+    {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+).encode()
 
 
 class Upstream:
@@ -76,8 +83,9 @@ class Upstream:
     async def start(self) -> str:
         if self.threaded:
             self._loop = asyncio.new_event_loop()
-            self._thread = threading.Thread(target=self._loop.run_forever,
-                                            name="fake-codex", daemon=True)
+            self._thread = threading.Thread(
+                target=self._loop.run_forever, name="fake-codex", daemon=True
+            )
             self._thread.start()
 
         async def make() -> FakeCodex:
@@ -102,8 +110,9 @@ class Upstream:
             self._loop.close()
 
 
-async def http_stream(session: aiohttp.ClientSession, url: str, body: bytes,
-                      headers: dict[str, str], end: bytes) -> tuple[float, float, int]:
+async def http_stream(
+    session: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str], end: bytes
+) -> tuple[float, float, int]:
     """(total seconds, seconds to first body byte, body bytes) of one streamed POST."""
     t0 = time.perf_counter()
     first: float | None = None
@@ -131,8 +140,11 @@ async def socket_turn(ws: aiohttp.ClientWebSocketResponse) -> tuple[float, float
 
 async def _socket_turn(ws: aiohttp.ClientWebSocketResponse) -> tuple[float, float, int]:
     t0 = time.perf_counter()
-    await ws.send_str(json.dumps({"type": "response.create", "model": MODEL,
-                                  "instructions": "Be brief.", "input": INPUT}))
+    await ws.send_str(
+        json.dumps(
+            {"type": "response.create", "model": MODEL, "instructions": "Be brief.", "input": INPUT}
+        )
+    )
     first: float | None = None
     size = 0
     while True:
@@ -142,8 +154,12 @@ async def _socket_turn(ws: aiohttp.ClientWebSocketResponse) -> tuple[float, floa
         if first is None:
             first = time.perf_counter() - t0
         size += len(msg.data)
-        kind = json.loads(msg.data)["type"] if msg.data.startswith('{"type": "response.c') \
-            or msg.data.startswith('{"type": "error"') else ""
+        kind = (
+            json.loads(msg.data)["type"]
+            if msg.data.startswith('{"type": "response.c')
+            or msg.data.startswith('{"type": "error"')
+            else ""
+        )
         if kind == "error":
             raise RuntimeError(msg.data[:300])
         if kind == "response.completed":
@@ -152,49 +168,81 @@ async def _socket_turn(ws: aiohttp.ClientWebSocketResponse) -> tuple[float, floa
 
 def summary(runs: list[tuple[float, float, int]]) -> dict[str, Any]:
     totals = [r[0] for r in runs]
-    return {"total_ms_median": ms(statistics.median(totals)), "total_ms_min": ms(min(totals)),
-            "total_ms_max": ms(max(totals)),
-            "ttfb_ms_median": ms(statistics.median(r[1] for r in runs)), "bytes": runs[0][2]}
+    return {
+        "total_ms_median": ms(statistics.median(totals)),
+        "total_ms_min": ms(min(totals)),
+        "total_ms_max": ms(max(totals)),
+        "ttfb_ms_median": ms(statistics.median(r[1] for r in runs)),
+        "bytes": runs[0][2],
+    }
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
-    report: dict[str, Any] = {"environment": {
-        "python": platform.python_version(), "aiohttp": aiohttp.__version__,
-        "cpus": os.cpu_count(), "machine": platform.machine(), "upstream": args.upstream,
-        "loadavg_start": list(os.getloadavg())}}
+    report: dict[str, Any] = {
+        "environment": {
+            "python": platform.python_version(),
+            "aiohttp": aiohttp.__version__,
+            "cpus": os.cpu_count(),
+            "machine": platform.machine(),
+            "upstream": args.upstream,
+            "loadavg_start": list(os.getloadavg()),
+        }
+    }
     upstream = Upstream(args.upstream == "thread")
     upstream_url = await upstream.start()
     try:
         with tempfile.TemporaryDirectory(prefix="sublane-bench-responses-") as tmp_name:
             tmp = Path(tmp_name)
-            service = Service(tmp / "data", port=0,
-                              secret_store=SecretStore(tmp, backend=file_keyring(
-                                  tmp / "keyring.cfg")),
-                              env={"SUBLANE_CODEX_BASE_URL": upstream_url})
+            service = Service(
+                tmp / "data",
+                port=0,
+                secret_store=SecretStore(tmp, backend=file_keyring(tmp / "keyring.cfg")),
+                env={"SUBLANE_CODEX_BASE_URL": upstream_url},
+            )
             await service.start()
             try:
                 harness = Harness(service, None)
                 await harness.add_codex_account("bench", limit=8)
                 key = await harness.create_key("bench")
-                through_headers = {"Authorization": f"Bearer {key}",
-                                   "content-type": "application/json"}
+                through_headers = {
+                    "Authorization": f"Bearer {key}",
+                    "content-type": "application/json",
+                }
                 runs: dict[str, list[tuple[float, float, int]]] = {
-                    "direct": [], "through": [], "chat": [], "socket": []}
+                    "direct": [],
+                    "through": [],
+                    "chat": [],
+                    "socket": [],
+                }
                 async with new_session() as direct_s, new_session() as through_s:
-                    ws = await through_s.ws_connect(harness.url + "/v1/responses",
-                                                    headers={"Authorization": f"Bearer {key}"},
-                                                    max_msg_size=0)
+                    ws = await through_s.ws_connect(
+                        harness.url + "/v1/responses",
+                        headers={"Authorization": f"Bearer {key}"},
+                        max_msg_size=0,
+                    )
                     steps = {
-                        "direct": lambda: http_stream(direct_s, upstream_url + "/responses",
-                                                      DIRECT_BODY, DIRECT_HEADERS,
-                                                      b"response.completed"),
-                        "through": lambda: http_stream(through_s, harness.url + "/v1/responses",
-                                                       RESPONSES_BODY, through_headers,
-                                                       b"response.completed"),
-                        "chat": lambda: http_stream(through_s,
-                                                    harness.url + "/v1/chat/completions",
-                                                    CHAT_BODY, through_headers, b"[DONE]"),
+                        "direct": lambda: http_stream(
+                            direct_s,
+                            upstream_url + "/responses",
+                            DIRECT_BODY,
+                            DIRECT_HEADERS,
+                            b"response.completed",
+                        ),
+                        "through": lambda: http_stream(
+                            through_s,
+                            harness.url + "/v1/responses",
+                            RESPONSES_BODY,
+                            through_headers,
+                            b"response.completed",
+                        ),
+                        "chat": lambda: http_stream(
+                            through_s,
+                            harness.url + "/v1/chat/completions",
+                            CHAT_BODY,
+                            through_headers,
+                            b"[DONE]",
+                        ),
                         "socket": lambda: socket_turn(ws),
                     }
                     for i in range(WARMUP + REPS):
@@ -205,8 +253,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                 runs[name].append(result)
                         upstream.forget()
                     await ws.close()
-                report["failures"] = [r.error_code for r in service.records
-                                      if r.outcome != "success"]
+                report["failures"] = [
+                    r.error_code for r in service.records if r.outcome != "success"
+                ]
             finally:
                 await service.stop(drain_timeout=2)
     finally:
@@ -219,9 +268,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         # Runs of one round sit next to each other in time, so their ratio shrugs off the
         # load drift of a shared box better than a ratio of medians.
         report[name]["paired_ratio"] = statistics.median(
-            t[0] / d[0] for t, d in zip(runs[name], runs["direct"], strict=True))
-        report[name]["ttfb_overhead_ms"] = report[name]["ttfb_ms_median"] - direct[
-            "ttfb_ms_median"]
+            t[0] / d[0] for t, d in zip(runs[name], runs["direct"], strict=True)
+        )
+        report[name]["ttfb_overhead_ms"] = report[name]["ttfb_ms_median"] - direct["ttfb_ms_median"]
     report["same_bytes"] = report["through"]["bytes"] == direct["bytes"]
     report["verdict_ratio"] = report["through"]["paired_ratio"] <= TARGET_RATIO
     report["elapsed_s"] = time.perf_counter() - started
@@ -243,17 +292,21 @@ def render(report: dict[str, Any]) -> str:
         f"  {'path':<34} {'total ms':>9} {'min':>7} {'max':>7} {'TTFB ms':>8} {'ratio':>7}"
         f" {'paired':>7}",
     ]
-    labels = {"direct": "direct  POST {codex}/responses",
-              "through": "through POST /v1/responses (SSE)",
-              "chat": "through /v1/chat/completions",
-              "socket": "through GET /v1/responses (WS)"}
+    labels = {
+        "direct": "direct  POST {codex}/responses",
+        "through": "through POST /v1/responses (SSE)",
+        "chat": "through /v1/chat/completions",
+        "socket": "through GET /v1/responses (WS)",
+    }
     for name, label in labels.items():
         m = report[name]
         ratio = f"x{m['ratio']:.3f}" if "ratio" in m else "-"
         paired = f"x{m['paired_ratio']:.3f}" if "paired_ratio" in m else "-"
-        lines.append(f"  {label:<34} {m['total_ms_median']:>9.2f} {m['total_ms_min']:>7.2f} "
-                     f"{m['total_ms_max']:>7.2f} {m['ttfb_ms_median']:>8.2f} {ratio:>7}"
-                     f" {paired:>7}")
+        lines.append(
+            f"  {label:<34} {m['total_ms_median']:>9.2f} {m['total_ms_min']:>7.2f} "
+            f"{m['total_ms_max']:>7.2f} {m['ttfb_ms_median']:>8.2f} {ratio:>7}"
+            f" {paired:>7}"
+        )
     t = report["through"]
     lines += [
         "",
@@ -272,8 +325,9 @@ def render(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.bench.bench_responses",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.bench.bench_responses", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--upstream", choices=("thread", "loop"), default="thread")
     args = parser.parse_args(argv)

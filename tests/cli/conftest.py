@@ -31,10 +31,17 @@ STOP_TIMEOUT = 15.0  # from SIGINT to exit
 
 # Environment that would change what the CLI does, and so must not leak in from the host.
 _SCRUB = (
-    "SUBLANE_DATA_DIR", "SUBLANE_KEYRING", "SUBLANE_KEYRING_PASSWORD",
-    "SUBLANE_ANTHROPIC_BASE_URL", "SUBLANE_CODEX_BASE_URL", "SUBLANE_ANTIGRAVITY_BASE_URL",
-    "SUBLANE_OAUTH_BASE_URL", "SUBLANE_GOOGLE_OAUTH_BASE_URL", "PYTHON_KEYRING_BACKEND",
-    "XDG_DATA_HOME", "XDG_CONFIG_HOME",
+    "SUBLANE_DATA_DIR",
+    "SUBLANE_KEYRING",
+    "SUBLANE_KEYRING_PASSWORD",
+    "SUBLANE_ANTHROPIC_BASE_URL",
+    "SUBLANE_CODEX_BASE_URL",
+    "SUBLANE_ANTIGRAVITY_BASE_URL",
+    "SUBLANE_OAUTH_BASE_URL",
+    "SUBLANE_GOOGLE_OAUTH_BASE_URL",
+    "PYTHON_KEYRING_BACKEND",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
 )
 
 # urllib for the tests' own management calls: straight to localhost, never via a proxy.
@@ -44,9 +51,16 @@ LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 class Server:
     """A running `sublane serve` subprocess and the URL it printed."""
 
-    def __init__(self, proc: subprocess.Popen, url: str, port: int, lines: queue.Queue,
-                 stderr: list[str], stderr_reader: threading.Thread,
-                 stderr_grew: threading.Condition) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen,
+        url: str,
+        port: int,
+        lines: queue.Queue,
+        stderr: list[str],
+        stderr_reader: threading.Thread,
+        stderr_grew: threading.Condition,
+    ) -> None:
         self.proc = proc
         self.url = url
         self.port = port
@@ -59,8 +73,8 @@ class Server:
         """Block until `text` shows up on stderr (or fail); returns stderr so far."""
         with self._stderr_grew:
             if not self._stderr_grew.wait_for(
-                    lambda: text in "".join(self._stderr) or self.proc.poll() is not None,
-                    timeout):
+                lambda: text in "".join(self._stderr) or self.proc.poll() is not None, timeout
+            ):
                 pytest.fail(f"{text!r} not on stderr within {timeout}s: {''.join(self._stderr)}")
         seen = self.stderr()
         assert text in seen, seen
@@ -103,27 +117,35 @@ class Sublane:
         self.home = root / "home"
         self.keyring_file = root / "keyring.cfg"
         self.home.mkdir()
-        env = {k: v for k, v in os.environ.items()
-               if k not in _SCRUB and not k.startswith("KEYRING_PROPERTY_")}
-        env.update({
-            "SUBLANE_DATA_DIR": str(self.data_dir),
-            "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
-            "KEYRING_PROPERTY_FILE_PATH": str(self.keyring_file),
-            "HOME": str(self.home),  # no real ~/.claude, ~/.codex or keyringrc.cfg
-            "PYTHONUNBUFFERED": "1",
-            "NO_PROXY": "127.0.0.1,localhost",
-            "no_proxy": "127.0.0.1,localhost",
-        })
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in _SCRUB and not k.startswith("KEYRING_PROPERTY_")
+        }
+        env.update(
+            {
+                "SUBLANE_DATA_DIR": str(self.data_dir),
+                "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+                "KEYRING_PROPERTY_FILE_PATH": str(self.keyring_file),
+                "HOME": str(self.home),  # no real ~/.claude, ~/.codex or keyringrc.cfg
+                "PYTHONUNBUFFERED": "1",
+                "NO_PROXY": "127.0.0.1,localhost",
+                "no_proxy": "127.0.0.1,localhost",
+            }
+        )
         self.env = env
         self._servers: list[tuple[subprocess.Popen, list[threading.Thread]]] = []
 
-    def run(self, *args: str, input: str | None = None,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def run(
+        self, *args: str, input: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
         """One CLI invocation; `env` adds to (or, with "" values, blanks) the test env."""
         return subprocess.run(
             [sys.executable, "-m", "sublane_desktop", *args],
             input=input if input is not None else "",
-            capture_output=True, text=True, env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            env={**self.env, **(env or {})},
             timeout=RUN_TIMEOUT,
         )
 
@@ -131,7 +153,8 @@ class Sublane:
         result = self.run(*args, input=input)
         assert result.returncode == 0, (
             f"sublane {' '.join(args)} exited {result.returncode}\n"
-            f"stdout: {result.stdout}\nstderr: {result.stderr}")
+            f"stdout: {result.stdout}\nstderr: {result.stderr}"
+        )
         return result
 
     def json(self, *args: str) -> Any:
@@ -159,13 +182,24 @@ class Sublane:
         """`sublane serve --port 0`; with gui=True the tray app (`sublane`) offscreen instead,
         which prints the same listening line."""
         command = [] if gui else ["serve"]
-        env = {**self.env, "QT_QPA_PLATFORM": "offscreen", "QT_API": "pyside6",
-               "PYTHONFAULTHANDLER": "1",  # a crash in Qt says where instead of exiting mute
-               "XDG_CONFIG_HOME": str(self.home / ".config")} if gui else self.env
+        env = (
+            {
+                **self.env,
+                "QT_QPA_PLATFORM": "offscreen",
+                "QT_API": "pyside6",
+                "PYTHONFAULTHANDLER": "1",  # a crash in Qt says where instead of exiting mute
+                "XDG_CONFIG_HOME": str(self.home / ".config"),
+            }
+            if gui
+            else self.env
+        )
         proc = subprocess.Popen(
             [sys.executable, "-m", "sublane_desktop", *command, "--port", "0", *extra],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         lines: queue.Queue = queue.Queue()
 
@@ -185,8 +219,10 @@ class Sublane:
             with stderr_grew:
                 stderr_grew.notify_all()  # EOF: waiters re-check whether the process ended
 
-        readers = [threading.Thread(target=pump, daemon=True),
-                   threading.Thread(target=drain, daemon=True)]
+        readers = [
+            threading.Thread(target=pump, daemon=True),
+            threading.Thread(target=drain, daemon=True),
+        ]
         for reader in readers:
             reader.start()
         self._servers.append((proc, readers))
@@ -202,14 +238,22 @@ class Sublane:
             proc.kill()
             proc.wait(timeout=STOP_TIMEOUT)
             readers[1].join(timeout=STOP_TIMEOUT)
-            pytest.fail(f"sublane serve: {problem} (exit {proc.returncode}); stderr:\n"
-                        f"{''.join(stderr)}")
+            pytest.fail(
+                f"sublane serve: {problem} (exit {proc.returncode}); stderr:\n{''.join(stderr)}"
+            )
         prefix = "listening on http://127.0.0.1:"
         assert first.startswith(prefix) and first.endswith("\n"), repr(first)
-        port_text = first[len(prefix):].strip()
+        port_text = first[len(prefix) :].strip()
         assert port_text.isdigit(), repr(first)
-        return Server(proc, first.strip()[len("listening on "):], int(port_text), lines,
-                      stderr, readers[1], stderr_grew)
+        return Server(
+            proc,
+            first.strip()[len("listening on ") :],
+            int(port_text),
+            lines,
+            stderr,
+            readers[1],
+            stderr_grew,
+        )
 
     def close(self) -> None:
         for proc, readers in self._servers:

@@ -17,8 +17,16 @@ API_KEY = "sk-ant-api03-work-3c9d"
 
 
 def add(sublane: Sublane, name: str, secret: dict, *extra: str) -> None:
-    sublane.ok("account", "add", "--provider", "anthropic", "--name", name, *extra,
-               input=json.dumps(secret))
+    sublane.ok(
+        "account",
+        "add",
+        "--provider",
+        "anthropic",
+        "--name",
+        name,
+        *extra,
+        input=json.dumps(secret),
+    )
 
 
 def state(sublane: Sublane, name: str) -> str:
@@ -66,14 +74,18 @@ async def test_verify_says_ok_auth_failed_or_unreachable(sublane: Sublane, upstr
 
 
 async def test_disable_while_serving_gates_requests_and_enable_brings_it_back(
-        sublane: Sublane, upstream) -> None:
+    sublane: Sublane, upstream
+) -> None:
     sublane.env["SUBLANE_ANTHROPIC_BASE_URL"] = upstream.url
     add(sublane, "work", {"api_key": API_KEY})
     key = sublane.ok("key", "create", "--name", "k").stdout.split()[0]
     server = sublane.serve()
     client = anthropic.AsyncAnthropic(base_url=server.url, api_key=key, max_retries=0)
-    ask = {"model": "claude-sonnet-4-5", "max_tokens": 8,
-           "messages": [{"role": "user", "content": "hi"}]}
+    ask = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
     await client.messages.create(**ask)
     await asyncio.to_thread(sublane.ok, "account", "disable", "work")
     assert state(sublane, "work") == "disabled"

@@ -14,9 +14,21 @@ from sublane_desktop.secrets import account_secret
 
 from .conftest import LOCAL, Sublane
 
-ACCOUNT_KEYS = {"id", "name", "provider", "state", "in_flight", "max_concurrency", "paused",
-                "pinned_until", "cooldown_until", "failure_streak", "current", "fable_current",
-                "gauges"}
+ACCOUNT_KEYS = {
+    "id",
+    "name",
+    "provider",
+    "state",
+    "in_flight",
+    "max_concurrency",
+    "paused",
+    "pinned_until",
+    "cooldown_until",
+    "failure_streak",
+    "current",
+    "fable_current",
+    "gauges",
+}
 # Beyond SPEC §7's fields, the view adds what the tray shows: why an account is auth_failed,
 # its kind (oauth / api_key) and its forecasts (R-UI-7). Clients must tolerate additions; a
 # missing or renamed SPEC field is the break this guards against.
@@ -25,15 +37,19 @@ GAUGE_KEYS = {"utilization", "resets_at", "observed_at", "cold", "stale"}
 
 
 def oauth_secret(tag: str, **extra) -> dict:
-    return {"access_token": f"sk-ant-oat01-ACCESS-{tag}-7f3a9c",
-            "refresh_token": f"sk-ant-ort01-REFRESH-{tag}-b81d2e",
-            "expires_at": 4_000_000_000, **extra}
+    return {
+        "access_token": f"sk-ant-oat01-ACCESS-{tag}-7f3a9c",
+        "refresh_token": f"sk-ant-ort01-REFRESH-{tag}-b81d2e",
+        "expires_at": 4_000_000_000,
+        **extra,
+    }
 
 
 def add_work(sublane: Sublane, tag: str = "work") -> dict:
     secret = oauth_secret(tag)
-    sublane.ok("account", "add", "--provider", "anthropic", "--name", "work",
-               input=json.dumps(secret))
+    sublane.ok(
+        "account", "add", "--provider", "anthropic", "--name", "work", input=json.dumps(secret)
+    )
     return secret
 
 
@@ -57,13 +73,17 @@ def fake_jwt(claims: dict) -> str:
 
 def test_account_add_keeps_the_secret_in_the_keyring_only(sublane: Sublane) -> None:
     secret = oauth_secret("add")
-    result = sublane.ok("account", "add", "--provider", "anthropic", "--name", "work",
-                        input=json.dumps(secret))
+    result = sublane.ok(
+        "account", "add", "--provider", "anthropic", "--name", "work", input=json.dumps(secret)
+    )
     assert "work" in result.stdout
 
     [account] = sublane.accounts()
-    assert (account["name"], account["provider"], account["max_concurrency"]) == \
-        ("work", "anthropic", 2)
+    assert (account["name"], account["provider"], account["max_concurrency"]) == (
+        "work",
+        "anthropic",
+        2,
+    )
 
     # The secret is in the keyring file named by KEYRING_PROPERTY_FILE_PATH...
     assert sublane.keyring_file.exists()
@@ -94,19 +114,46 @@ def test_bad_input_is_one_stderr_line_and_changes_nothing(sublane: Sublane) -> N
         (["account", "add", "--provider", "anthropic", "--name", "x"], leaky, "JSON"),
         (["account", "add", "--provider", "anthropic", "--name", "x"], "", "stdin"),
         (["account", "add", "--provider", "anthropic", "--name", "x"], "[1, 2]", "object"),
-        (["account", "add", "--provider", "anthropic", "--name", "x"],
-         json.dumps({"access_token": "a", "expires_at": 4e9}), "refresh_token"),
+        (
+            ["account", "add", "--provider", "anthropic", "--name", "x"],
+            json.dumps({"access_token": "a", "expires_at": 4e9}),
+            "refresh_token",
+        ),
         (["account", "add", "--provider", "codex", "--name", "x"], good, "account_id"),
-        (["account", "add", "--provider", "anthropic", "--name", "x"],
-         json.dumps(oauth_secret("s", expires_at="tomorrow")), "expires_at"),
-        (["account", "add", "--provider", "anthropic", "--name", "x"],
-         json.dumps({"api_key": ""}), "api_key"),
-        (["account", "add", "--provider", "anthropic", "--name", "x",
-          "--max-concurrency", "0"], good, "1 to 8"),
-        (["account", "add", "--provider", "anthropic", "--name", "x",
-          "--max-concurrency", "9"], good, "1 to 8"),
-        (["account", "add", "--provider", "anthropic", "--name", "x",
-          "--max-concurrency", "two"], good, "max-concurrency"),
+        (
+            ["account", "add", "--provider", "anthropic", "--name", "x"],
+            json.dumps(oauth_secret("s", expires_at="tomorrow")),
+            "expires_at",
+        ),
+        (
+            ["account", "add", "--provider", "anthropic", "--name", "x"],
+            json.dumps({"api_key": ""}),
+            "api_key",
+        ),
+        (
+            ["account", "add", "--provider", "anthropic", "--name", "x", "--max-concurrency", "0"],
+            good,
+            "1 to 8",
+        ),
+        (
+            ["account", "add", "--provider", "anthropic", "--name", "x", "--max-concurrency", "9"],
+            good,
+            "1 to 8",
+        ),
+        (
+            [
+                "account",
+                "add",
+                "--provider",
+                "anthropic",
+                "--name",
+                "x",
+                "--max-concurrency",
+                "two",
+            ],
+            good,
+            "max-concurrency",
+        ),
         (["account", "add", "--provider", "anthropic", "--name", "work"], good, "exists"),
         (["account", "pause", "nosuch"], None, "nosuch"),
         (["account", "unpause", "nosuch"], None, "nosuch"),
@@ -135,18 +182,29 @@ def test_import_claude_code_creates_then_updates(sublane: Sublane) -> None:
     creds = sublane.root / "credentials.json"
 
     def write(tag: str, expires_ms: int) -> None:
-        creds.write_text(json.dumps({"claudeAiOauth": {
-            "accessToken": f"sk-ant-oat01-cc-{tag}", "refreshToken": f"sk-ant-ort01-cc-{tag}",
-            "expiresAt": expires_ms, "scopes": ["user:inference"],
-            "subscriptionType": "max"}}))
+        creds.write_text(
+            json.dumps(
+                {
+                    "claudeAiOauth": {
+                        "accessToken": f"sk-ant-oat01-cc-{tag}",
+                        "refreshToken": f"sk-ant-ort01-cc-{tag}",
+                        "expiresAt": expires_ms,
+                        "scopes": ["user:inference"],
+                        "subscriptionType": "max",
+                    }
+                }
+            )
+        )
 
     write("one", 1_900_000_000_000)
     sublane.ok("account", "import-claude-code", "--file", str(creds))
     [account] = sublane.accounts()
     assert (account["name"], account["provider"]) == ("claude-code", "anthropic")
     assert json.loads(sublane.keyring_secret(account_secret(account["id"]))) == {
-        "access_token": "sk-ant-oat01-cc-one", "refresh_token": "sk-ant-ort01-cc-one",
-        "expires_at": 1_900_000_000.0}  # the file keeps milliseconds, we keep seconds
+        "access_token": "sk-ant-oat01-cc-one",
+        "refresh_token": "sk-ant-ort01-cc-one",
+        "expires_at": 1_900_000_000.0,
+    }  # the file keeps milliseconds, we keep seconds
 
     write("two", 1_950_000_000_000)  # Claude Code refreshed its login: import again
     sublane.ok("account", "import-claude-code", "--file", str(creds))
@@ -158,12 +216,14 @@ def test_import_claude_code_creates_then_updates(sublane: Sublane) -> None:
     assert b"sk-ant-oat01-cc-" not in sublane.database_bytes()
 
     # A missing or malformed file is one clear line and changes nothing.
-    missing = sublane.run("account", "import-claude-code", "--file",
-                          str(sublane.root / "nope.json"))
+    missing = sublane.run(
+        "account", "import-claude-code", "--file", str(sublane.root / "nope.json")
+    )
     assert "nope.json" in one_error_line(missing)
     creds.write_text('{"something": "else"}')
     assert "credentials" in one_error_line(
-        sublane.run("account", "import-claude-code", "--file", str(creds)))
+        sublane.run("account", "import-claude-code", "--file", str(creds))
+    )
     # With no --file it looks in ~/.claude/.credentials.json (HOME is the test's).
     assert ".credentials.json" in one_error_line(sublane.run("account", "import-claude-code"))
     assert [a["id"] for a in sublane.accounts()] == [account["id"]]
@@ -172,15 +232,28 @@ def test_import_claude_code_creates_then_updates(sublane: Sublane) -> None:
 def test_import_codex(sublane: Sublane) -> None:
     auth = sublane.root / "auth.json"
     access = fake_jwt({"exp": 1_900_000_123})
-    auth.write_text(json.dumps({"OPENAI_API_KEY": None, "tokens": {
-        "access_token": access, "refresh_token": "rt-codex-1", "id_token": fake_jwt({}),
-        "account_id": "acct-123"}}))
+    auth.write_text(
+        json.dumps(
+            {
+                "OPENAI_API_KEY": None,
+                "tokens": {
+                    "access_token": access,
+                    "refresh_token": "rt-codex-1",
+                    "id_token": fake_jwt({}),
+                    "account_id": "acct-123",
+                },
+            }
+        )
+    )
     sublane.ok("account", "import-codex", "--file", str(auth))
     [account] = sublane.accounts()
     assert (account["name"], account["provider"]) == ("codex", "codex")
     assert json.loads(sublane.keyring_secret(account_secret(account["id"]))) == {
-        "access_token": access, "refresh_token": "rt-codex-1",
-        "expires_at": 1_900_000_123.0, "account_id": "acct-123"}
+        "access_token": access,
+        "refresh_token": "rt-codex-1",
+        "expires_at": 1_900_000_123.0,
+        "account_id": "acct-123",
+    }
 
     sublane.ok("account", "import-codex", "--file", str(auth))  # re-import: no duplicate
     assert len(sublane.accounts()) == 1
@@ -212,11 +285,14 @@ def test_client_keys_and_members(sublane: Sublane) -> None:
     [bob_key] = sublane.ok("key", "create", "--name", "b", "--user", "bob").stdout.splitlines()
     assert bob_key.startswith("sl-") and bob_key != key
     keys = sublane.json("key", "list", "--json")
-    assert [(k["name"], k["user"], k["revoked"]) for k in keys] == \
-        [("laptop", "admin", True), ("b", "bob", False)]
+    assert [(k["name"], k["user"], k["revoked"]) for k in keys] == [
+        ("laptop", "admin", True),
+        ("b", "bob", False),
+    ]
 
     assert "nobody" in one_error_line(
-        sublane.run("key", "create", "--name", "c", "--user", "nobody"))
+        sublane.run("key", "create", "--name", "c", "--user", "nobody")
+    )
     assert "bob" in one_error_line(sublane.run("user", "add", "bob"))
     assert len(sublane.json("key", "list", "--json")) == 2
 
@@ -235,13 +311,24 @@ def test_admin_token_is_stable(sublane: Sublane) -> None:
 def test_account_list_json_without_a_server(sublane: Sublane) -> None:
     assert sublane.accounts() == []
     add_work(sublane)
-    sublane.ok("account", "add", "--provider", "codex", "--name", "cx", "--max-concurrency",
-               "5", input=json.dumps(oauth_secret("cx", account_id="acct-9")))
+    sublane.ok(
+        "account",
+        "add",
+        "--provider",
+        "codex",
+        "--name",
+        "cx",
+        "--max-concurrency",
+        "5",
+        input=json.dumps(oauth_secret("cx", account_id="acct-9")),
+    )
     assert "no SubLane server" in sublane.run("status").stdout  # really no server here
 
     accounts = sublane.accounts()
-    assert [(a["name"], a["provider"], a["max_concurrency"]) for a in accounts] == \
-        [("work", "anthropic", 2), ("cx", "codex", 5)]
+    assert [(a["name"], a["provider"], a["max_concurrency"]) for a in accounts] == [
+        ("work", "anthropic", 2),
+        ("cx", "codex", 5),
+    ]
     for account in accounts:
         assert ACCOUNT_KEYS <= set(account) <= ACCOUNT_KEYS | ACCOUNT_EXTRA_KEYS
         assert isinstance(account["id"], int)
@@ -279,8 +366,11 @@ def test_serve_status_levers_and_ctrl_c(sublane: Sublane) -> None:
     assert status["records_dropped"] == 0  # R-FT-2: shown by `sublane status`
     # A (dead) HTTP proxy in the environment must not stand between the CLI and its server.
     dead_proxy = "http://127.0.0.1:9"
-    proxied = sublane.run("status", "--json", env={
-        "http_proxy": dead_proxy, "HTTP_PROXY": dead_proxy, "no_proxy": "", "NO_PROXY": ""})
+    proxied = sublane.run(
+        "status",
+        "--json",
+        env={"http_proxy": dead_proxy, "HTTP_PROXY": dead_proxy, "no_proxy": "", "NO_PROXY": ""},
+    )
     assert proxied.returncode == 0, proxied.stdout + proxied.stderr
     assert json.loads(proxied.stdout)["port"] == server.port
 
@@ -289,8 +379,9 @@ def test_serve_status_levers_and_ctrl_c(sublane: Sublane) -> None:
     assert sublane.accounts() == runtime["accounts"]
 
     def live(name: str) -> dict:
-        [match] = [a for a in server.get("/api/accounts/runtime", token)["accounts"]
-                   if a["name"] == name]
+        [match] = [
+            a for a in server.get("/api/accounts/runtime", token)["accounts"] if a["name"] == name
+        ]
         return match
 
     sublane.ok("account", "pause", "work")
@@ -323,8 +414,15 @@ def test_serve_status_levers_and_ctrl_c(sublane: Sublane) -> None:
 def test_account_added_while_serving_is_visible(sublane: Sublane) -> None:
     add_work(sublane)
     sublane.serve()
-    sublane.ok("account", "add", "--provider", "anthropic", "--name", "late",
-               input=json.dumps({"api_key": "sk-ant-api03-late"}))
+    sublane.ok(
+        "account",
+        "add",
+        "--provider",
+        "anthropic",
+        "--name",
+        "late",
+        input=json.dumps({"api_key": "sk-ant-api03-late"}),
+    )
     assert [a["name"] for a in sublane.accounts()] == ["work", "late"]
     sublane.ok("account", "pause", "late")
 
@@ -346,9 +444,16 @@ def test_help_and_headless_imports(sublane: Sublane) -> None:
 
     # `serve` is headless: nothing on its import path pulls in Qt.
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "import sys, sublane_desktop.cli, sublane_desktop.app, sublane_desktop.service, "
-         "sublane_desktop.proxy.server; assert 'PySide6' not in sys.modules, "
-         "sorted(m for m in sys.modules if m.startswith('PySide6'))"],
-        capture_output=True, text=True, env=sublane.env, timeout=30)
+        [
+            sys.executable,
+            "-c",
+            "import sys, sublane_desktop.cli, sublane_desktop.app, sublane_desktop.service, "
+            "sublane_desktop.proxy.server; assert 'PySide6' not in sys.modules, "
+            "sorted(m for m in sys.modules if m.startswith('PySide6'))",
+        ],
+        capture_output=True,
+        text=True,
+        env=sublane.env,
+        timeout=30,
+    )
     assert probe.returncode == 0, probe.stderr

@@ -15,8 +15,13 @@ import pytest
 
 from .conftest import LOCAL, Sublane
 
-VARIABLES = ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "OPENAI_BASE_URL", "OPENAI_API_KEY",
-             "SUBLANE_KEY")
+VARIABLES = (
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "SUBLANE_KEY",
+)
 PATTERNS = {
     "sh": re.compile(r"^export (\w+)='([^']*)'$"),
     "fish": re.compile(r"^set -gx (\w+) '([^']*)'$"),
@@ -82,7 +87,11 @@ def test_env_output_is_what_sh_evaluates(sublane: Sublane) -> None:
     result = sublane.ok("env", "--shell", "sh", "--port", "9124")
     shown = subprocess.run(
         ["sh", "-c", result.stdout + 'printf "%s|%s" "$ANTHROPIC_BASE_URL" "$SUBLANE_KEY"'],
-        capture_output=True, text=True, timeout=10, check=True).stdout
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    ).stdout
     values = parse(result.stdout, "sh")
     assert shown == f"http://127.0.0.1:9124|{values['SUBLANE_KEY']}"
 
@@ -127,8 +136,9 @@ sys.exit(3)
 """
 
 
-def test_run_starts_a_server_runs_the_command_and_stops_the_server(sublane: Sublane,
-                                                                   tmp_path) -> None:
+def test_run_starts_a_server_runs_the_command_and_stops_the_server(
+    sublane: Sublane, tmp_path
+) -> None:
     report = tmp_path / "report.json"
     result = sublane.run("run", "--port", "0", "--", sys.executable, "-c", CLIENT, str(report))
     assert result.returncode == 3, result.stderr  # the command's own exit status
@@ -147,8 +157,10 @@ def test_run_starts_a_server_runs_the_command_and_stops_the_server(sublane: Subl
 
     # A second run reuses the key kept in the keyring.
     again = tmp_path / "again.json"
-    assert sublane.run("run", "--port", "0", "--", sys.executable, "-c", CLIENT,
-                       str(again)).returncode == 3
+    assert (
+        sublane.run("run", "--port", "0", "--", sys.executable, "-c", CLIENT, str(again)).returncode
+        == 3
+    )
     assert json.loads(again.read_text())["key"] == seen["key"]
     keys = sublane.json("key", "list", "--json")
     assert [k["name"] for k in keys] == ["run"]
@@ -178,7 +190,8 @@ def test_run_without_a_command_is_one_error_line(sublane: Sublane) -> None:
     result = sublane.run("run")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "sublane: error: nothing to run: sublane run -- CMD [ARGS …]"]
+        "sublane: error: nothing to run: sublane run -- CMD [ARGS …]"
+    ]
 
 
 def test_run_reports_a_server_that_cannot_start(sublane: Sublane) -> None:
@@ -190,4 +203,5 @@ def test_run_reports_a_server_that_cannot_start(sublane: Sublane) -> None:
     assert result.returncode == 1
     # The cause itself (more in tests/cli/test_lifecycle.py), not "exited before listening".
     assert f"could not start the server: port {port} on 127.0.0.1 is already in use" in (
-        result.stderr)
+        result.stderr
+    )

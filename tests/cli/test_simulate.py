@@ -8,13 +8,32 @@ from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.store import records as store_records
 from sublane_desktop.store.connection import Store
 
-FIELDS = ["trace", "policy", "seed", "requests", "quota_used", "quota_wasted", "http_429",
-          "refused", "cache_breaks", "reread_tokens"]
+FIELDS = [
+    "trace",
+    "policy",
+    "seed",
+    "requests",
+    "quota_used",
+    "quota_wasted",
+    "http_429",
+    "refused",
+    "cache_breaks",
+    "reread_tokens",
+]
 
 
 def test_table_has_one_row_per_policy(sublane):
-    out = sublane.ok("simulate", "--trace", "solo", "--days", "1", "--policy", "round_robin",
-                     "score", "cost_aware").stdout.splitlines()
+    out = sublane.ok(
+        "simulate",
+        "--trace",
+        "solo",
+        "--days",
+        "1",
+        "--policy",
+        "round_robin",
+        "score",
+        "cost_aware",
+    ).stdout.splitlines()
     assert out[0].split()[:4] == ["trace", "policy", "requests", "served"]
     assert [line.split()[1] for line in out[1:4]] == ["round_robin", "score", "cost_aware"]
     assert all(line.split()[0] == "solo" for line in out[1:4])
@@ -22,12 +41,25 @@ def test_table_has_one_row_per_policy(sublane):
 
 
 def test_json_is_the_spec_array_and_the_same_seed_gives_the_same_numbers(sublane):
-    args = ("simulate", "--trace", "bursty", "--days", "0.5", "--seed", "4", "--json",
-            "--policy", "score", "cost_aware")
+    args = (
+        "simulate",
+        "--trace",
+        "bursty",
+        "--days",
+        "0.5",
+        "--seed",
+        "4",
+        "--json",
+        "--policy",
+        "score",
+        "cost_aware",
+    )
     first = sublane.json(*args)
     assert [list(row) for row in first] == [FIELDS, FIELDS]
     assert [(r["trace"], r["policy"], r["seed"]) for r in first] == [
-        ("bursty", "score", 4), ("bursty", "cost_aware", 4)]
+        ("bursty", "score", 4),
+        ("bursty", "cost_aware", 4),
+    ]
     for row in first:
         assert 0 <= row["quota_used"] <= 1 and 0 <= row["quota_wasted"] <= 1
         assert all(isinstance(row[k], int) for k in FIELDS[3:] if "quota" not in k)
@@ -36,8 +68,9 @@ def test_json_is_the_spec_array_and_the_same_seed_gives_the_same_numbers(sublane
 
 def test_plot_writes_a_png(sublane, tmp_path):
     target = tmp_path / "yield.png"
-    result = sublane.ok("simulate", "--trace", "team", "--days", "1", "--policy", "score",
-                        "--plot", str(target))
+    result = sublane.ok(
+        "simulate", "--trace", "team", "--days", "1", "--policy", "score", "--plot", str(target)
+    )
     assert f"plot: {target}" in result.stdout
     data = target.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
@@ -63,12 +96,26 @@ def test_from_records_replays_the_stored_history(sublane):
     now = time.time() - 3 * 3600
     rows = []
     for i in range(40):  # two keys, each a conversation of turns ~20 s apart
-        rows.append(RequestRecord(
-            request_id=f"req_{i:024x}", user_id=1, key_id=1 + i % 2, group_id=1,
-            provider="anthropic", model="claude-fable-5" if i % 2 else "claude-sonnet-4-5",
-            protocol="anthropic", operation="messages", started_at=now + 10 * i,
-            account_id=None, duration_ms=3000, outcome="success", upstream_status=200,
-            input_tokens=20_000 + 500 * i, output_tokens=300, cached_tokens=15_000))
+        rows.append(
+            RequestRecord(
+                request_id=f"req_{i:024x}",
+                user_id=1,
+                key_id=1 + i % 2,
+                group_id=1,
+                provider="anthropic",
+                model="claude-fable-5" if i % 2 else "claude-sonnet-4-5",
+                protocol="anthropic",
+                operation="messages",
+                started_at=now + 10 * i,
+                account_id=None,
+                duration_ms=3000,
+                outcome="success",
+                upstream_status=200,
+                input_tokens=20_000 + 500 * i,
+                output_tokens=300,
+                cached_tokens=15_000,
+            )
+        )
     with store.db.atomic():
         store_records.insert_records(rows, time.time())
     store.close()

@@ -32,8 +32,7 @@ def test_digest_hides_the_session_and_depends_on_provider():
 
 
 def test_odd_metadata_user_ids_are_independent_requests_not_errors():
-    for uid in (123, ["s"], None, "", '{"session_id": 5}', '{"session_id": ""}',
-                '{"other": "x"}'):
+    for uid in (123, ["s"], None, "", '{"session_id": 5}', '{"session_id": ""}', '{"other": "x"}'):
         assert conversation_key({}, {"metadata": {"user_id": uid}}) is None, uid
     padded = '  {"session_id": "sess-pad"}'  # leading whitespace before the JSON object
     assert conversation_key({}, {"metadata": {"user_id": padded}}) == "s:sess-pad"

@@ -61,8 +61,7 @@ def test_forget_makes_every_provider_due():
 def test_model_ids_reads_every_known_list_shape_and_nothing_else():
     from sublane_desktop.core.catalog import model_ids
 
-    assert model_ids({"data": [{"id": "claude-x"}, {"id": ""}, {"nope": 1}, "str"]}) == [
-        "claude-x"]
+    assert model_ids({"data": [{"id": "claude-x"}, {"id": ""}, {"nope": 1}, "str"]}) == ["claude-x"]
     assert model_ids({"models": [{"slug": "gpt-x"}, {"id": "gpt-y"}]}) == ["gpt-x", "gpt-y"]
     assert model_ids({"models": {"gemini-3-pro-high": {}, "": {}}}) == ["gemini-3-pro-high"]
     for junk in (None, [], "x", {"data": "x"}, {"models": 3}, {}):

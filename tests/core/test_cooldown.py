@@ -7,8 +7,9 @@ import pytest
 from sublane_desktop.core.cooldown import cooldown_seconds
 
 
-@pytest.mark.parametrize(("streak", "seconds"), [(0, 15), (1, 15), (2, 30), (6, 480), (7, 900),
-                                                 (40, 900), (10_000, 900)])
+@pytest.mark.parametrize(
+    ("streak", "seconds"), [(0, 15), (1, 15), (2, 30), (6, 480), (7, 900), (40, 900), (10_000, 900)]
+)
 def test_ladder_doubles_from_15_seconds_and_caps_at_15_minutes(streak, seconds):
     assert cooldown_seconds(streak) == seconds
 

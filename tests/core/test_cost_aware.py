@@ -25,17 +25,27 @@ MAIN = route_model("claude-sonnet-4-5")
 FABLE = route_model("claude-fable-5")
 
 # The seeds' contract that a bound conversation waits on its account: cost_aware moves it.
-DIFFERS = {"test_cooling_bound_conversation_gets_account_cooling_with_remaining_time",
-           "test_fresh_exhaustion_gates_bound_conversations_with_quota_exhausted",
-           "test_bound_conversation_stays_put_over_a_preemptive_ceiling"}
-REUSED = [getattr(module, name) for module in (lanes, pool_tests) for name in dir(module)
-          if name.startswith("test_") and name not in DIFFERS]
+DIFFERS = {
+    "test_cooling_bound_conversation_gets_account_cooling_with_remaining_time",
+    "test_fresh_exhaustion_gates_bound_conversations_with_quota_exhausted",
+    "test_bound_conversation_stays_put_over_a_preemptive_ceiling",
+}
+REUSED = [
+    getattr(module, name)
+    for module in (lanes, pool_tests)
+    for name in dir(module)
+    if name.startswith("test_") and name not in DIFFERS
+]
 
 
 @pytest.fixture
 def cost_aware_everywhere(monkeypatch):
-    monkeypatch.setattr(Scheduler, "mode", property(lambda self: "cost_aware",
-                                                    lambda self, value: None), raising=False)
+    monkeypatch.setattr(
+        Scheduler,
+        "mode",
+        property(lambda self: "cost_aware", lambda self, value: None),
+        raising=False,
+    )
 
 
 @pytest.mark.parametrize("test", REUSED, ids=lambda t: t.__name__)
@@ -55,27 +65,36 @@ def make(*limits: int) -> tuple[Pool, FakeClock]:
     clock = FakeClock()
     pool = Pool(clock)
     pool.scheduler.mode = "cost_aware"
-    pool.sync_accounts(AccountState(id=i + 1, name=f"acc{i + 1}", provider="anthropic",
-                                    max_concurrency=limit) for i, limit in enumerate(limits))
+    pool.sync_accounts(
+        AccountState(id=i + 1, name=f"acc{i + 1}", provider="anthropic", max_concurrency=limit)
+        for i, limit in enumerate(limits)
+    )
     return pool, clock
 
 
-def observe(account: AccountState, clock: FakeClock, window: str, util: float,
-            resets_in: float) -> None:
-    account.gauges.apply(Observation(window, util, clock.now() + resets_in, clock.now(),
-                                     "headers"))
+def observe(
+    account: AccountState, clock: FakeClock, window: str, util: float, resets_in: float
+) -> None:
+    account.gauges.apply(Observation(window, util, clock.now() + resets_in, clock.now(), "headers"))
 
 
-def remember(pool: Pool, name: str, account_id: int, ended_at: float, total_input: int,
-             route=MAIN) -> None:
+def remember(
+    pool: Pool, name: str, account_id: int, ended_at: float, total_input: int, route=MAIN
+) -> None:
     """The relay's part: the turn's facts go to the memory the scheduler reads, per model."""
-    pool.scheduler.conversations.settle(1, name, Turn(account_id, ended_at, total_input, 0),
-                                        ended_at=ended_at, warm_tokens=total_input,
-                                        model=route.upstream_model)
+    pool.scheduler.conversations.settle(
+        1,
+        name,
+        Turn(account_id, ended_at, total_input, 0),
+        ended_at=ended_at,
+        warm_tokens=total_input,
+        model=route.upstream_model,
+    )
 
 
-def turn(pool: Pool, clock: FakeClock, name: str, total_input: int = 60_000,
-         route=MAIN) -> AccountState:
+def turn(
+    pool: Pool, clock: FakeClock, name: str, total_input: int = 60_000, route=MAIN
+) -> AccountState:
     lease = pool.acquire(Demand(group_id=1, route=route, conversation=name))
     remember(pool, name, lease.account.id, clock.now(), total_input, route)
     lease.release(Outcome.SUCCESS)

@@ -21,14 +21,17 @@ def make(n: int = 3, mode: str = "score", limit: int = 4) -> tuple[Pool, FakeClo
     clock = FakeClock()
     pool = Pool(clock)
     pool.scheduler.mode = mode
-    pool.sync_accounts(AccountState(id=i + 1, name=f"acc{i + 1}", provider="anthropic",
-                                    max_concurrency=limit) for i in range(n))
+    pool.sync_accounts(
+        AccountState(id=i + 1, name=f"acc{i + 1}", provider="anthropic", max_concurrency=limit)
+        for i in range(n)
+    )
     return pool, clock
 
 
 def seen(pool, clock, account, window, util, resets_in=2 * H):
     pool.accounts[account].gauges.apply(
-        Observation(window, util, clock.now() + resets_in, clock.now(), "headers"))
+        Observation(window, util, clock.now() + resets_in, clock.now(), "headers")
+    )
 
 
 def go(pool, route=MAIN, conversation=None, release=True):
@@ -233,8 +236,9 @@ def test_a_spill_goes_to_the_best_account_with_room():
     pool.bindings.clear()
     pool.scheduler.current[(1, "anthropic")] = 1
     others = {2: 0.1, 3: 0.6, 4: 0.3}
-    best_free = max((i for i in others if pool.accounts[i] is not full),
-                    key=lambda i: (1 - others[i]))
+    best_free = max(
+        (i for i in others if pool.accounts[i] is not full), key=lambda i: 1 - others[i]
+    )
     assert go(pool) == f"acc{best_free}"
     assert why(pool)[2] == "anchor busy, spill"
 
@@ -266,8 +270,7 @@ def test_over_ceiling_rotation_skips_forward_and_moves_its_cursor():
         seen(pool, clock, account, "five_hour", 0.95)
     assert go(pool, conversation="c0") == "acc1"
     pool.set_paused(2, True)
-    assert [go(pool, conversation=f"c{i}") for i in range(1, 5)] == [
-        "acc3", "acc1", "acc3", "acc1"]
+    assert [go(pool, conversation=f"c{i}") for i in range(1, 5)] == ["acc3", "acc1", "acc3", "acc1"]
 
 
 def test_cost_aware_placement_with_no_room_anywhere_is_busy():

@@ -20,11 +20,21 @@ NOW = 1_800_000_000.0
 
 def test_the_runtime_shape_of_a_gauge_uses_the_fixed_names():
     g = Gauge()
-    assert g.to_json(NOW) == {"utilization": None, "resets_at": None, "observed_at": None,
-                              "cold": True, "stale": True}
+    assert g.to_json(NOW) == {
+        "utilization": None,
+        "resets_at": None,
+        "observed_at": None,
+        "cold": True,
+        "stale": True,
+    }
     g.apply(Observation("five_hour", 0.25, NOW + 60, NOW, "poll"))
-    assert g.to_json(NOW + 1) == {"utilization": 0.25, "resets_at": NOW + 60,
-                                  "observed_at": NOW, "cold": False, "stale": False}
+    assert g.to_json(NOW + 1) == {
+        "utilization": 0.25,
+        "resets_at": NOW + 60,
+        "observed_at": NOW,
+        "cold": False,
+        "stale": False,
+    }
     assert set(GaugeSet().to_json(NOW)) == {"five_hour", "seven_day", "fable"}
     gs = GaugeSet()
     gs.apply(Observation("seven_day", 0.5, NOW + 10, NOW, "poll"))

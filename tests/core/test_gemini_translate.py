@@ -248,22 +248,30 @@ def test_responses_reasoning_items_carry_the_signatures():
 
 
 def test_schemas_in_the_subset_gemini_takes():
-    schema = {"type": "object", "properties": {
-        "url": {"type": "string", "format": "uri"},
-        "when": {"type": "string", "format": "date-time"},
-        "n": {"type": "integer", "format": "int64", "default": 3},
-        "pair": {"type": "array", "items": [{"type": "string"}, {"type": "number"}]},
-        "opts": {"type": "object", "properties": {}, "additionalProperties": True},
-        "kind": {"enum": [1, 2]}},
-        "required": ["url", "missing"]}
-    assert gm.clean_schema(schema) == {"type": "object", "properties": {
-        "url": {"type": "string"},
-        "when": {"type": "string", "format": "date-time"},
-        "n": {"type": "integer", "format": "int64"},
-        "pair": {"type": "array", "items": {"type": "string"}},
-        "opts": {"type": "object"},
-        "kind": {"enum": ["1", "2"], "type": "string"}},
-        "required": ["url"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "format": "uri"},
+            "when": {"type": "string", "format": "date-time"},
+            "n": {"type": "integer", "format": "int64", "default": 3},
+            "pair": {"type": "array", "items": [{"type": "string"}, {"type": "number"}]},
+            "opts": {"type": "object", "properties": {}, "additionalProperties": True},
+            "kind": {"enum": [1, 2]},
+        },
+        "required": ["url", "missing"],
+    }
+    assert gm.clean_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "url": {"type": "string"},
+            "when": {"type": "string", "format": "date-time"},
+            "n": {"type": "integer", "format": "int64"},
+            "pair": {"type": "array", "items": {"type": "string"}},
+            "opts": {"type": "object"},
+            "kind": {"enum": ["1", "2"], "type": "string"},
+        },
+        "required": ["url"],
+    }
     assert gm.clean_schema({"type": "object", "required": ["x"]}) == {"type": "object"}
 
 
@@ -377,8 +385,7 @@ def test_chat_request_table_and_lost_signatures():
     assert [p["functionResponse"]["id"] for p in results["parts"]] == ["c1", "c2"]
     assert request["toolConfig"] == {"functionCallingConfig": {"mode": "NONE"}}
     # a tool without arguments declares no parameters (an empty OBJECT is a 400 upstream)
-    assert request["tools"] == [{"functionDeclarations": [{"name": "weather",
-                                                           "description": ""}]}]
+    assert request["tools"] == [{"functionDeclarations": [{"name": "weather", "description": ""}]}]
     assert request["generationConfig"] == {"maxOutputTokens": 50}
     # Claude models behind Antigravity get no Gemini placeholder
     claude = gm.gemini_request(chat.prompt_from_chat(body, "claude-sonnet-4-5"))
@@ -459,13 +466,24 @@ def test_error_tool_results_and_json_mode():
 def test_gemini_signatures_are_stripped_before_native_claude_and_gpt_requests():
     """A conversation that moves from a Gemini model to a Claude or GPT one carries Gemini's
     signed reasoning, which those APIs would refuse: the native pass-throughs drop it."""
-    messages = {"messages": [{"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "t", "signature": gm.GEMINI_TAG + "t:sig"},
-        {"type": "text", "text": "hi"}]}]}
+    messages = {
+        "messages": [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "signature": gm.GEMINI_TAG + "t:sig"},
+                    {"type": "text", "text": "hi"},
+                ],
+            }
+        ]
+    }
     assert an.strip_foreign_thinking(messages)["messages"][0]["content"] == [
-        {"type": "text", "text": "hi"}]
-    responses = {"input": [{"type": "reasoning", "summary": [],
-                            "encrypted_content": gm.GEMINI_TAG + "c:sig"},
-                           {"role": "user", "content": "next"}]}
-    assert rs.strip_foreign_reasoning(responses)["input"] == [{"role": "user",
-                                                                "content": "next"}]
+        {"type": "text", "text": "hi"}
+    ]
+    responses = {
+        "input": [
+            {"type": "reasoning", "summary": [], "encrypted_content": gm.GEMINI_TAG + "c:sig"},
+            {"role": "user", "content": "next"},
+        ]
+    }
+    assert rs.strip_foreign_reasoning(responses)["input"] == [{"role": "user", "content": "next"}]

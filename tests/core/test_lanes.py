@@ -21,8 +21,14 @@ FABLE = route_model("claude-fable-5")
 MAIN = route_model("claude-sonnet-4-5")
 
 
-def observe(account: AccountState, clock: FakeClock, window: str, util: float,
-            resets_in: float | None, source: str = "headers") -> None:
+def observe(
+    account: AccountState,
+    clock: FakeClock,
+    window: str,
+    util: float,
+    resets_in: float | None,
+    source: str = "headers",
+) -> None:
     resets = clock.now() + resets_in if resets_in is not None else None
     account.gauges.apply(Observation(window, util, resets, clock.now(), source))
 
@@ -31,8 +37,10 @@ def make(n: int = 2, mode: str = "score") -> tuple[Pool, FakeClock]:
     clock = FakeClock()
     pool = Pool(clock)
     pool.scheduler.mode = mode
-    pool.sync_accounts(AccountState(id=i + 1, name=f"acc{i + 1}", provider="anthropic",
-                                    max_concurrency=4) for i in range(n))
+    pool.sync_accounts(
+        AccountState(id=i + 1, name=f"acc{i + 1}", provider="anthropic", max_concurrency=4)
+        for i in range(n)
+    )
     return pool, clock
 
 
@@ -49,8 +57,9 @@ def test_seed_numbers_full_bucket_resetting_in_3h_beats_93_percent_in_38h():
     later.apply(Observation("fable", 0.07, clock.now() + 38 * H, clock.now(), "poll"))
     assert fable_urgency(soon, clock.now()) == pytest.approx(56.0)
     assert fable_urgency(later, clock.now()) == pytest.approx(4.42, abs=0.01)
-    assert fable_score(soon, Ceilings(), clock.now()) > 10 * fable_score(later, Ceilings(),
-                                                                         clock.now())
+    assert fable_score(soon, Ceilings(), clock.now()) > 10 * fable_score(
+        later, Ceilings(), clock.now()
+    )
 
 
 def test_main_ramp_38h_vs_3h_is_only_1_19x_and_does_not_switch():
@@ -59,7 +68,8 @@ def test_main_ramp_38h_vs_3h_is_only_1_19x_and_does_not_switch():
     observe(a, clock, "seven_day", 0.2, 38 * H)
     observe(b, clock, "seven_day", 0.2, 3 * H)
     assert main_ramp(b.gauges, clock.now()) / main_ramp(a.gauges, clock.now()) == pytest.approx(
-        1.19, abs=0.01)
+        1.19, abs=0.01
+    )
     pool.scheduler.current[(1, "anthropic")] = a.id
     assert pick(pool, MAIN) == "acc1"  # inside the 25% margin: the anchor holds
 
@@ -269,16 +279,18 @@ def test_rejected_flag_benches_an_account_below_100_percent():
     """R-LANE-1: an explicit denial is exhaustion whatever the percentage says."""
     pool, clock = make(1)
     a = pool.accounts[1]
-    a.gauges.apply(Observation("five_hour", 0.6, clock.now() + 2 * H, clock.now(), "headers",
-                               rejected=True))
+    a.gauges.apply(
+        Observation("five_hour", 0.6, clock.now() + 2 * H, clock.now(), "headers", rejected=True)
+    )
     with pytest.raises(GatewayError) as err:
         pool.acquire(Demand(group_id=1, route=MAIN))
     assert err.value.code == "quota_exhausted"
     assert pool.state_of(a) == "quota_exhausted"
     pool2, clock2 = make(1)
     f = pool2.accounts[1]
-    f.gauges.apply(Observation("fable", 0.5, clock2.now() + 20 * H, clock2.now(), "headers",
-                               rejected=True))
+    f.gauges.apply(
+        Observation("fable", 0.5, clock2.now() + 20 * H, clock2.now(), "headers", rejected=True)
+    )
     with pytest.raises(GatewayError) as err:
         pool2.acquire(Demand(group_id=1, route=FABLE))
     assert err.value.code == "quota_exhausted"
@@ -295,9 +307,12 @@ def test_auth_failure_on_a_pinned_account_releases_the_pin():
     lease.release(Outcome.AUTH_FAILURE, status=401)
     assert b.pinned_until is None and not pool.scheduler.pinned(b, clock.now())
     # A repaired credential does not bring the old pin back.
-    pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic", max_concurrency=4),
-                        AccountState(id=2, name="acc2", provider="anthropic", max_concurrency=4,
-                                     revision=2)])
+    pool.sync_accounts(
+        [
+            AccountState(id=1, name="acc1", provider="anthropic", max_concurrency=4),
+            AccountState(id=2, name="acc2", provider="anthropic", max_concurrency=4, revision=2),
+        ]
+    )
     assert b.pinned_until is None
 
 
@@ -387,14 +402,20 @@ def test_a_pin_lapses_exactly_at_five_minutes_and_a_new_pin_replaces_the_old():
 def test_a_pin_anchors_both_lanes_in_every_group_of_the_account():
     clock = FakeClock()
     pool = Pool(clock)
-    pool.sync_accounts([AccountState(id=1, name="a", provider="anthropic", group_ids=(1, 2)),
-                        AccountState(id=2, name="b", provider="anthropic", group_ids=(1, 2, 3))])
+    pool.sync_accounts(
+        [
+            AccountState(id=1, name="a", provider="anthropic", group_ids=(1, 2)),
+            AccountState(id=2, name="b", provider="anthropic", group_ids=(1, 2, 3)),
+        ]
+    )
     pool.switch("b")
     for group in (1, 2, 3):
         assert pool.scheduler.current[(group, "anthropic")] == 2
         assert pool.scheduler.fable_current[(group, "anthropic")] == 2
-    runtime = [(pool.scheduler.is_current(a), pool.scheduler.is_fable_current(a))
-               for a in pool.accounts.values()]
+    runtime = [
+        (pool.scheduler.is_current(a), pool.scheduler.is_fable_current(a))
+        for a in pool.accounts.values()
+    ]
     assert runtime == [(False, False), (True, True)]
 
 
@@ -408,13 +429,21 @@ def test_cost_aware_mode_moves_a_conversation_off_a_gated_account_and_says_so():
     bound.cooldown_until = clock.now() + 100
     moved = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
     assert moved.account is not bound
-    assert pool.scheduler.last == Decision(moved.account.name, "conversation",
-                                           f"moved from {bound.name}")
+    assert pool.scheduler.last == Decision(
+        moved.account.name, "conversation", f"moved from {bound.name}"
+    )
     assert pool.bindings[(1, "c")] == moved.account.id
     pool.scheduler.mode = "score"  # the seeds' modes never move a bound conversation
-    assert pool.scheduler.move_conversation(moved.account, list(pool.accounts.values()),
-                                            Demand(group_id=1, route=MAIN, conversation="c"),
-                                            None, clock.now()) is None
+    assert (
+        pool.scheduler.move_conversation(
+            moved.account,
+            list(pool.accounts.values()),
+            Demand(group_id=1, route=MAIN, conversation="c"),
+            None,
+            clock.now(),
+        )
+        is None
+    )
 
 
 def test_antigravity_accounts_are_scored_by_the_requested_family():
@@ -422,8 +451,9 @@ def test_antigravity_accounts_are_scored_by_the_requested_family():
     anchor; a family another model draws from does not count."""
     clock = FakeClock()
     pool = Pool(clock)
-    pool.sync_accounts(AccountState(id=i, name=f"g{i}", provider="antigravity",
-                                    max_concurrency=4) for i in (1, 2))
+    pool.sync_accounts(
+        AccountState(id=i, name=f"g{i}", provider="antigravity", max_concurrency=4) for i in (1, 2)
+    )
     g1, g2 = pool.accounts[1], pool.accounts[2]
     observe(g1, clock, "gemini_pro", 0.85, 3 * H, "poll")
     observe(g1, clock, "claude", 0.0, 3 * H, "poll")

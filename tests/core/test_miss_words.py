@@ -13,27 +13,41 @@ from sublane_desktop.core.miss_words import (
 
 
 def test_the_spec_sentence_for_an_account_switch() -> None:
-    record = {"cache_miss": "account_switch", "reread_tokens": 48_213, "idle_seconds": 40.2,
-              "account_name": "lab-pro", "previous_account_name": "work-max"}
+    record = {
+        "cache_miss": "account_switch",
+        "reread_tokens": 48_213,
+        "idle_seconds": 40.2,
+        "account_name": "lab-pro",
+        "previous_account_name": "work-max",
+    }
     assert explain(record) == (
-        "moved from work-max to lab-pro 40 s after the previous turn: ~48k tokens read again")
+        "moved from work-max to lab-pro 40 s after the previous turn: ~48k tokens read again"
+    )
 
 
 def test_personal_views_without_account_names_still_explain() -> None:
-    record = {"cache_miss": "account_switch", "reread_tokens": 1_500, "idle_seconds": 5,
-              "account_name": "", "previous_account_name": ""}
+    record = {
+        "cache_miss": "account_switch",
+        "reread_tokens": 1_500,
+        "idle_seconds": 5,
+        "account_name": "",
+        "previous_account_name": "",
+    }
     assert explain(record) == (
-        "moved to another account 5 s after the previous turn: ~2k tokens read again")
+        "moved to another account 5 s after the previous turn: ~2k tokens read again"
+    )
 
 
 def test_each_cause_has_its_own_words_and_a_hit_has_none() -> None:
     base = {"reread_tokens": 30_000, "idle_seconds": 420, "account_name": "work-max"}
     assert explain({**base, "cache_miss": "ttl_expired"}) == (
         "the prompt cache expired: 7 min after the previous turn on work-max, longer than it"
-        " lives: ~30k tokens read again")
+        " lives: ~30k tokens read again"
+    )
     assert explain({**base, "cache_miss": "prefix_changed", "idle_seconds": 12}) == (
         "the client changed the start of its prompt 12 s after the previous turn on work-max:"
-        " ~30k tokens read again")
+        " ~30k tokens read again"
+    )
     assert explain({**base, "cache_miss": "first_turn"}).startswith("first turn")
     assert explain({**base, "cache_miss": None}) == ""
     assert explain({"cache_miss": "bogus"}) == ""
@@ -41,9 +55,22 @@ def test_each_cause_has_its_own_words_and_a_hit_has_none() -> None:
 
 def test_compact_numbers_and_durations() -> None:
     assert [compact_tokens(n) for n in (0, 950, 1_000, 48_213, 310_400, 999_600, 1_250_000)] == [
-        "0", "950", "1k", "48k", "310k", "1M", "1.2M"]
+        "0",
+        "950",
+        "1k",
+        "48k",
+        "310k",
+        "1M",
+        "1.2M",
+    ]
     assert [idle_words(s) for s in (0, 40.4, 89, 420, 3600, 3900)] == [
-        "0 s", "40 s", "89 s", "7 min", "1 h", "1 h 5 min"]
+        "0 s",
+        "40 s",
+        "89 s",
+        "7 min",
+        "1 h",
+        "1 h 5 min",
+    ]
 
 
 def test_the_tray_warns_only_above_the_threshold() -> None:
@@ -53,11 +80,16 @@ def test_the_tray_warns_only_above_the_threshold() -> None:
 
 
 def test_the_misses_summary_table() -> None:
-    summary = {"input_tokens": 1_000_000, "reread_tokens": 60_000, "causes": [
-        {"cause": "first_turn", "count": 3, "reread_tokens": 0, "share": 0.0},
-        {"cause": "account_switch", "count": 1, "reread_tokens": 48_000, "share": 0.048},
-        {"cause": "ttl_expired", "count": 1, "reread_tokens": 12_000, "share": 0.012},
-        {"cause": "prefix_changed", "count": 0, "reread_tokens": 0, "share": 0.0}]}
+    summary = {
+        "input_tokens": 1_000_000,
+        "reread_tokens": 60_000,
+        "causes": [
+            {"cause": "first_turn", "count": 3, "reread_tokens": 0, "share": 0.0},
+            {"cause": "account_switch", "count": 1, "reread_tokens": 48_000, "share": 0.048},
+            {"cause": "ttl_expired", "count": 1, "reread_tokens": 12_000, "share": 0.012},
+            {"cause": "prefix_changed", "count": 0, "reread_tokens": 0, "share": 0.0},
+        ],
+    }
     lines = summary_lines(summary)
     assert lines[2].split() == ["account", "switch", "1", "48,000", "4.8%"]
     assert lines[5].split() == ["all", "misses", "5", "60,000", "6.0%"]

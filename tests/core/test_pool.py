@@ -269,9 +269,18 @@ def test_resume_neither_unpauses_nor_repairs_auth():
     pool.resume("acc1")
     assert a.cooldown_until is None and a.failure_streak == 0
     assert a.paused and pool.state_of(a) == "paused"
-    assert rec.runtime[-1] == (1, {"paused": True, "auth_failed": False, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 1,
-                                   "fable_cooldown_until": None, "fable_streak": 0})
+    assert rec.runtime[-1] == (
+        1,
+        {
+            "paused": True,
+            "auth_failed": False,
+            "cooldown_until": None,
+            "failure_streak": 0,
+            "runtime_revision": 1,
+            "fable_cooldown_until": None,
+            "fable_streak": 0,
+        },
+    )
     lease = pool.acquire(Demand(group_id=1, route=CLAUDE, conversation=None))
     assert lease.account is b
     lease.release(Outcome.AUTH_FAILURE)
@@ -301,9 +310,18 @@ def test_each_resume_starts_a_new_runtime_revision():
     pool.resume("acc1")
     between.release(Outcome.FAILURE)  # admitted before the second: ignored
     assert pool.state_of(pool.accounts[1]) == "ok"
-    assert rec.runtime[-1] == (1, {"paused": False, "auth_failed": False, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 2,
-                                   "fable_cooldown_until": None, "fable_streak": 0})
+    assert rec.runtime[-1] == (
+        1,
+        {
+            "paused": False,
+            "auth_failed": False,
+            "cooldown_until": None,
+            "failure_streak": 0,
+            "runtime_revision": 2,
+            "fable_cooldown_until": None,
+            "fable_streak": 0,
+        },
+    )
 
 
 def test_enabling_again_persists_the_next_runtime_revision():
@@ -313,9 +331,18 @@ def test_enabling_again_persists_the_next_runtime_revision():
     pool.set_enabled("acc1", False)  # no change: nothing written
     assert len(rec.lifecycle) == 1
     pool.set_enabled("acc1", True)
-    assert rec.runtime[-1] == (1, {"paused": False, "auth_failed": False, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 2,
-                                   "fable_cooldown_until": None, "fable_streak": 0})
+    assert rec.runtime[-1] == (
+        1,
+        {
+            "paused": False,
+            "auth_failed": False,
+            "cooldown_until": None,
+            "failure_streak": 0,
+            "runtime_revision": 2,
+            "fable_cooldown_until": None,
+            "fable_streak": 0,
+        },
+    )
 
 
 def test_limits_are_1_to_8_inclusive_and_a_bad_one_says_so():
@@ -329,23 +356,44 @@ def test_limits_are_1_to_8_inclusive_and_a_bad_one_says_so():
 def test_pause_and_auth_failure_are_persisted_for_that_account():
     pool, _, rec = make_pool(2, 2)
     pool.set_paused("acc2", True)
-    assert rec.runtime[-1] == (2, {"paused": True, "auth_failed": False, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 0,
-                                   "fable_cooldown_until": None, "fable_streak": 0})
+    assert rec.runtime[-1] == (
+        2,
+        {
+            "paused": True,
+            "auth_failed": False,
+            "cooldown_until": None,
+            "failure_streak": 0,
+            "runtime_revision": 0,
+            "fable_cooldown_until": None,
+            "fable_streak": 0,
+        },
+    )
     pool.mark_auth_failed(pool.accounts[1])
-    assert rec.runtime[-1] == (1, {"paused": False, "auth_failed": True, "cooldown_until": None,
-                                   "failure_streak": 0, "runtime_revision": 0,
-                                   "fable_cooldown_until": None, "fable_streak": 0})
+    assert rec.runtime[-1] == (
+        1,
+        {
+            "paused": False,
+            "auth_failed": True,
+            "cooldown_until": None,
+            "failure_streak": 0,
+            "runtime_revision": 0,
+            "fable_cooldown_until": None,
+            "fable_streak": 0,
+        },
+    )
 
 
 def test_switch_frees_only_the_other_same_provider_accounts_conversations():
     clock = FakeClock()
     rec = Recorder()
     pool = Pool(clock, persistence=rec)
-    pool.sync_accounts([
-        AccountState(id=1, name="a1", provider="anthropic", max_concurrency=4),
-        AccountState(id=2, name="a2", provider="anthropic", max_concurrency=4),
-        AccountState(id=3, name="c1", provider="codex", max_concurrency=4)])
+    pool.sync_accounts(
+        [
+            AccountState(id=1, name="a1", provider="anthropic", max_concurrency=4),
+            AccountState(id=2, name="a2", provider="anthropic", max_concurrency=4),
+            AccountState(id=3, name="c1", provider="codex", max_concurrency=4),
+        ]
+    )
     gpt = route_model("gpt-5")
     for name in ("x", "y"):
         pool.acquire(conv(name)).release(Outcome.SUCCESS)

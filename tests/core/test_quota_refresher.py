@@ -61,9 +61,13 @@ def make(cap_pool: Pool | None = None) -> tuple[QuotaRefresher, Upstream, FakeCl
     clock = cap_pool.clock if cap_pool is not None else FakeClock()
     up = Upstream(clock)
     pool = cap_pool or Pool(clock)
-    refresher = QuotaRefresher(clock, read=up.read, publish=up.publish,
-                               take_slot=pool.try_metadata_slot,
-                               give_slot=pool.release_metadata_slot)
+    refresher = QuotaRefresher(
+        clock,
+        read=up.read,
+        publish=up.publish,
+        take_slot=pool.try_metadata_slot,
+        give_slot=pool.release_metadata_slot,
+    )
     return refresher, up, clock
 
 
@@ -237,8 +241,13 @@ def test_every_reset_and_reauth_starts_a_quota_epoch_never_seen_before():
         if step == "reset":
             pool.reset_usage()
         else:
-            pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic",
-                                             revision=account.revision + 1)])
+            pool.sync_accounts(
+                [
+                    AccountState(
+                        id=1, name="acc1", provider="anthropic", revision=account.revision + 1
+                    )
+                ]
+            )
         epochs.append(account.quota_epoch)
     assert len(set(epochs)) == len(epochs)
 

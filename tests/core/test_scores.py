@@ -21,11 +21,17 @@ H = 3600.0
 
 def gauges(five=None, week=None, fable=None, week_reset=None, fable_reset=None, ago=0.0):
     g = GaugeSet()
-    for window, util, reset in (("five_hour", five, None), ("seven_day", week, week_reset),
-                                ("fable", fable, fable_reset)):
+    for window, util, reset in (
+        ("five_hour", five, None),
+        ("seven_day", week, week_reset),
+        ("fable", fable, fable_reset),
+    ):
         if util is not None:
-            g.apply(Observation(window, util, NOW + reset if reset is not None else None,
-                                NOW - ago, "poll"))
+            g.apply(
+                Observation(
+                    window, util, NOW + reset if reset is not None else None, NOW - ago, "poll"
+                )
+            )
     return g
 
 
@@ -53,20 +59,25 @@ def test_headroom_is_ceiling_minus_use_and_never_negative():
     assert headroom(0.9, 0.95) == 0.0
 
 
-@pytest.mark.parametrize(("five", "week", "fable", "servable"), [
-    (0.5, 0.2, 0.1, 0.4),  # the 5h window is the tightest
-    (0.1, 0.7, 0.2, 0.29),  # the 7d window is
-    (0.1, 0.2, 0.9, 0.08),  # the Fable bucket is
-    (None, None, None, 0.9),  # cold windows count as unused
-])
+@pytest.mark.parametrize(
+    ("five", "week", "fable", "servable"),
+    [
+        (0.5, 0.2, 0.1, 0.4),  # the 5h window is the tightest
+        (0.1, 0.7, 0.2, 0.29),  # the 7d window is
+        (0.1, 0.2, 0.9, 0.08),  # the Fable bucket is
+        (None, None, None, 0.9),  # cold windows count as unused
+    ],
+)
 def test_fable_score_is_the_tightest_headroom_times_urgency(five, week, fable, servable):
     g = gauges(five, week, fable, fable_reset=WEEK / 2 if fable is not None else None)
     urgency = 2.0 if fable is not None else 1.0
     assert fable_score(g, Ceilings(), NOW) == pytest.approx(servable * urgency)
 
 
-@pytest.mark.parametrize(("five", "week", "servable"), [
-    (0.5, 0.2, 0.4), (0.1, 0.7, 0.29), (0.95, 0.1, 0.0), (None, None, 0.9)])
+@pytest.mark.parametrize(
+    ("five", "week", "servable"),
+    [(0.5, 0.2, 0.4), (0.1, 0.7, 0.29), (0.95, 0.1, 0.0), (None, None, 0.9)],
+)
 def test_main_score_is_the_tighter_headroom_times_the_ramp(five, week, servable):
     g = gauges(five, week, 0.99, week_reset=WEEK / 2 if week is not None else None)
     ramp = 2.5 if week is not None else 1.0
@@ -75,8 +86,7 @@ def test_main_score_is_the_tighter_headroom_times_the_ramp(five, week, servable)
 
 def test_scores_use_the_accounts_own_ceilings():
     g = gauges(0.5, 0.5, 0.5)
-    mine = Ceilings().merged({"five_hour_max": 0.7, "seven_day_max": 0.8,
-                              "fable_weekly_max": 0.6})
+    mine = Ceilings().merged({"five_hour_max": 0.7, "seven_day_max": 0.8, "fable_weekly_max": 0.6})
     assert main_score(g, mine, NOW) == pytest.approx(0.2)
     assert fable_score(g, mine, NOW) == pytest.approx(0.1)
 

@@ -13,8 +13,11 @@ def test_scripted_day_trace(capsys):
     first_fable = next(line for line in lines if line.startswith("00:00  | fable"))
     assert "personal" in first_fable
     # While team is paused, nothing is served by it.
-    paused = [line for line in lines if line[:5] in ("06:00", "07:00", "08:00")
-              and ("| main" in line or "| fable" in line)]
+    paused = [
+        line
+        for line in lines
+        if line[:5] in ("06:00", "07:00", "08:00") and ("| main" in line or "| fable" in line)
+    ]
     assert len(paused) == 6  # both lanes, every hour of the pause
     assert all("team" not in line for line in paused)
     assert "refused" not in out

@@ -12,10 +12,12 @@ from sublane_desktop.core.routing import route_model
 
 def make_pool(cap: int = 8) -> Pool:
     pool = Pool(FakeClock(), cap=cap)
-    pool.sync_accounts([
-        AccountState(id=1, name="work-max", provider="anthropic"),
-        AccountState(id=2, name="google", provider="antigravity"),
-    ])
+    pool.sync_accounts(
+        [
+            AccountState(id=1, name="work-max", provider="anthropic"),
+            AccountState(id=2, name="google", provider="antigravity"),
+        ]
+    )
     return pool
 
 

@@ -37,21 +37,41 @@ CHAT_BODY = {
     "messages": [
         {"role": "system", "content": "Be brief."},
         {"role": "developer", "content": [{"type": "text", "text": "Use tools."}]},
-        {"role": "user", "content": [
-            {"type": "text", "text": "Weather here?"},
-            {"type": "image_url", "image_url": {"url": PNG}},
-            {"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}}]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Weather here?"},
+                {"type": "image_url", "image_url": {"url": PNG}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "weather", "arguments": '{"city":"Oslo"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "12C, rain"},
         {"role": "user", "content": "Thanks"},
     ],
-    "tools": [{"type": "function", "function": {"name": "weather", "description": "Look up",
-                                                "parameters": TOOL}}],
+    "tools": [
+        {
+            "type": "function",
+            "function": {"name": "weather", "description": "Look up", "parameters": TOOL},
+        }
+    ],
     "tool_choice": {"type": "function", "function": {"name": "weather"}},
-    "max_completion_tokens": 300, "temperature": 0.2, "stop": "END",
-    "stream": True, "stream_options": {"include_usage": True}, "parallel_tool_calls": False,
+    "max_completion_tokens": 300,
+    "temperature": 0.2,
+    "stop": "END",
+    "stream": True,
+    "stream_options": {"include_usage": True},
+    "parallel_tool_calls": False,
 }
 
 
@@ -64,26 +84,41 @@ def test_chat_to_anthropic_messages():
     assert body["max_tokens"] == 300 and body["temperature"] == 0.2
     assert body["stop_sequences"] == ["END"]
     assert body["tools"] == [{"name": "weather", "description": "Look up", "input_schema": TOOL}]
-    assert body["tool_choice"] == {"type": "tool", "name": "weather",
-                                   "disable_parallel_tool_use": True}
+    assert body["tool_choice"] == {
+        "type": "tool",
+        "name": "weather",
+        "disable_parallel_tool_use": True,
+    }
     user, assistant, results = body["messages"]
-    assert user == {"role": "user", "content": [
-        {"type": "text", "text": "Weather here?"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                     "data": "iVBORw0KGgo="}},
-        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.jpg"}}]}
-    assert assistant == {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Oslo"}}]}
+    assert user == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Weather here?"},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+            },
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.jpg"}},
+        ],
+    }
+    assert assistant == {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Oslo"}}
+        ],
+    }
     # tool results open the user turn that follows the call; the next user text joins it
     assert results["role"] == "user"
     assert results["content"] == [
         {"type": "tool_result", "tool_use_id": "call_1", "content": "12C, rain"},
-        {"type": "text", "text": "Thanks"}]
+        {"type": "text", "text": "Thanks"},
+    ]
 
 
 def test_chat_to_responses():
-    prompt = chat.prompt_from_chat(dict(CHAT_BODY, reasoning_effort="high",
-                                        prompt_cache_key="thread-9"), "gpt-5.4")
+    prompt = chat.prompt_from_chat(
+        dict(CHAT_BODY, reasoning_effort="high", prompt_cache_key="thread-9"), "gpt-5.4"
+    )
     body = rs.responses_request(prompt)
     assert body["instructions"] == "Be brief.\n\nUse tools."
     assert body["stream"] is True and body["store"] is False
@@ -93,79 +128,143 @@ def test_chat_to_responses():
     assert body["reasoning"] == {"effort": "high", "summary": "auto"}
     assert body["include"] == ["reasoning.encrypted_content"]
     assert body["prompt_cache_key"] == "thread-9"
-    assert body["tools"][0] == {"type": "function", "name": "weather", "description": "Look up",
-                                "parameters": TOOL, "strict": False}
+    assert body["tools"][0] == {
+        "type": "function",
+        "name": "weather",
+        "description": "Look up",
+        "parameters": TOOL,
+        "strict": False,
+    }
     assert body["input"] == [
-        {"type": "message", "role": "user", "content": [
-            {"type": "input_text", "text": "Weather here?"},
-            {"type": "input_image", "image_url": PNG},
-            {"type": "input_image", "image_url": "https://example.com/a.jpg"}]},
-        {"type": "function_call", "call_id": "call_1", "name": "weather",
-         "arguments": "{\"city\":\"Oslo\"}"},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Weather here?"},
+                {"type": "input_image", "image_url": PNG},
+                {"type": "input_image", "image_url": "https://example.com/a.jpg"},
+            ],
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "weather",
+            "arguments": '{"city":"Oslo"}',
+        },
         {"type": "function_call_output", "call_id": "call_1", "output": "12C, rain"},
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Thanks"}]},
     ]
 
 
-@pytest.mark.parametrize("body, needle", [
-    ({"model": "x", "messages": []}, "non-empty"),
-    ({"model": "x", "messages": "hi"}, "non-empty"),
-    ({"model": "x", "messages": [{"role": "wizard", "content": "x"}]}, "role"),
-    ({"model": "x", "messages": [{"role": "user", "content": [
-        {"type": "input_audio", "input_audio": {}}]}]}, "input_audio"),
-])
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ({"model": "x", "messages": []}, "non-empty"),
+        ({"model": "x", "messages": "hi"}, "non-empty"),
+        ({"model": "x", "messages": [{"role": "wizard", "content": "x"}]}, "role"),
+        (
+            {
+                "model": "x",
+                "messages": [
+                    {"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}
+                ],
+            },
+            "input_audio",
+        ),
+    ],
+)
 def test_chat_requests_that_cannot_cross(body, needle):
     with pytest.raises(TranslationError, match=needle):
         chat.prompt_from_chat(body, "x")
 
 
 def test_a_non_base64_data_url_cannot_reach_anthropic():
-    prompt = chat.prompt_from_chat({"messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "data:image/png,raw"}}]}]}, "claude-x")
+    prompt = chat.prompt_from_chat(
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": "data:image/png,raw"}}],
+                }
+            ]
+        },
+        "claude-x",
+    )
     with pytest.raises(TranslationError, match="base64"):
         an.messages_request(prompt)
 
 
-@pytest.mark.parametrize("choice, expected", [
-    ("auto", None), ("none", {"type": "none"}), ("required", {"type": "any"}),
-])
+@pytest.mark.parametrize(
+    "choice, expected",
+    [
+        ("auto", None),
+        ("none", {"type": "none"}),
+        ("required", {"type": "any"}),
+    ],
+)
 def test_chat_tool_choice_table_for_anthropic(choice, expected):
-    prompt = chat.prompt_from_chat(dict(CHAT_BODY, tool_choice=choice,
-                                        parallel_tool_calls=True), "c")
+    prompt = chat.prompt_from_chat(
+        dict(CHAT_BODY, tool_choice=choice, parallel_tool_calls=True), "c"
+    )
     assert an.messages_request(prompt).get("tool_choice") == expected
 
 
 def test_anthropic_request_defaults_and_thinking():
-    prompt = chat.prompt_from_chat({"messages": [{"role": "user", "content": "hi"}],
-                                    "reasoning_effort": "medium", "temperature": 0.5}, "c")
+    prompt = chat.prompt_from_chat(
+        {
+            "messages": [{"role": "user", "content": "hi"}],
+            "reasoning_effort": "medium",
+            "temperature": 0.5,
+        },
+        "c",
+    )
     body = an.messages_request(prompt)
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 8192}
     assert body["max_tokens"] > 8192  # must exceed the thinking budget
     assert "temperature" not in body  # thinking refuses sampling overrides
-    plain = an.messages_request(chat.prompt_from_chat(
-        {"messages": [{"role": "user", "content": "hi"}]}, "c"))
+    plain = an.messages_request(
+        chat.prompt_from_chat({"messages": [{"role": "user", "content": "hi"}]}, "c")
+    )
     assert plain["max_tokens"] == an.DEFAULT_MAX_TOKENS and "system" not in plain
 
 
 MESSAGES_BODY = {
-    "model": "gpt-5.4", "max_tokens": 1000, "stream": True,
+    "model": "gpt-5.4",
+    "max_tokens": 1000,
+    "stream": True,
     "system": [{"type": "text", "text": "You are Claude Code."}],
     "metadata": {"user_id": "user_abc_account_x_session_s1"},
     "thinking": {"type": "enabled", "budget_tokens": 10000},
-    "tools": [{"name": "Bash", "description": "run", "input_schema": TOOL},
-              {"type": "web_search_20250305", "name": "web_search"}],
+    "tools": [
+        {"name": "Bash", "description": "run", "input_schema": TOOL},
+        {"type": "web_search_20250305", "name": "web_search"},
+    ],
     "messages": [
         {"role": "user", "content": "list files"},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "I should run ls",
-             "signature": OPENAI_TAG + "rs_1.ENC"},
-            {"type": "thinking", "thinking": "foreign", "signature": "claude-sig"},
-            {"type": "text", "text": "Running ls."},
-            {"type": "tool_use", "id": "call_7", "name": "Bash", "input": {"city": "ls"}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "call_7", "content": [
-                {"type": "text", "text": "a.txt"}]},
-            {"type": "text", "text": "and now?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "thinking",
+                    "thinking": "I should run ls",
+                    "signature": OPENAI_TAG + "rs_1.ENC",
+                },
+                {"type": "thinking", "thinking": "foreign", "signature": "claude-sig"},
+                {"type": "text", "text": "Running ls."},
+                {"type": "tool_use", "id": "call_7", "name": "Bash", "input": {"city": "ls"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "call_7",
+                    "content": [{"type": "text", "text": "a.txt"}],
+                },
+                {"type": "text", "text": "and now?"},
+            ],
+        },
     ],
 }
 
@@ -177,33 +276,62 @@ def test_anthropic_messages_to_responses_carry_our_reasoning_only():
     assert body["reasoning"]["effort"] == "high"  # a 10k budget
     assert [t["name"] for t in body["tools"]] == ["Bash"]  # server tools cannot cross
     kinds = [item["type"] for item in body["input"]]
-    assert kinds == ["message", "reasoning", "message", "function_call",
-                     "function_call_output", "message"]
+    assert kinds == [
+        "message",
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
     reasoning = body["input"][1]
-    assert reasoning == {"type": "reasoning", "id": "rs_1", "encrypted_content": "ENC",
-                         "summary": [{"type": "summary_text", "text": "I should run ls"}]}
+    assert reasoning == {
+        "type": "reasoning",
+        "id": "rs_1",
+        "encrypted_content": "ENC",
+        "summary": [{"type": "summary_text", "text": "I should run ls"}],
+    }
     assert body["input"][2]["content"] == [{"type": "output_text", "text": "Running ls."}]
-    assert body["input"][3]["arguments"] == "{\"city\":\"ls\"}"
-    assert body["input"][4] == {"type": "function_call_output", "call_id": "call_7",
-                                "output": "a.txt"}
+    assert body["input"][3]["arguments"] == '{"city":"ls"}'
+    assert body["input"][4] == {
+        "type": "function_call_output",
+        "call_id": "call_7",
+        "output": "a.txt",
+    }
 
 
 RESPONSES_BODY = {
-    "model": "claude-sonnet-4-5", "instructions": "Codex base prompt",
+    "model": "claude-sonnet-4-5",
+    "instructions": "Codex base prompt",
     "input": [
-        {"type": "message", "role": "developer", "content": [
-            {"type": "input_text", "text": "sandbox: read-only"}]},
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "sandbox: read-only"}],
+        },
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix"}]},
-        {"type": "reasoning", "id": "rs_9", "summary": [{"type": "summary_text", "text": "hmm"}],
-         "encrypted_content": ANTHROPIC_TAG + "SIG"},
+        {
+            "type": "reasoning",
+            "id": "rs_9",
+            "summary": [{"type": "summary_text", "text": "hmm"}],
+            "encrypted_content": ANTHROPIC_TAG + "SIG",
+        },
         {"type": "reasoning", "id": "rs_8", "summary": [], "encrypted_content": "openai-native"},
-        {"type": "function_call", "call_id": "toolu_1", "name": "shell",
-         "arguments": "{\"cmd\":[\"ls\"]}"},
+        {
+            "type": "function_call",
+            "call_id": "toolu_1",
+            "name": "shell",
+            "arguments": '{"cmd":["ls"]}',
+        },
         {"type": "function_call_output", "call_id": "toolu_1", "output": "ok"},
     ],
-    "tools": [{"type": "function", "name": "shell", "description": "sh", "parameters": TOOL},
-              {"type": "web_search"}],
-    "tool_choice": "auto", "reasoning": {"effort": "low"}, "prompt_cache_key": "t-1",
+    "tools": [
+        {"type": "function", "name": "shell", "description": "sh", "parameters": TOOL},
+        {"type": "web_search"},
+    ],
+    "tool_choice": "auto",
+    "reasoning": {"effort": "low"},
+    "prompt_cache_key": "t-1",
     "max_output_tokens": 2000,
 }
 
@@ -219,56 +347,92 @@ def test_responses_to_anthropic_messages():
     assert user["content"] == [{"type": "text", "text": "fix"}]
     assert assistant["content"] == [
         {"type": "thinking", "thinking": "hmm", "signature": "SIG"},  # ours, untagged
-        {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"cmd": ["ls"]}}]
-    assert result["content"] == [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                  "content": "ok"}]
+        {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"cmd": ["ls"]}},
+    ]
+    assert result["content"] == [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]
 
 
 def test_responses_string_input_and_bad_input():
     prompt = rs.prompt_from_responses({"input": "hello"}, "c")
     assert an.messages_request(prompt)["messages"] == [
-        {"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+        {"role": "user", "content": [{"type": "text", "text": "hello"}]}
+    ]
     with pytest.raises(TranslationError):
         rs.prompt_from_responses({"input": 42}, "c")
 
 
 # --- readers --------------------------------------------------------------------------------------
 
+
 def sse(payloads):
     return [(p["type"], json.dumps(p)) for p in payloads]
 
 
 ANTHROPIC_STREAM = [
-    {"type": "message_start", "message": {"id": "msg_1", "model": "claude-x", "usage": {
-        "input_tokens": 10, "cache_read_input_tokens": 30, "cache_creation_input_tokens": 5,
-        "output_tokens": 1}}},
-    {"type": "content_block_start", "index": 0,
-     "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
-    {"type": "content_block_delta", "index": 0,
-     "delta": {"type": "thinking_delta", "thinking": "ponder"}},
-    {"type": "content_block_delta", "index": 0,
-     "delta": {"type": "signature_delta", "signature": "SIG"}},
+    {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "model": "claude-x",
+            "usage": {
+                "input_tokens": 10,
+                "cache_read_input_tokens": 30,
+                "cache_creation_input_tokens": 5,
+                "output_tokens": 1,
+            },
+        },
+    },
+    {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "thinking_delta", "thinking": "ponder"},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "signature_delta", "signature": "SIG"},
+    },
     {"type": "content_block_stop", "index": 0},
     {"type": "ping"},
     {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
     {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}},
     {"type": "content_block_stop", "index": 1},
-    {"type": "content_block_start", "index": 2,
-     "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}},
-    {"type": "content_block_delta", "index": 2,
-     "delta": {"type": "input_json_delta", "partial_json": "{\"a\":"}},
-    {"type": "content_block_delta", "index": 2,
-     "delta": {"type": "input_json_delta", "partial_json": "1}"}},
+    {
+        "type": "content_block_start",
+        "index": 2,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 2,
+        "delta": {"type": "input_json_delta", "partial_json": '{"a":'},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 2,
+        "delta": {"type": "input_json_delta", "partial_json": "1}"},
+    },
     {"type": "content_block_stop", "index": 2},
     {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
     {"type": "message_stop"},
 ]
 NEUTRAL = [
-    Started("msg_1", "claude-x"), Usage(45, 1, 30, 5),
-    ReasoningDelta("ponder"), ReasoningEnd(ANTHROPIC_TAG + "SIG"),
+    Started("msg_1", "claude-x"),
+    Usage(45, 1, 30, 5),
+    ReasoningDelta("ponder"),
+    ReasoningEnd(ANTHROPIC_TAG + "SIG"),
     TextDelta("Hi"),
-    ToolStart("toolu_1", "shell"), ToolArgs("{\"a\":"), ToolArgs("1}"), ToolEnd(),
-    Usage(45, 9, 30, 5), Finished("completed", "tool_calls"),
+    ToolStart("toolu_1", "shell"),
+    ToolArgs('{"a":'),
+    ToolArgs("1}"),
+    ToolEnd(),
+    Usage(45, 9, 30, 5),
+    Finished("completed", "tool_calls"),
 ]
 
 
@@ -285,8 +449,12 @@ def test_anthropic_reader_mid_stream_error_and_junk():
     assert reader.feed(None, "[DONE]") == NOTHING
     assert reader.feed(None, "{broken") == NOTHING
     assert reader.feed("x", '{"type":"brand_new_event"}') == NOTHING
-    events = reader.feed("error", json.dumps({"type": "error", "error": {
-        "type": "overloaded_error", "message": "Overloaded"}}))
+    events = reader.feed(
+        "error",
+        json.dumps(
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        ),
+    )
     assert events == (Finished("failed", "error", "overloaded_error", "Overloaded"),)
 
 
@@ -300,19 +468,33 @@ def responses_stream():
         {"type": "response.reasoning_summary_text.delta", "delta": "ponder"},
         {"type": "response.reasoning_summary_part.added", "summary_index": 1},
         {"type": "response.reasoning_summary_text.delta", "delta": "more"},
-        {"type": "response.output_item.done", "item": {"type": "reasoning", "id": "rs_1",
-                                                      "encrypted_content": "ENC"}},
+        {
+            "type": "response.output_item.done",
+            "item": {"type": "reasoning", "id": "rs_1", "encrypted_content": "ENC"},
+        },
         {"type": "response.output_item.added", "item": {"type": "message", "id": "m"}},
         {"type": "response.output_text.delta", "delta": "Hi"},
         {"type": "response.output_item.done", "item": {"type": "message", "id": "m"}},
-        {"type": "response.output_item.added", "item": {
-            "type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "shell"}},
-        {"type": "response.function_call_arguments.delta", "delta": "{\"a\":1}"},
-        {"type": "response.output_item.done", "item": {
-            "type": "function_call", "id": "fc_1", "arguments": "{\"a\":1}"}},
-        {"type": "response.completed", "response": {"id": "resp_1", "usage": {
-            "input_tokens": 40, "input_tokens_details": {"cached_tokens": 30},
-            "output_tokens": 9}}},
+        {
+            "type": "response.output_item.added",
+            "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "shell"},
+        },
+        {"type": "response.function_call_arguments.delta", "delta": '{"a":1}'},
+        {
+            "type": "response.output_item.done",
+            "item": {"type": "function_call", "id": "fc_1", "arguments": '{"a":1}'},
+        },
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "resp_1",
+                "usage": {
+                    "input_tokens": 40,
+                    "input_tokens_details": {"cached_tokens": 30},
+                    "output_tokens": 9,
+                },
+            },
+        },
     ]
 
 
@@ -320,28 +502,50 @@ def test_responses_reader():
     reader = rs.ResponsesReader()
     assert read_all(reader, sse(responses_stream())) == [
         Started("resp_1", "gpt-5.4"),
-        ReasoningDelta("ponder"), ReasoningDelta("\n\n"), ReasoningDelta("more"),
+        ReasoningDelta("ponder"),
+        ReasoningDelta("\n\n"),
+        ReasoningDelta("more"),
         ReasoningEnd(OPENAI_TAG + "rs_1.ENC"),
         TextDelta("Hi"),
-        ToolStart("call_1", "shell"), ToolArgs("{\"a\":1}"), ToolEnd(),
-        Usage(40, 9, 30), Finished("completed", "tool_calls"),
+        ToolStart("call_1", "shell"),
+        ToolArgs('{"a":1}'),
+        ToolEnd(),
+        Usage(40, 9, 30),
+        Finished("completed", "tool_calls"),
     ]
     assert reader.response["id"] == "resp_1"
 
 
-@pytest.mark.parametrize("event, finished", [
-    ({"type": "response.incomplete", "response": {
-        "incomplete_details": {"reason": "max_output_tokens"}}},
-     Finished("incomplete", "length")),
-    ({"type": "response.incomplete", "response": {
-        "incomplete_details": {"reason": "content_filter"}}},
-     Finished("incomplete", "content_filter")),
-    ({"type": "response.failed", "response": {"error": {"code": "server_error",
-                                                        "message": "boom"}}},
-     Finished("failed", "error", "server_error", "boom")),
-    ({"type": "error", "code": "context_length_exceeded", "message": "too long"},
-     Finished("failed", "error", "context_length_exceeded", "too long")),
-])
+@pytest.mark.parametrize(
+    "event, finished",
+    [
+        (
+            {
+                "type": "response.incomplete",
+                "response": {"incomplete_details": {"reason": "max_output_tokens"}},
+            },
+            Finished("incomplete", "length"),
+        ),
+        (
+            {
+                "type": "response.incomplete",
+                "response": {"incomplete_details": {"reason": "content_filter"}},
+            },
+            Finished("incomplete", "content_filter"),
+        ),
+        (
+            {
+                "type": "response.failed",
+                "response": {"error": {"code": "server_error", "message": "boom"}},
+            },
+            Finished("failed", "error", "server_error", "boom"),
+        ),
+        (
+            {"type": "error", "code": "context_length_exceeded", "message": "too long"},
+            Finished("failed", "error", "context_length_exceeded", "too long"),
+        ),
+    ],
+)
 def test_responses_reader_endings(event, finished):
     assert rs.ResponsesReader().feed(None, json.dumps(event))[-1] == finished
 
@@ -349,17 +553,29 @@ def test_responses_reader_endings(event, finished):
 def test_responses_reader_items_without_deltas():
     """Some backends only send the finished item; its content still comes through."""
     reader = rs.ResponsesReader()
-    frames = sse([
-        {"type": "response.output_item.added", "item": {"type": "message"}},
-        {"type": "response.output_item.done", "item": {"type": "message", "content": [
-            {"type": "output_text", "text": "whole"}]}},
-        {"type": "response.output_item.added", "item": {
-            "type": "function_call", "call_id": "c", "name": "f"}},
-        {"type": "response.output_item.done", "item": {
-            "type": "function_call", "arguments": "{}"}},
-    ])
-    assert read_all(reader, frames) == [TextDelta("whole"), ToolStart("c", "f"), ToolArgs("{}"),
-                                        ToolEnd()]
+    frames = sse(
+        [
+            {"type": "response.output_item.added", "item": {"type": "message"}},
+            {
+                "type": "response.output_item.done",
+                "item": {"type": "message", "content": [{"type": "output_text", "text": "whole"}]},
+            },
+            {
+                "type": "response.output_item.added",
+                "item": {"type": "function_call", "call_id": "c", "name": "f"},
+            },
+            {
+                "type": "response.output_item.done",
+                "item": {"type": "function_call", "arguments": "{}"},
+            },
+        ]
+    )
+    assert read_all(reader, frames) == [
+        TextDelta("whole"),
+        ToolStart("c", "f"),
+        ToolArgs("{}"),
+        ToolEnd(),
+    ]
 
 
 # --- renderers ------------------------------------------------------------------------------------
@@ -374,23 +590,37 @@ def test_chat_renderer():
     deltas = [p["choices"][0]["delta"] for p in out if isinstance(p, dict) and p["choices"]]
     assert deltas[0] == {"role": "assistant", "content": ""}
     assert {"reasoning_content": "ponder"} in deltas and {"content": "Hi"} in deltas
-    assert {"tool_calls": [{"index": 0, "id": "toolu_1", "type": "function",
-                            "function": {"name": "shell", "arguments": ""}}]} in deltas
+    assert {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "toolu_1",
+                "type": "function",
+                "function": {"name": "shell", "arguments": ""},
+            }
+        ]
+    } in deltas
     assert {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]} in deltas
     finish = [p for p in out if isinstance(p, dict) and p["choices"]][-1]
     assert finish["choices"][0]["finish_reason"] == "tool_calls"
     assert out[-2]["choices"] == [] and out[-2]["usage"] == {
-        "prompt_tokens": 45, "completion_tokens": 9, "total_tokens": 54,
-        "prompt_tokens_details": {"cached_tokens": 30}}
+        "prompt_tokens": 45,
+        "completion_tokens": 9,
+        "total_tokens": 54,
+        "prompt_tokens_details": {"cached_tokens": 30},
+    }
     assert out[-1] == chat.DONE
     assert all(p["object"] == "chat.completion.chunk" for p in out if isinstance(p, dict))
 
 
 def test_chat_renderer_failure_is_an_error_payload_without_done():
-    out = render_all(chat.ChatRenderer("m", "c", 1),
-                     [TextDelta("a"), Finished("failed", "error", "server_error", "boom")])
-    assert out[-1] == {"error": {"type": "server_error", "code": "server_error",
-                                 "message": "boom", "param": None}}
+    out = render_all(
+        chat.ChatRenderer("m", "c", 1),
+        [TextDelta("a"), Finished("failed", "error", "server_error", "boom")],
+    )
+    assert out[-1] == {
+        "error": {"type": "server_error", "code": "server_error", "message": "boom", "param": None}
+    }
     assert chat.DONE not in out
 
 
@@ -399,16 +629,28 @@ def test_anthropic_renderer_block_structure():
     kinds = [(p["type"], p.get("index")) for p in out]
     assert kinds == [
         ("message_start", None),
-        ("content_block_start", 0), ("content_block_delta", 0), ("content_block_delta", 0),
+        ("content_block_start", 0),
+        ("content_block_delta", 0),
+        ("content_block_delta", 0),
         ("content_block_stop", 0),
-        ("content_block_start", 1), ("content_block_delta", 1), ("content_block_stop", 1),
-        ("content_block_start", 2), ("content_block_delta", 2), ("content_block_delta", 2),
+        ("content_block_start", 1),
+        ("content_block_delta", 1),
+        ("content_block_stop", 1),
+        ("content_block_start", 2),
+        ("content_block_delta", 2),
+        ("content_block_delta", 2),
         ("content_block_stop", 2),
-        ("message_delta", None), ("message_stop", None)]
+        ("message_delta", None),
+        ("message_stop", None),
+    ]
     assert out[3]["delta"] == {"type": "signature_delta", "signature": ANTHROPIC_TAG + "SIG"}
     assert out[-2]["delta"]["stop_reason"] == "tool_use"
-    assert out[-2]["usage"] == {"input_tokens": 15, "cache_read_input_tokens": 30,
-                                "cache_creation_input_tokens": 0, "output_tokens": 9}
+    assert out[-2]["usage"] == {
+        "input_tokens": 15,
+        "cache_read_input_tokens": 30,
+        "cache_creation_input_tokens": 0,
+        "output_tokens": 9,
+    }
 
 
 def test_responses_renderer_sequence_and_terminal():
@@ -420,30 +662,36 @@ def test_responses_renderer_sequence_and_terminal():
     final = out[-1]["response"]
     assert [i["type"] for i in final["output"]] == ["reasoning", "message", "function_call"]
     assert final["output"][0]["encrypted_content"] == ANTHROPIC_TAG + "SIG"
-    assert final["output"][2]["arguments"] == "{\"a\":1}"
+    assert final["output"][2]["arguments"] == '{"a":1}'
     assert final["usage"]["input_tokens"] == 45
     assert final["usage"]["input_tokens_details"] == {"cached_tokens": 30}
     dones = [p for p in out if p["type"] == "response.output_item.done"]
     assert [d["output_index"] for d in dones] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("end, kind", [
-    (Finished("completed", "length"), "response.incomplete"),
-    (Finished("failed", "error", "overloaded_error", "x"), "response.failed"),
-])
+@pytest.mark.parametrize(
+    "end, kind",
+    [
+        (Finished("completed", "length"), "response.incomplete"),
+        (Finished("failed", "error", "overloaded_error", "x"), "response.failed"),
+    ],
+)
 def test_responses_renderer_endings(end, kind):
     assert rs.ResponsesRenderer("m", "resp_1", 0).render(end)[-1]["type"] == kind
 
 
 def test_renderers_say_so_when_the_stream_breaks():
     assert an.AnthropicRenderer("m", "id").fail("gone")[-1] == {
-        "type": "error", "error": {"type": "api_error", "code": "upstream_error",
-                                   "message": "gone"}}
+        "type": "error",
+        "error": {"type": "api_error", "code": "upstream_error", "message": "gone"},
+    }
     failed = rs.ResponsesRenderer("m", "r", 0).fail("gone", "upstream_timeout")[-1]
     assert failed["type"] == "response.failed"
     assert failed["response"]["error"]["code"] == "upstream_timeout"
-    assert chat.ChatRenderer("m", "c", 0).fail("gone", "upstream_timeout")[-1]["error"][
-        "code"] == "upstream_timeout"
+    assert (
+        chat.ChatRenderer("m", "c", 0).fail("gone", "upstream_timeout")[-1]["error"]["code"]
+        == "upstream_timeout"
+    )
 
 
 # --- round trips: what a renderer writes, the matching reader reads back --------------------------
@@ -457,8 +705,10 @@ def test_round_trip_anthropic():
     rendered = render_all(an.AnthropicRenderer("m", "msg"), NEUTRAL)
     back = read_all(an.AnthropicReader(), sse(rendered))
     # our renderer passes the (already tagged) signature through; the reader tags again
-    expected = [ReasoningEnd(ANTHROPIC_TAG + ANTHROPIC_TAG + "SIG") if isinstance(e, ReasoningEnd)
-                else e for e in _content_only(NEUTRAL)]
+    expected = [
+        ReasoningEnd(ANTHROPIC_TAG + ANTHROPIC_TAG + "SIG") if isinstance(e, ReasoningEnd) else e
+        for e in _content_only(NEUTRAL)
+    ]
     assert _content_only(back) == expected
 
 
@@ -466,9 +716,8 @@ def test_round_trip_responses():
     rendered = render_all(rs.ResponsesRenderer("m", "resp_1", 0), NEUTRAL)
     back = read_all(rs.ResponsesReader(), sse(rendered))
     content = _content_only(back)
-    assert [type(e).__name__ for e in content] == [type(e).__name__ for e in
-                                                   _content_only(NEUTRAL)]
-    assert TextDelta("Hi") in content and ToolArgs("{\"a\":") in content
+    assert [type(e).__name__ for e in content] == [type(e).__name__ for e in _content_only(NEUTRAL)]
+    assert TextDelta("Hi") in content and ToolArgs('{"a":') in content
     assert back[-2] == Usage(45, 9, 30)
 
 
@@ -476,11 +725,13 @@ def test_transcript_and_whole_answers():
     transcript = Transcript()
     transcript.feed(NEUTRAL)
     assert transcript.text == "Hi" and transcript.reasoning == "ponder"
-    assert [(b.call_id, b.text) for b in transcript.tools] == [("toolu_1", "{\"a\":1}")]
+    assert [(b.call_id, b.text) for b in transcript.tools] == [("toolu_1", '{"a":1}')]
     completion = chat.chat_completion(transcript, "m", "c", 1)
     assert completion["choices"][0]["finish_reason"] == "tool_calls"
     assert completion["choices"][0]["message"]["tool_calls"][0]["function"] == {
-        "name": "shell", "arguments": "{\"a\":1}"}
+        "name": "shell",
+        "arguments": '{"a":1}',
+    }
     message = an.anthropic_message(transcript, "m", "msg")
     assert [b["type"] for b in message["content"]] == ["thinking", "text", "tool_use"]
     assert message["content"][2]["input"] == {"a": 1} and message["stop_reason"] == "tool_use"
@@ -492,14 +743,22 @@ def test_transcript_and_whole_answers():
 # --- the record watch -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("events, verdict", [
-    ([], ("incomplete", "stream_truncated", True)),
-    ([Finished("completed", "stop")], ("success", None, False)),
-    ([Finished("incomplete", "length")], ("incomplete", "length", False)),
-    ([Finished("failed", "error", "overloaded_error", "x")], ("error", "overloaded_error", True)),
-    ([Finished("failed", "error", "context_length_exceeded", "x")],
-     ("error", "context_length_exceeded", False)),
-])
+@pytest.mark.parametrize(
+    "events, verdict",
+    [
+        ([], ("incomplete", "stream_truncated", True)),
+        ([Finished("completed", "stop")], ("success", None, False)),
+        ([Finished("incomplete", "length")], ("incomplete", "length", False)),
+        (
+            [Finished("failed", "error", "overloaded_error", "x")],
+            ("error", "overloaded_error", True),
+        ),
+        (
+            [Finished("failed", "error", "context_length_exceeded", "x")],
+            ("error", "context_length_exceeded", False),
+        ),
+    ],
+)
 def test_tally_verdicts(events, verdict):
     tally = Tally()
     tally.feed(events)
@@ -513,18 +772,29 @@ def test_tally_first_output_ignores_empty_deltas_and_lifecycle():
     assert tally.feed([TextDelta("x")]) is False  # only the first counts
 
 
-@pytest.mark.parametrize("body, expected", [
-    (b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
-     ("overloaded_error", "Overloaded")),
-    (b'{"error":{"type":"invalid_request_error","code":"bad","message":"nope"}}',
-     ("invalid_request_error", "nope")),
-    (b'{"error":{"type":"usage_limit_reached","resets_in_seconds":60}}',
-     ("usage_limit_reached", "usage_limit_reached")),
-    (b'{"detail":"Unsupported parameter: max_output_tokens"}',
-     (None, "Unsupported parameter: max_output_tokens")),
-    (b"<html>bad gateway</html>", (None, "<html>bad gateway</html>")),
-    (b"", (None, "upstream error")),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (
+            b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+            ("overloaded_error", "Overloaded"),
+        ),
+        (
+            b'{"error":{"type":"invalid_request_error","code":"bad","message":"nope"}}',
+            ("invalid_request_error", "nope"),
+        ),
+        (
+            b'{"error":{"type":"usage_limit_reached","resets_in_seconds":60}}',
+            ("usage_limit_reached", "usage_limit_reached"),
+        ),
+        (
+            b'{"detail":"Unsupported parameter: max_output_tokens"}',
+            (None, "Unsupported parameter: max_output_tokens"),
+        ),
+        (b"<html>bad gateway</html>", (None, "<html>bad gateway</html>")),
+        (b"", (None, "upstream error")),
+    ],
+)
 def test_read_error(body, expected):
     assert read_error(body) == expected
 
@@ -533,22 +803,42 @@ def test_read_error(body, expected):
 
 
 def test_foreign_reasoning_is_stripped_from_native_requests():
-    body = {"model": "claude-x", "messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "gpt", "signature": OPENAI_TAG + "rs.E"},
-            {"type": "thinking", "thinking": "claude", "signature": "real"}]},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "gpt", "signature": OPENAI_TAG + "rs.E"}]}]}
+    body = {
+        "model": "claude-x",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "gpt", "signature": OPENAI_TAG + "rs.E"},
+                    {"type": "thinking", "thinking": "claude", "signature": "real"},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "gpt", "signature": OPENAI_TAG + "rs.E"}
+                ],
+            },
+        ],
+    }
     stripped = an.strip_foreign_thinking(body)
     assert stripped["messages"][1]["content"] == [
-        {"type": "thinking", "thinking": "claude", "signature": "real"}]
+        {"type": "thinking", "thinking": "claude", "signature": "real"}
+    ]
     assert stripped["messages"][2]["content"] == [{"type": "text", "text": "…"}]
     assert an.strip_foreign_thinking({"messages": [{"role": "user", "content": "x"}]}) is None
-    items = {"input": [{"type": "reasoning", "encrypted_content": ANTHROPIC_TAG + "S"},
-                       {"type": "reasoning", "encrypted_content": "native"}, "junk"]}
+    items = {
+        "input": [
+            {"type": "reasoning", "encrypted_content": ANTHROPIC_TAG + "S"},
+            {"type": "reasoning", "encrypted_content": "native"},
+            "junk",
+        ]
+    }
     assert rs.strip_foreign_reasoning(items)["input"] == [
-        {"type": "reasoning", "encrypted_content": "native"}, "junk"]
+        {"type": "reasoning", "encrypted_content": "native"},
+        "junk",
+    ]
     assert rs.strip_foreign_reasoning({"input": "text"}) is None
 
 
@@ -556,26 +846,40 @@ def test_translation_is_pure_stdlib():
     import subprocess
     import sys
 
-    code = ("import sys; import sublane_desktop.core.translate.chat, "
-            "sublane_desktop.core.translate.anthropic, sublane_desktop.core.translate.responses, "
-            "sublane_desktop.core.translate.errors; print('\\n'.join(sys.modules))")
-    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                check=True).stdout.split())
+    code = (
+        "import sys; import sublane_desktop.core.translate.chat, "
+        "sublane_desktop.core.translate.anthropic, sublane_desktop.core.translate.responses, "
+        "sublane_desktop.core.translate.errors; print('\\n'.join(sys.modules))"
+    )
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
     for framework in ("aiohttp", "PySide6", "peewee", "qasync", "multidict", "yarl"):
         assert framework not in loaded, framework
 
 
 def test_json_modes():
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
-    prompt = chat.prompt_from_chat({"messages": [{"role": "user", "content": "count"}],
-                                    "response_format": {"type": "json_schema", "json_schema": {
-                                        "name": "count", "schema": schema, "strict": True}}},
-                                   "m")
-    assert rs.responses_request(prompt)["text"] == {"format": {
-        "type": "json_schema", "name": "count", "schema": schema, "strict": True}}
+    prompt = chat.prompt_from_chat(
+        {
+            "messages": [{"role": "user", "content": "count"}],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "count", "schema": schema, "strict": True},
+            },
+        },
+        "m",
+    )
+    assert rs.responses_request(prompt)["text"] == {
+        "format": {"type": "json_schema", "name": "count", "schema": schema, "strict": True}
+    }
     system = an.messages_request(prompt)["system"]
     assert system.startswith("Reply with only a JSON object") and '"integer"' in system
-    plain = rs.prompt_from_responses({"input": "x", "text": {"format": {"type": "json_object"}}},
-                                     "c")
+    plain = rs.prompt_from_responses(
+        {"input": "x", "text": {"format": {"type": "json_object"}}}, "c"
+    )
     assert an.messages_request(plain)["system"] == (
-        "Reply with only a JSON object, no prose and no code fence.")
+        "Reply with only a JSON object, no prose and no code fence."
+    )

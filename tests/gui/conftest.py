@@ -39,8 +39,11 @@ from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.service import Service
 from tests.conftest import Harness
 
-BODY = {"model": "claude-sonnet-4-5", "max_tokens": 8,
-        "messages": [{"role": "user", "content": "hi"}]}
+BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "hi"}],
+}
 
 
 @pytest.fixture(autouse=True)
@@ -68,8 +71,10 @@ class Live(Harness):
 
     async def api(self, method: str, path: str, body=None):
         headers = {"Authorization": f"Bearer {self.service.admin_token}"}
-        async with aiohttp.ClientSession() as session, session.request(
-                method, self.url + path, json=body, headers=headers) as r:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(method, self.url + path, json=body, headers=headers) as r,
+        ):
             return r.status, await r.json(content_type=None)
 
     async def runtime(self, name: str) -> dict:
@@ -78,8 +83,10 @@ class Live(Harness):
         return next(a for a in body["accounts"] if a["name"] == name)
 
     async def message(self, key: str) -> int:
-        async with aiohttp.ClientSession() as session, session.post(
-                self.url + "/v1/messages", json=BODY, headers={"x-api-key": key}) as r:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.url + "/v1/messages", json=BODY, headers={"x-api-key": key}) as r,
+        ):
             await r.read()
             return r.status
 
@@ -87,9 +94,13 @@ class Live(Harness):
 @pytest.fixture
 async def live(qapp, tmp_path, upstream, secret_store):
     clock = FakeClock()
-    service = Service(tmp_path / "data", port=0, clock=clock, secret_store=secret_store,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        clock=clock,
+        secret_store=secret_store,
+        env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url, "SUBLANE_OAUTH_BASE_URL": upstream.url},
+    )
     await service.start()
     h = Live(service, upstream)
     h.clock = clock

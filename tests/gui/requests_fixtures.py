@@ -54,7 +54,7 @@ class Desk:
     def record(self, i: int, **fields: Any) -> RequestRecord:
         """A plausible record; `i` makes its id and time (higher i = newer)."""
         defaults: dict[str, Any] = {
-            "request_id": f"req_{i:04d}" + "ab12cd34ef56ab12cd34"[: 20],
+            "request_id": f"req_{i:04d}" + "ab12cd34ef56ab12cd34"[:20],
             "user_id": 1,
             "key_id": self.admin_key_id,
             "group_id": 1,
@@ -63,8 +63,7 @@ class Desk:
             "protocol": "anthropic",
             "operation": "messages",
             "started_at": self.clock.now() - 3600 + i * 10,
-            "account_id": self.account_ids[i % len(self.account_ids)] if self.account_ids
-            else None,
+            "account_id": self.account_ids[i % len(self.account_ids)] if self.account_ids else None,
             "duration_ms": 800 + i,
             "first_token_ms": None if i % 5 == 0 else 300 + i,
             "outcome": "error" if i % 7 == 0 else "success",
@@ -106,9 +105,12 @@ def desk_fixture(qapp, qtbot, tmp_path: Path) -> Iterator[Desk]:
     loop = qasync.QEventLoop(qapp)
     asyncio.events._set_running_loop(loop)
     clock = FakeClock()
-    service = Service(tmp_path / "data", port=0, clock=clock,
-                      secret_store=SecretStore(tmp_path, backend=file_keyring(
-                          tmp_path / "keyring.cfg")))
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        clock=clock,
+        secret_store=SecretStore(tmp_path, backend=file_keyring(tmp_path / "keyring.cfg")),
+    )
     desk = Desk(service=service, bridge=None, clock=clock, qtbot=qtbot)
     try:
         desk.run(service.start())
@@ -119,12 +121,14 @@ def desk_fixture(qapp, qtbot, tmp_path: Path) -> Iterator[Desk]:
             group = repo.get_or_create_group("default")
             admin_key, _ = repo.create_key("laptop", admin, group)
             member_key, _ = repo.create_key("sam-laptop", member, group)
-            accounts = tuple(repo.add_account("anthropic", name, "oauth", group).id
-                             for name in ("work", "home"))
+            accounts = tuple(
+                repo.add_account("anthropic", name, "oauth", group).id for name in ("work", "home")
+            )
             return admin_key.id, member_key.id, member.id, accounts
 
-        (desk.admin_key_id, desk.member_key_id, desk.member_id,
-         desk.account_ids) = desk.run(service.store.write(setup))
+        (desk.admin_key_id, desk.member_key_id, desk.member_id, desk.account_ids) = desk.run(
+            service.store.write(setup)
+        )
         desk.bridge = Bridge(service)
         yield desk
     finally:

@@ -27,12 +27,23 @@ def iso(ts: float) -> str:
 
 def test_one_card_per_account_with_markers_badges_and_gauges(qtbot, service):
     now = service.clock.now()
-    gauges = {"five_hour": {"utilization": 0.42, "resets_at": now + 7200, "observed_at": now,
-                            "cold": False, "stale": False}}
+    gauges = {
+        "five_hour": {
+            "utilization": 0.42,
+            "resets_at": now + 7200,
+            "observed_at": now,
+            "cold": False,
+            "stale": False,
+        }
+    }
     codex = account("cx", "quota_exhausted", id=3) | {"provider": "codex"}
-    service.set_accounts([account("work", "busy", current=True) | {"gauges": gauges,
-                                                                   "in_flight": 2},
-                          account("home", "paused", id=2) | {"fable_current": True}, codex])
+    service.set_accounts(
+        [
+            account("work", "busy", current=True) | {"gauges": gauges, "in_flight": 2},
+            account("home", "paused", id=2) | {"fable_current": True},
+            codex,
+        ]
+    )
     window = make_window(qtbot, Bridge(service))
     assert list(window.cards) == [1, 2, 3]
     work, home, cx = (window.card_named(n) for n in ("work", "home", "cx"))
@@ -61,11 +72,13 @@ def test_follows_the_service_without_reopening(qtbot, service):
 
 def test_buttons_ask_for_the_other_windows(qtbot, service):
     window = make_window(qtbot, Bridge(service), requests_available=True)
-    for button, signal in [(window.add_button, window.addAccountRequested),
-                           (window.settings_button, window.settingsRequested),
-                           (window.keys_button, window.keysRequested),
-                           (window.setup_button, window.setupToolRequested),
-                           (window.requests_button, window.requestsRequested)]:
+    for button, signal in [
+        (window.add_button, window.addAccountRequested),
+        (window.settings_button, window.settingsRequested),
+        (window.keys_button, window.keysRequested),
+        (window.setup_button, window.setupToolRequested),
+        (window.requests_button, window.requestsRequested),
+    ]:
         with qtbot.waitSignal(signal, timeout=1000):
             button.click()
     QApplication.clipboard().clear()
@@ -141,7 +154,9 @@ async def test_cooling_counts_down_and_returns_to_ok(qtbot, live):
     live.clock.advance(5)  # the 1 s tick redraws the countdown; no event, no database
     qtbot.waitUntil(lambda: card.badge_texts()[0].endswith(" (10s)"), timeout=2000)
     live.clock.advance(11)  # past the cooldown: one recovery probe may go
-    qtbot.waitUntil(lambda: card.badge_texts() == ["waiting for a request to test it"], timeout=2000)
+    qtbot.waitUntil(
+        lambda: card.badge_texts() == ["waiting for a request to test it"], timeout=2000
+    )
     assert await live.message(key) == 200  # the probe succeeds
     qtbot.waitUntil(lambda: card.badge_texts() == ["ok"], timeout=1000)
     assert not card.clear_button.isEnabled()
@@ -156,8 +171,9 @@ async def test_opening_and_refresh_poll_quotas(qtbot, live, monkeypatch):
     }
     started = []
     want = live.service.refresher.want
-    monkeypatch.setattr(live.service.refresher, "want",
-                        lambda *a, **k: started.extend(want(*a, **k)) or started)
+    monkeypatch.setattr(
+        live.service.refresher, "want", lambda *a, **k: started.extend(want(*a, **k)) or started
+    )
     window = make_window(qtbot, live.bridge)
     window.show()  # opening the window polls (R-GAUGE-3)
     await live.bridge.wait_idle()
@@ -192,8 +208,13 @@ async def test_remove_asks_first(qtbot, live):
     await live.bridge.wait_idle()
     _, body = await live.api("GET", "/api/accounts/runtime")
     assert [a["name"] for a in body["accounts"] if a["state"] != "disabled"] == ["b"]
-    qtbot.waitUntil(lambda: [c.account["name"] for c in window.cards.values()
-                             if c.account["state"] != "disabled"] == ["b"], timeout=1000)
+    qtbot.waitUntil(
+        lambda: (
+            [c.account["name"] for c in window.cards.values() if c.account["state"] != "disabled"]
+            == ["b"]
+        ),
+        timeout=1000,
+    )
 
 
 async def test_a_failed_lever_is_shown(qtbot, live):
@@ -207,12 +228,24 @@ async def test_a_failed_lever_is_shown(qtbot, live):
 
 def test_api_key_cards_say_no_quota_and_forecasts_show_under_the_gauges(qtbot, service):
     now = service.clock.now()
-    gauges = {"five_hour": {"utilization": 0.88, "resets_at": now + 9600, "observed_at": now,
-                            "cold": False, "stale": False}}
-    forecast = {"five_hour": {"runs_out_at": now + 4200, "resets_at": now + 9600,
-                              "rate_per_hour": 0.1}}
-    service.set_accounts([account("work", current=True) | {"gauges": gauges, "forecast": forecast},
-                          account("api", id=2) | {"kind": "api_key"}])
+    gauges = {
+        "five_hour": {
+            "utilization": 0.88,
+            "resets_at": now + 9600,
+            "observed_at": now,
+            "cold": False,
+            "stale": False,
+        }
+    }
+    forecast = {
+        "five_hour": {"runs_out_at": now + 4200, "resets_at": now + 9600, "rate_per_hour": 0.1}
+    }
+    service.set_accounts(
+        [
+            account("work", current=True) | {"gauges": gauges, "forecast": forecast},
+            account("api", id=2) | {"kind": "api_key"},
+        ]
+    )
     window = make_window(qtbot, Bridge(service))
     work, api = window.card_named("work"), window.card_named("api")
     assert api.gauges == {} and not api.quota_note.isHidden()
@@ -232,7 +265,8 @@ async def test_history_button_charts_the_stored_readings_of_7_days(qtbot, live):
         now = live.clock.now()
         live.upstream.usage_for["tok-a"] = {
             "five_hour": {"utilization": util, "resets_at": iso(now + 3600)},
-            "seven_day": {"utilization": util / 2, "resets_at": iso(now + 3 * 86400)}}
+            "seven_day": {"utilization": util / 2, "resets_at": iso(now + 3 * 86400)},
+        }
         live.service.refresh_quotas()
         await asyncio.gather(*live.service.refresher._running.values())
         live.clock.advance(3600)
@@ -255,18 +289,22 @@ async def test_history_button_charts_the_stored_readings_of_7_days(qtbot, live):
     assert card.chart.isHidden()
 
 
-async def test_antigravity_family_gauges_from_fetch_available_models(qtbot, live,
-                                                                     antigravity_upstream):
+async def test_antigravity_family_gauges_from_fetch_available_models(
+    qtbot, live, antigravity_upstream
+):
     """R-AG-4 in the window: opening it reads the account's quota from the (fake) upstream,
     and the card draws whatever gauges the account has — here its three model families."""
     live.service.env["SUBLANE_ANTIGRAVITY_BASE_URL"] = antigravity_upstream.url
     await live.add_antigravity_account("google")
     now = live.clock.now()
     antigravity_upstream.quota = {
-        "gemini-3-pro-high": {"quotaInfo": {"remainingFraction": 0.6,
-                                            "resetTime": iso(now + 2 * 3600)}},
-        "claude-sonnet-4-5": {"quotaInfo": {"remainingFraction": 0.0,
-                                            "resetTime": iso(now + 3600)}}}
+        "gemini-3-pro-high": {
+            "quotaInfo": {"remainingFraction": 0.6, "resetTime": iso(now + 2 * 3600)}
+        },
+        "claude-sonnet-4-5": {
+            "quotaInfo": {"remainingFraction": 0.0, "resetTime": iso(now + 3600)}
+        },
+    }
     window = make_window(qtbot, live.bridge)
     card = window.card_named("google")
     assert list(card.gauges) == ["claude", "gemini_pro", "gemini_flash"]
@@ -294,5 +332,4 @@ async def test_disable_enable_and_verify_from_the_more_menu(qtbot, live):
     assert (await live.runtime("a"))["state"] == "ok"
     card.verify_action.trigger()
     await live.bridge.wait_idle()
-    qtbot.waitUntil(lambda: window.error_label.text().startswith("a: login works"),
-                    timeout=1000)
+    qtbot.waitUntil(lambda: window.error_label.text().startswith("a: login works"), timeout=1000)

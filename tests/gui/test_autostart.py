@@ -40,7 +40,8 @@ def test_relative_or_missing_xdg_config_home_means_dot_config(tmp_path):
     assert autostart.xdg_entry_path({}, home) == expected
     assert autostart.xdg_entry_path({"XDG_CONFIG_HOME": "relative/cfg"}, home) == expected
     assert autostart.xdg_entry_path({"XDG_CONFIG_HOME": str(tmp_path / "x")}, home) == (
-        tmp_path / "x" / "autostart" / "sublane.desktop")
+        tmp_path / "x" / "autostart" / "sublane.desktop"
+    )
 
 
 def test_exec_quoting_follows_the_desktop_entry_spec():
@@ -59,10 +60,12 @@ def test_launch_command_names_a_non_default_data_dir(tmp_path, monkeypatch):
 
 
 def test_macos_launch_agent_is_a_plist(tmp_path):
-    where = autostart.apply(True, ["/Applications/SubLane.app/Contents/MacOS/SubLane"],
-                            platform="darwin", home=tmp_path)
-    data = plistlib.loads((tmp_path / "Library/LaunchAgents/app.sublane.desktop.plist"
-                           ).read_bytes())
+    where = autostart.apply(
+        True, ["/Applications/SubLane.app/Contents/MacOS/SubLane"], platform="darwin", home=tmp_path
+    )
+    data = plistlib.loads(
+        (tmp_path / "Library/LaunchAgents/app.sublane.desktop.plist").read_bytes()
+    )
     assert where.endswith("app.sublane.desktop.plist")
     assert data["ProgramArguments"] == ["/Applications/SubLane.app/Contents/MacOS/SubLane"]
     assert data["RunAtLoad"] is True and data["Label"] == "app.sublane.desktop"

@@ -17,21 +17,44 @@ def seed_misses(desk: Desk) -> dict[str, str]:
     """A hit, a first turn, an account switch (work -> home) and an expiry; their request ids."""
     work, home = desk.account_ids
     turns = {
-        "first": dict(cache_miss="first_turn", reread_tokens=0, account_id=work,
-                      cached_tokens=0, input_tokens=47_000),
-        "hit": dict(cache_miss=None, reread_tokens=0, account_id=work, cached_tokens=47_000,
-                    input_tokens=48_500),
-        "switch": dict(cache_miss="account_switch", reread_tokens=48_213, account_id=home,
-                       cached_tokens=0, input_tokens=49_000, previous_account_id=work,
-                       idle_seconds=40.2),
-        "expired": dict(cache_miss="ttl_expired", reread_tokens=30_000, account_id=home,
-                        cached_tokens=0, input_tokens=31_000, previous_account_id=home,
-                        idle_seconds=420.0),
+        "first": dict(
+            cache_miss="first_turn",
+            reread_tokens=0,
+            account_id=work,
+            cached_tokens=0,
+            input_tokens=47_000,
+        ),
+        "hit": dict(
+            cache_miss=None,
+            reread_tokens=0,
+            account_id=work,
+            cached_tokens=47_000,
+            input_tokens=48_500,
+        ),
+        "switch": dict(
+            cache_miss="account_switch",
+            reread_tokens=48_213,
+            account_id=home,
+            cached_tokens=0,
+            input_tokens=49_000,
+            previous_account_id=work,
+            idle_seconds=40.2,
+        ),
+        "expired": dict(
+            cache_miss="ttl_expired",
+            reread_tokens=30_000,
+            account_id=home,
+            cached_tokens=0,
+            input_tokens=31_000,
+            previous_account_id=home,
+            idle_seconds=420.0,
+        ),
     }
     made = {}
     for i, (name, fields) in enumerate(turns.items()):
-        record = desk.record(i + 1, outcome="success", error_code=None, upstream_status=200,
-                             **fields)
+        record = desk.record(
+            i + 1, outcome="success", error_code=None, upstream_status=200, **fields
+        )
         desk.service.record(record)
         made[name] = record.request_id
     desk.run(desk.service.flush_records())
@@ -57,11 +80,14 @@ def test_the_cache_cell_marks_the_cause_and_says_why_in_words(desk: Desk) -> Non
     assert cell("hit", Qt.ItemDataRole.ForegroundRole) is None
     assert cell("switch", Qt.ItemDataRole.ToolTipRole) == (
         "Moved from work to home 40 s after the previous turn: ~48k tokens read again\n"
-        "0 of 49,000 input tokens from the cache")
+        "0 of 49,000 input tokens from the cache"
+    )
     assert cell("expired", Qt.ItemDataRole.ToolTipRole).startswith(
-        "The prompt cache expired: 7 min after the previous turn on home")
+        "The prompt cache expired: 7 min after the previous turn on home"
+    )
     assert cell("hit", Qt.ItemDataRole.ToolTipRole) == (
-        "47,000 of 48,500 input tokens from the cache")
+        "47,000 of 48,500 input tokens from the cache"
+    )
 
 
 def test_filter_by_account_switch_shows_only_the_switched_turn(desk: Desk) -> None:
@@ -69,8 +95,14 @@ def test_filter_by_account_switch_shows_only_the_switched_turn(desk: Desk) -> No
     window = open_window(desk)
     assert len(window.model.request_ids()) == 4
     labels = [window.miss_filter.itemText(i) for i in range(window.miss_filter.count())]
-    assert labels == ["All turns", "Any miss", "First turn", "Account switch", "Cache expired",
-                      "Prefix changed"]
+    assert labels == [
+        "All turns",
+        "Any miss",
+        "First turn",
+        "Account switch",
+        "Cache expired",
+        "Prefix changed",
+    ]
     choose(desk, window, window.miss_filter, "account_switch")
     assert window.model.request_ids() == [made["switch"]]
     assert window.query().cache_miss == "account_switch"
@@ -88,8 +120,9 @@ def test_my_requests_explains_a_switch_without_naming_accounts(desk: Desk) -> No
     settle(desk, window)
     desk.qtbot.waitUntil(lambda: made["switch"] in window.model.request_ids(), timeout=WAIT_MS)
     model = window.model
-    tip = model.data(model.index(row_of(window, made["switch"]), Column.CACHE_HIT),
-                     Qt.ItemDataRole.ToolTipRole)
+    tip = model.data(
+        model.index(row_of(window, made["switch"]), Column.CACHE_HIT), Qt.ItemDataRole.ToolTipRole
+    )
     assert tip.startswith("Moved to another account 40 s after the previous turn")
     assert "work" not in tip and "home" not in tip
 
@@ -99,8 +132,10 @@ def test_request_details_explain_the_miss(desk: Desk) -> None:
     window = open_window(desk)
     dialog = window.open_details(row_of(window, made["switch"]))
     rows = dict(dialog.rows())
-    assert rows["Cache miss"] == ("account switch: moved from work to home 40 s after the"
-                                  " previous turn: ~48k tokens read again")
+    assert rows["Cache miss"] == (
+        "account switch: moved from work to home 40 s after the"
+        " previous turn: ~48k tokens read again"
+    )
     assert rows["Read again"] == "48,213"
     dialog = window.open_details(row_of(window, made["hit"]))
     assert dict(dialog.rows())["Cache miss"] == "no (the cache served this turn)"
@@ -111,10 +146,18 @@ def test_request_details_explain_the_miss(desk: Desk) -> None:
 
 def switch_record(desk: Desk, i: int, reread: int, *, started_at: float | None = None):
     work, home = desk.account_ids
-    fields = dict(cache_miss="account_switch", reread_tokens=reread, account_id=home,
-                  previous_account_id=work, idle_seconds=30.0, cached_tokens=0,
-                  input_tokens=reread + 500, outcome="success", error_code=None,
-                  upstream_status=200)
+    fields = dict(
+        cache_miss="account_switch",
+        reread_tokens=reread,
+        account_id=home,
+        previous_account_id=work,
+        idle_seconds=30.0,
+        cached_tokens=0,
+        input_tokens=reread + 500,
+        outcome="success",
+        error_code=None,
+        upstream_status=200,
+    )
     if started_at is not None:
         fields["started_at"] = started_at
     record = desk.record(i, **fields)

@@ -24,8 +24,7 @@ def shown(qtbot, dialog):
 def test_secret_from_text():
     assert secret_from_text("  sk-ant-api03-abc\n") == {"api_key": "sk-ant-api03-abc"}
     assert secret_from_text('{"access_token": "a"}') == {"access_token": "a"}
-    for bad, words in [("", "paste"), ("{not json", "not valid JSON"),
-                       ("two words", "one word")]:
+    for bad, words in [("", "paste"), ("{not json", "not valid JSON"), ("two words", "one word")]:
         try:
             secret_from_text(bad)
         except ValueError as exc:
@@ -34,8 +33,7 @@ def test_secret_from_text():
             raise AssertionError(bad)
 
 
-async def test_paste_an_api_key_adds_the_account_and_forgets_the_text(qtbot, live,
-                                                                      secret_store):
+async def test_paste_an_api_key_adds_the_account_and_forgets_the_text(qtbot, live, secret_store):
     dialog = shown(qtbot, AddAccountDialog(live.bridge))
     dialog.provider.setCurrentText("anthropic")
     dialog.name.setText("api1")
@@ -50,7 +48,8 @@ async def test_paste_an_api_key_adds_the_account_and_forgets_the_text(qtbot, liv
     view = await live.runtime("api1")
     assert view["max_concurrency"] == 4 and view["provider"] == "anthropic"
     assert json.loads(secret_store.get(account_secret(view["id"]))) == {
-        "api_key": "sk-ant-api03-secret"}
+        "api_key": "sk-ant-api03-secret"
+    }
     assert dialog.secret.text() == ""  # the secret does not linger in the dialog
     assert dialog.status.text() == "Added api1." and dialog.error.isHidden()
     assert dialog.name.text() == ""  # the next account needs its own name
@@ -80,8 +79,17 @@ async def test_errors_are_shown_inline(qtbot, live):
 async def test_import_buttons_read_the_installed_logins(qtbot, live, tmp_path, monkeypatch):
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
-    (home / ".claude" / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {
-        "accessToken": "sk-ant-oat01-x", "refreshToken": "rt", "expiresAt": 4_000_000_000_000}}))
+    (home / ".claude" / ".credentials.json").write_text(
+        json.dumps(
+            {
+                "claudeAiOauth": {
+                    "accessToken": "sk-ant-oat01-x",
+                    "refreshToken": "rt",
+                    "expiresAt": 4_000_000_000_000,
+                }
+            }
+        )
+    )
     monkeypatch.setenv("HOME", str(home))
     dialog = shown(qtbot, AddAccountDialog(live.bridge))
     dialog.import_claude.click()
@@ -101,15 +109,26 @@ async def test_google_imports(qtbot, live, tmp_path, monkeypatch, secret_store):
     dialog.import_gemini.click()
     await live.bridge.wait_idle()
     assert dialog.error.text().startswith("no Gemini CLI login at ")
-    (home / ".gemini" / "oauth_creds.json").write_text(json.dumps({
-        "access_token": "ya29.g", "refresh_token": "1//r", "expiry_date": 4_000_000_000_000}))
+    (home / ".gemini" / "oauth_creds.json").write_text(
+        json.dumps(
+            {"access_token": "ya29.g", "refresh_token": "1//r", "expiry_date": 4_000_000_000_000}
+        )
+    )
     dialog.import_gemini.click()
     await live.bridge.wait_idle()
     assert (await live.runtime("gemini"))["provider"] == "antigravity"
 
     file = tmp_path / "ag.json"
-    file.write_text(json.dumps({"access_token": "ya29.a", "refresh_token": "1//ra",
-                                "expires_at": 4_000_000_000, "project_id": "p-9"}))
+    file.write_text(
+        json.dumps(
+            {
+                "access_token": "ya29.a",
+                "refresh_token": "1//ra",
+                "expires_at": 4_000_000_000,
+                "project_id": "p-9",
+            }
+        )
+    )
     monkeypatch.setattr(dialog, "choose_antigravity_file", lambda: None)  # cancelled
     dialog.import_antigravity.click()
     await live.bridge.wait_idle()
@@ -144,9 +163,14 @@ async def test_settings_are_saved_through_the_service(qtbot, live):
     await live.bridge.wait_idle()
     status, settings = await live.api("GET", "/api/settings")
     assert status == 200
-    assert (settings["pool.cap"], settings["scheduler.five_hour_max"], settings["scheduler.mode"],
-            settings["quota.poll_floor_seconds"], settings["app.start_at_login"],
-            settings["server.port"]) == (4, 0.85, "round_robin", 600, True, 9999)
+    assert (
+        settings["pool.cap"],
+        settings["scheduler.five_hour_max"],
+        settings["scheduler.mode"],
+        settings["quota.poll_floor_seconds"],
+        settings["app.start_at_login"],
+        settings["server.port"],
+    ) == (4, 0.85, "round_robin", 600, True, 9999)
     assert live.service.pool.cap == 4
     assert not dialog.isVisible()
 
@@ -208,8 +232,9 @@ async def test_setup_tool_creates_a_key_for_the_tool_and_fills_the_lines(qtbot, 
     await live.bridge.wait_idle()
     key = page.key
     assert key and key.startswith("sl-")
-    assert page.texts()[0] == (f"export ANTHROPIC_BASE_URL={live.url}\n"
-                               f"export ANTHROPIC_AUTH_TOKEN={key}")
+    assert page.texts()[0] == (
+        f"export ANTHROPIC_BASE_URL={live.url}\nexport ANTHROPIC_AUTH_TOKEN={key}"
+    )
     assert [k["name"] for k in await live.service.list_keys()] == ["claude-code"]
     assert await live.service.identify(key) is not None
     QApplication.clipboard().clear()

@@ -13,10 +13,20 @@ CEILING = 0.90
 
 def reading(utilization, *, stale=False, cold=False):
     if cold:
-        return {"utilization": None, "resets_at": None, "observed_at": None, "cold": True,
-                "stale": True}
-    return {"utilization": utilization, "resets_at": NOW + 3600, "observed_at": NOW - 5,
-            "cold": False, "stale": stale}
+        return {
+            "utilization": None,
+            "resets_at": None,
+            "observed_at": None,
+            "cold": True,
+            "stale": True,
+        }
+    return {
+        "utilization": utilization,
+        "resets_at": NOW + 3600,
+        "observed_at": NOW - 5,
+        "cold": False,
+        "stale": stale,
+    }
 
 
 def paint(qtbot, gauge):
@@ -39,7 +49,9 @@ def bar_row(bar, image):
 
 
 def same(a: QColor, b: QColor, tolerance=3) -> bool:
-    return all(abs(x - y) <= tolerance for x, y in zip(a.getRgb()[:3], b.getRgb()[:3], strict=False))
+    return all(
+        abs(x - y) <= tolerance for x, y in zip(a.getRgb()[:3], b.getRgb()[:3], strict=False)
+    )
 
 
 def test_normal_97_percent_stale_and_cold_look_different(qtbot):
@@ -48,7 +60,11 @@ def test_normal_97_percent_stale_and_cold_look_different(qtbot):
     stale_bar, stale = paint(qtbot, reading(0.40, stale=True))
     cold_bar, cold = paint(qtbot, reading(None, cold=True))
     assert (normal_bar.look, warn_bar.look, stale_bar.look, cold_bar.look) == (
-        GaugeLook.NORMAL, GaugeLook.WARN, GaugeLook.NORMAL, GaugeLook.COLD)
+        GaugeLook.NORMAL,
+        GaugeLook.WARN,
+        GaugeLook.NORMAL,
+        GaugeLook.COLD,
+    )
     palette = normal_bar.palette()
     highlight = palette.color(QPalette.ColorRole.Highlight)
 

@@ -121,15 +121,24 @@ def test_start_failure_is_reported_not_raised(qapp, tmp_path, capsys):
     shown = []
 
     def close_box():
-        (box,) = [w for w in QApplication.topLevelWidgets()
-                  if isinstance(w, QMessageBox) and w.isVisible()]
+        (box,) = [
+            w
+            for w in QApplication.topLevelWidgets()
+            if isinstance(w, QMessageBox) and w.isVisible()
+        ]
         shown.append(box.text())
         box.button(QMessageBox.StandardButton.Close).click()
 
     service = PortTaken()
-    QTimer.singleShot(0, lambda: poll_until(
-        lambda: any(isinstance(w, QMessageBox) and w.isVisible()
-                    for w in QApplication.topLevelWidgets()), lambda _found: close_box()))
+    QTimer.singleShot(
+        0,
+        lambda: poll_until(
+            lambda: any(
+                isinstance(w, QMessageBox) and w.isVisible() for w in QApplication.topLevelWidgets()
+            ),
+            lambda _found: close_box(),
+        ),
+    )
     assert gui_main.run(lambda: service, tmp_path) == 1
     assert "could not start" in capsys.readouterr().err
     assert shown == ["Could not start: OSError: address already in use."]
@@ -174,8 +183,12 @@ from sublane_desktop.service import Service
 from tests.conftest import file_keyring
 from tests.fake_upstream import FakeAnthropic, Reply
 
-STREAM_BODY = {"model": "claude-sonnet-4-5", "max_tokens": 8, "stream": True,
-               "messages": [{"role": "user", "content": "hi"}]}
+STREAM_BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "stream": True,
+    "messages": [{"role": "user", "content": "hi"}],
+}
 
 
 class StreamingService(Service):
@@ -184,8 +197,12 @@ class StreamingService(Service):
     (None: never)."""
 
     def __init__(self, tmp_path, finish_after):
-        super().__init__(tmp_path / "data", port=0, env={}, secret_store=SecretStore(
-            tmp_path, backend=file_keyring(tmp_path / "keyring.cfg")))
+        super().__init__(
+            tmp_path / "data",
+            port=0,
+            env={},
+            secret_store=SecretStore(tmp_path, backend=file_keyring(tmp_path / "keyring.cfg")),
+        )
         self.finish_after = finish_after
         self.events = []
         self.result = None
@@ -204,9 +221,12 @@ class StreamingService(Service):
 
     async def _stream(self, key):
         try:
-            async with aiohttp.ClientSession() as session, session.post(
-                    self.endpoint_url + "/v1/messages", json=STREAM_BODY,
-                    headers={"x-api-key": key}) as response:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(
+                    self.endpoint_url + "/v1/messages", json=STREAM_BODY, headers={"x-api-key": key}
+                ) as response,
+            ):
                 return response.status, await response.text()
         except aiohttp.ClientError as exc:
             return None, repr(exc)
@@ -282,8 +302,11 @@ def test_first_run_with_no_accounts_opens_the_welcome_window(qapp, tmp_path, mon
     seen = []
 
     def look_then_quit(service):
-        seen.extend(w.windowTitle() for w in QApplication.topLevelWidgets()
-                    if isinstance(w, WelcomeWindow) and w.isVisible())
+        seen.extend(
+            w.windowTitle()
+            for w in QApplication.topLevelWidgets()
+            if isinstance(w, WelcomeWindow) and w.isVisible()
+        )
         QApplication.quit()
 
     service = AfterStart(look_then_quit)

@@ -49,7 +49,9 @@ def render(tmp_path: Path, scale: str, dark: bool = False) -> dict:
     args = [sys.executable, "-m", "sublane_desktop.gui.screenshots", str(tmp_path / "shots")]
     if dark:
         args.append("--dark")
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=240, check=False, cwd=ROOT)
+    done = subprocess.run(
+        args, env=env, capture_output=True, text=True, timeout=240, check=False, cwd=ROOT
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -12,32 +12,36 @@ NOW = 1_800_000_000.0
 
 
 def snap(**states):
-    return [account(name, state, id=i) | ({"cooldown_until": NOW + 75} if state == "cooling"
-                                          else {})
-            for i, (name, state) in enumerate(states.items(), start=1)]
+    return [
+        account(name, state, id=i) | ({"cooldown_until": NOW + 75} if state == "cooling" else {})
+        for i, (name, state) in enumerate(states.items(), start=1)
+    ]
 
 
-@pytest.mark.parametrize("before, after, expected", [
-    # (old state, new state) -> kinds announced
-    ("ok", "cooling", ["cooling"]),
-    ("busy", "cooling", ["cooling"]),
-    ("probing", "cooling", ["cooling"]),  # the recovery probe failed: cooling again
-    ("ok", "quota_exhausted", ["exhausted"]),
-    ("cooling", "quota_exhausted", ["exhausted"]),
-    ("ok", "auth_failed", ["auth_failed"]),
-    ("cooling", "probing", []),  # not recovered yet: waiting for its probe
-    ("probing", "ok", ["recovered"]),
-    ("cooling", "ok", ["recovered"]),
-    ("quota_exhausted", "ok", ["recovered"]),
-    ("quota_exhausted", "busy", ["recovered"]),
-    ("auth_failed", "ok", ["recovered"]),
-    ("ok", "busy", []),
-    ("busy", "ok", []),
-    ("ok", "paused", []),  # the person just did that
-    ("paused", "ok", []),
-    ("ok", "ok", []),
-    ("ok", "disabled", []),
-])
+@pytest.mark.parametrize(
+    "before, after, expected",
+    [
+        # (old state, new state) -> kinds announced
+        ("ok", "cooling", ["cooling"]),
+        ("busy", "cooling", ["cooling"]),
+        ("probing", "cooling", ["cooling"]),  # the recovery probe failed: cooling again
+        ("ok", "quota_exhausted", ["exhausted"]),
+        ("cooling", "quota_exhausted", ["exhausted"]),
+        ("ok", "auth_failed", ["auth_failed"]),
+        ("cooling", "probing", []),  # not recovered yet: waiting for its probe
+        ("probing", "ok", ["recovered"]),
+        ("cooling", "ok", ["recovered"]),
+        ("quota_exhausted", "ok", ["recovered"]),
+        ("quota_exhausted", "busy", ["recovered"]),
+        ("auth_failed", "ok", ["recovered"]),
+        ("ok", "busy", []),
+        ("busy", "ok", []),
+        ("ok", "paused", []),  # the person just did that
+        ("paused", "ok", []),
+        ("ok", "ok", []),
+        ("ok", "disabled", []),
+    ],
+)
 def test_transition_table(before, after, expected):
     notices = transitions(snap(work=before), snap(work=after))
     assert [n.kind for n in notices] == expected
@@ -60,8 +64,9 @@ def test_first_snapshot_and_new_or_removed_accounts_say_nothing():
 
 
 def test_several_accounts_at_once():
-    notices = transitions(snap(a="ok", b="ok", c="cooling"),
-                          snap(a="cooling", b="quota_exhausted", c="probing"))
+    notices = transitions(
+        snap(a="ok", b="ok", c="cooling"), snap(a="cooling", b="quota_exhausted", c="probing")
+    )
     assert [(n.account_id, n.kind) for n in notices] == [(1, "cooling"), (2, "exhausted")]
 
 

@@ -24,10 +24,20 @@ NOW = 1_800_000_000.0
 
 def gauge(utilization, *, resets_in=None, stale=False, cold=False):
     if cold:
-        return {"utilization": None, "resets_at": None, "observed_at": None, "cold": True,
-                "stale": True}
-    return {"utilization": utilization, "resets_at": None if resets_in is None else NOW + resets_in,
-            "observed_at": NOW - 10, "cold": False, "stale": stale}
+        return {
+            "utilization": None,
+            "resets_at": None,
+            "observed_at": None,
+            "cold": True,
+            "stale": True,
+        }
+    return {
+        "utilization": utilization,
+        "resets_at": None if resets_in is None else NOW + resets_in,
+        "observed_at": NOW - 10,
+        "cold": False,
+        "stale": stale,
+    }
 
 
 def test_all_ready_is_ok():
@@ -46,7 +56,9 @@ def test_a_pause_the_user_chose_is_not_a_warning():
 
 def test_nothing_servable_or_empty_is_down():
     assert pool_health([]) is PoolHealth.DOWN
-    assert pool_health([account("a", "cooling"), account("b", "quota_exhausted")]) is PoolHealth.DOWN
+    assert (
+        pool_health([account("a", "cooling"), account("b", "quota_exhausted")]) is PoolHealth.DOWN
+    )
     assert pool_health([account("a", "disabled")]) is PoolHealth.DOWN
 
 
@@ -58,10 +70,21 @@ def test_disabled_account_does_not_degrade_health():
     assert pool_health([account("a", "ok"), account("b", "disabled")]) is PoolHealth.OK
 
 
-@pytest.mark.parametrize("seconds, text", [
-    (-5, "now"), (0, "now"), (0.2, "1s"), (45, "45s"), (252, "4m 12s"), (3599, "59m 59s"),
-    (3600, "1h 00m"), (8040, "2h 14m"), (86400, "1d 0h"), (100800, "1d 4h"),
-])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (-5, "now"),
+        (0, "now"),
+        (0.2, "1s"),
+        (45, "45s"),
+        (252, "4m 12s"),
+        (3599, "59m 59s"),
+        (3600, "1h 00m"),
+        (8040, "2h 14m"),
+        (86400, "1d 0h"),
+        (100800, "1d 4h"),
+    ],
+)
 def test_countdown(seconds, text):
     assert countdown(seconds) == text
 
@@ -74,12 +97,18 @@ def test_badges_cooling_shows_until_and_countdown():
     assert has_cooldown(a)
 
 
-@pytest.mark.parametrize("state, text, tone", [
-    ("ok", "ok", Tone.OK), ("busy", "busy", Tone.INFO),
-    ("probing", "waiting for a request to test it", Tone.WARN),
-    ("quota_exhausted", "quota exhausted", Tone.BAD), ("paused", "paused", Tone.MUTED),
-    ("auth_failed", "auth failed", Tone.BAD), ("disabled", "disabled", Tone.MUTED),
-])
+@pytest.mark.parametrize(
+    "state, text, tone",
+    [
+        ("ok", "ok", Tone.OK),
+        ("busy", "busy", Tone.INFO),
+        ("probing", "waiting for a request to test it", Tone.WARN),
+        ("quota_exhausted", "quota exhausted", Tone.BAD),
+        ("paused", "paused", Tone.MUTED),
+        ("auth_failed", "auth failed", Tone.BAD),
+        ("disabled", "disabled", Tone.MUTED),
+    ],
+)
 def test_state_badges(state, text, tone):
     assert badges(account("a", state), NOW) == [(text, tone)]
     assert not has_cooldown(account("a", state))
@@ -100,7 +129,9 @@ def test_gauge_caption():
     assert gauge_caption(None, NOW) == "no data yet"
     assert gauge_caption(gauge(0.372, resets_in=8040), NOW) == "37% · resets in 2h 14m"
     assert gauge_caption(gauge(0.0), NOW) == "0%"  # observed zero is not unknown
-    assert gauge_caption(gauge(0.5, resets_in=60, stale=True), NOW) == "50% · resets in 1m 00s · stale"
+    assert (
+        gauge_caption(gauge(0.5, resets_in=60, stale=True), NOW) == "50% · resets in 1m 00s · stale"
+    )
 
 
 def test_ceilings_follow_settings_and_per_account_overrides():
@@ -119,18 +150,33 @@ def test_fable_gauge_only_for_claude_accounts():
 
 def test_windows_follow_what_the_account_has():
     assert gauge_windows(account("k") | {"kind": "api_key"}) == ()
-    ag = account("ag") | {"provider": "antigravity", "gauges": {
-        "claude": gauge(0.2), "gemini_pro": gauge(0.1), "gemini_flash": gauge(0, cold=True)}}
+    ag = account("ag") | {
+        "provider": "antigravity",
+        "gauges": {
+            "claude": gauge(0.2),
+            "gemini_pro": gauge(0.1),
+            "gemini_flash": gauge(0, cold=True),
+        },
+    }
     assert gauge_windows(ag) == ("claude", "gemini_pro", "gemini_flash")
     assert gauge_windows(account("c") | {"provider": "codex"}) == ("five_hour", "seven_day")
 
 
 def test_tightest_gauge_is_least_headroom_below_its_ceiling():
-    work = account("work", current=True) | {"gauges": {
-        "five_hour": gauge(0.85, resets_in=3600), "seven_day": gauge(0.5), "fable": gauge(0.1)}}
-    home = account("home", id=2) | {"gauges": {
-        "five_hour": gauge(0.2), "seven_day": gauge(0.97, resets_in=86400 * 2),
-        "fable": gauge(0, cold=True)}}
+    work = account("work", current=True) | {
+        "gauges": {
+            "five_hour": gauge(0.85, resets_in=3600),
+            "seven_day": gauge(0.5),
+            "fable": gauge(0.1),
+        }
+    }
+    home = account("home", id=2) | {
+        "gauges": {
+            "five_hour": gauge(0.2),
+            "seven_day": gauge(0.97, resets_in=86400 * 2),
+            "fable": gauge(0, cold=True),
+        }
+    }
     # work 5h: 0.90 - 0.85 = 0.05 headroom; home 7d: 0.99 - 0.97 = 0.02
     acc, window, _ = tightest_gauge([work, home], SCHEDULER_SETTINGS)
     assert (acc["name"], window) == ("home", "seven_day")
@@ -144,18 +190,27 @@ def test_lines_and_tooltip():
     accounts = [account("work", "quota_exhausted", current=True), account("home", "ok", id=2)]
     assert account_line(accounts[0]) == "work — quota exhausted"
     tip = tooltip_text("http://127.0.0.1:8765", accounts)
-    assert tip.splitlines() == ["SubLane — http://127.0.0.1:8765", "work: quota exhausted",
-                                "Current: work"]
+    assert tip.splitlines() == [
+        "SubLane — http://127.0.0.1:8765",
+        "work: quota exhausted",
+        "Current: work",
+    ]
 
 
 def test_tooltip_with_fable_current_and_tightest_gauge():
     work = account("work", current=True) | {"gauges": {"five_hour": gauge(0.4, resets_in=600)}}
     home = account("home", id=2) | {"fable_current": True}
     tip = tooltip_text("http://127.0.0.1:8765", [work, home], SCHEDULER_SETTINGS, NOW)
-    assert tip.splitlines() == ["SubLane — http://127.0.0.1:8765", "Current: work",
-                                "Fable lane: home", "Tightest: work 5h 40% · resets in 10m 00s"]
+    assert tip.splitlines() == [
+        "SubLane — http://127.0.0.1:8765",
+        "Current: work",
+        "Fable lane: home",
+        "Tightest: work 5h 40% · resets in 10m 00s",
+    ]
     assert tooltip_text("u", [], SCHEDULER_SETTINGS, NOW).splitlines() == [
-        "SubLane — u", "No accounts yet — open SubLane to add one"]
+        "SubLane — u",
+        "No accounts yet — open SubLane to add one",
+    ]
 
 
 # --- R-UI-6: the tooltip says why the icon is not green -----------------------------------------
@@ -165,32 +220,50 @@ def test_tooltip_says_why_for_each_health_state():
     url = "http://127.0.0.1:8765"
     ok = [account("work", "ok", current=True), account("home", "busy", id=2)]
     assert tooltip_text(url, ok, SCHEDULER_SETTINGS, NOW).splitlines() == [
-        f"SubLane — {url}", "Current: work"]
+        f"SubLane — {url}",
+        "Current: work",
+    ]
 
     cooling = account("home", "cooling", id=2) | {"cooldown_until": NOW + 252}
     tip = tooltip_text(url, [ok[0], cooling], SCHEDULER_SETTINGS, NOW).splitlines()
-    assert tip[1] == f"home: cooling until {time.strftime('%H:%M:%S', time.localtime(NOW + 252))}" \
+    assert (
+        tip[1] == f"home: cooling until {time.strftime('%H:%M:%S', time.localtime(NOW + 252))}"
         " (4m 12s)"
+    )
 
     probing = account("home", "probing", id=2)
-    assert tooltip_text(url, [ok[0], probing], SCHEDULER_SETTINGS, NOW).splitlines()[1] == \
-        "home: waiting for a request to test it"
-    assert tooltip_text(url, [ok[0], probing | {"in_flight": 1}], SCHEDULER_SETTINGS,
-                        NOW).splitlines()[1] == "home: probing"
+    assert (
+        tooltip_text(url, [ok[0], probing], SCHEDULER_SETTINGS, NOW).splitlines()[1]
+        == "home: waiting for a request to test it"
+    )
+    assert (
+        tooltip_text(
+            url, [ok[0], probing | {"in_flight": 1}], SCHEDULER_SETTINGS, NOW
+        ).splitlines()[1]
+        == "home: probing"
+    )
 
     failed = account("home", "auth_failed", id=2) | {
-        "auth_reason": "the credential cannot be read from the keyring"}
-    assert tooltip_text(url, [ok[0], failed], SCHEDULER_SETTINGS, NOW).splitlines()[1] == \
-        "home: auth failed: the credential cannot be read from the keyring"
+        "auth_reason": "the credential cannot be read from the keyring"
+    }
+    assert (
+        tooltip_text(url, [ok[0], failed], SCHEDULER_SETTINGS, NOW).splitlines()[1]
+        == "home: auth failed: the credential cannot be read from the keyring"
+    )
 
-    spent = account("work", "quota_exhausted") | {"gauges": {
-        "five_hour": gauge(1.0, resets_in=3600), "seven_day": gauge(0.4)}}
+    spent = account("work", "quota_exhausted") | {
+        "gauges": {"five_hour": gauge(1.0, resets_in=3600), "seven_day": gauge(0.4)}
+    }
     tip = tooltip_text(url, [spent], SCHEDULER_SETTINGS, NOW).splitlines()
-    assert tip[1:3] == ["No account can serve a request now",
-                        "work: quota exhausted (5h at 100%, resets at "
-                        f"{time.strftime('%H:%M:%S', time.localtime(NOW + 3600))})"]
+    assert tip[1:3] == [
+        "No account can serve a request now",
+        "work: quota exhausted (5h at 100%, resets at "
+        f"{time.strftime('%H:%M:%S', time.localtime(NOW + 3600))})",
+    ]
     assert tip[3] == "No current account yet (the next request picks one)"
 
     paused = account("home", "paused", id=2)
-    assert tooltip_text(url, [ok[0], paused], SCHEDULER_SETTINGS, NOW).splitlines()[1] == \
-        "home: paused by you"
+    assert (
+        tooltip_text(url, [ok[0], paused], SCHEDULER_SETTINGS, NOW).splitlines()[1]
+        == "home: paused by you"
+    )

@@ -25,12 +25,25 @@ FULL_ID = "req_3f9ac21b5e7d4a0c9b8e1f20"
 def api_record(**fields) -> dict:
     """A record exactly as the history API presents it."""
     row = {
-        "id": 7, "request_id": FULL_ID, "user_id": 1, "key_id": 2, "group_id": 1,
-        "account_id": 3, "account_name": "work", "provider": "anthropic",
-        "model": "claude-sonnet-4-5", "protocol": "anthropic", "operation": "messages",
-        "started_at": time.mktime((2026, 3, 14, 9, 26, 53, 0, 0, -1)), "duration_ms": 12_400,
-        "first_token_ms": 830, "outcome": "success", "error_code": None,
-        "upstream_status": 200, "input_tokens": 12_000, "output_tokens": 640,
+        "id": 7,
+        "request_id": FULL_ID,
+        "user_id": 1,
+        "key_id": 2,
+        "group_id": 1,
+        "account_id": 3,
+        "account_name": "work",
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "protocol": "anthropic",
+        "operation": "messages",
+        "started_at": time.mktime((2026, 3, 14, 9, 26, 53, 0, 0, -1)),
+        "duration_ms": 12_400,
+        "first_token_ms": 830,
+        "outcome": "success",
+        "error_code": None,
+        "upstream_status": 200,
+        "input_tokens": 12_000,
+        "output_tokens": 640,
         "cached_tokens": 9_000,
     }
     row.update(fields)
@@ -66,13 +79,32 @@ def test_cells_show_the_api_record() -> None:
 
 def test_missing_values_read_as_a_dash() -> None:
     model = RequestsModel()
-    model.set_records([api_record(first_token_ms=None, upstream_status=None, duration_ms=None,
-                                  input_tokens=None, output_tokens=None, cached_tokens=None,
-                                  account_id=None, outcome="rejected",
-                                  error_code="account_busy")])
+    model.set_records(
+        [
+            api_record(
+                first_token_ms=None,
+                upstream_status=None,
+                duration_ms=None,
+                input_tokens=None,
+                output_tokens=None,
+                cached_tokens=None,
+                account_id=None,
+                outcome="rejected",
+                error_code="account_busy",
+            )
+        ]
+    )
     shown = cells(model)
-    for column in ("First output", "Status", "Duration", "Input", "Output", "Cached",
-                   "Cache hit", "Account"):
+    for column in (
+        "First output",
+        "Status",
+        "Duration",
+        "Input",
+        "Output",
+        "Cached",
+        "Cache hit",
+        "Account",
+    ):
         assert shown[column] == "—", column
     assert shown["Outcome"] == "rejected\naccount_busy"
     assert model.index(0, Column.OUTCOME).data(Qt.ItemDataRole.ForegroundRole) is not None
@@ -80,9 +112,13 @@ def test_missing_values_read_as_a_dash() -> None:
 
 def test_cache_hit_rate_is_the_api_display_string() -> None:
     model = RequestsModel()
-    model.set_records([api_record(input_tokens=3, cached_tokens=1),
-                       api_record(input_tokens=100, cached_tokens=0),
-                       api_record(input_tokens=10, cached_tokens=20)])
+    model.set_records(
+        [
+            api_record(input_tokens=3, cached_tokens=1),
+            api_record(input_tokens=100, cached_tokens=0),
+            api_record(input_tokens=10, cached_tokens=20),
+        ]
+    )
     assert [model.index(r, Column.CACHE_HIT).data() for r in range(3)] == ["33.3%", "0%", "—"]
 
 
@@ -90,8 +126,14 @@ def test_formatting_helpers() -> None:
     assert compact_id(FULL_ID) == "req_3f9ac21b…"
     assert compact_id("req_short") == "req_short"
     assert compact_id(None) == "—"
-    assert [milliseconds(v) for v in (None, 0, 999, 1000, 59_949, 125_000)] == \
-        ["—", "0 ms", "999 ms", "1.0 s", "59.9 s", "2 m 05 s"]
+    assert [milliseconds(v) for v in (None, 0, 999, 1000, 59_949, 125_000)] == [
+        "—",
+        "0 ms",
+        "999 ms",
+        "1.0 s",
+        "59.9 s",
+        "2 m 05 s",
+    ]
     assert tokens(1234567) == "1,234,567" and tokens(None) == "—"
 
 
@@ -112,8 +154,7 @@ def test_details_list_every_field_with_names() -> None:
     assert rows["First output"] == "830 ms"
     assert rows["Cache-hit rate"] == "75%"
     assert "Record" not in rows and "Group" not in rows  # internal ids say nothing to a person
-    personal = dict(detail_rows(present({**api_record(), "account_name": None},
-                                        personal=True)))
+    personal = dict(detail_rows(present({**api_record(), "account_name": None}, personal=True)))
     assert personal["Account"] == "—"
 
 
@@ -123,7 +164,8 @@ def test_details_say_the_cause_not_only_the_code() -> None:
     failed = {**api_record(), "outcome": "error", "error_code": "upstream_unreachable"}
     assert dict(detail_rows(failed))["Cause"] == (
         "The provider could not be reached (connection refused, DNS or TLS failure, or no "
-        "answer in time) [upstream_unreachable]")
+        "answer in time) [upstream_unreachable]"
+    )
     assert cause_text("http_502") == "The provider answered HTTP 502 [http_502]"
     assert cause_text("overloaded_error") == "The provider was overloaded [overloaded_error]"
     assert cause_text("something_new") == "something_new"

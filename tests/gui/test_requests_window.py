@@ -97,15 +97,15 @@ def test_outcome_model_key_and_request_id_filters_narrow_the_table(desk: Desk) -
     assert window.next_cursor is None
 
     choose(desk, window, window.model_filter, "claude-fable-5")
-    assert ids(window) == [r.request_id for r in reversed(made)
-                           if r.outcome == "error" and r.model == "claude-fable-5"]
+    assert ids(window) == [
+        r.request_id for r in reversed(made) if r.outcome == "error" and r.model == "claude-fable-5"
+    ]
 
     act(desk, window, window.clear_filters)
     assert window.model.rowCount() == PAGE_SIZE
 
     choose(desk, window, window.key_filter, desk.member_key_id)
-    assert ids(window) == [r.request_id for r in reversed(made)
-                           if r.key_id == desk.member_key_id]
+    assert ids(window) == [r.request_id for r in reversed(made) if r.key_id == desk.member_key_id]
 
     act(desk, window, window.clear_filters)
     target = made[33].request_id
@@ -126,8 +126,9 @@ def test_admin_filters_and_my_requests_scope(desk: Desk) -> None:
     work = desk.account_ids[0]
     choose(desk, window, window.account_filter, work)
     assert ids(window) == [r.request_id for r in reversed(made) if r.account_id == work]
-    assert {window.model.record(i)["account_name"] for i in range(window.model.rowCount())} \
-        == {"work"}
+    assert {window.model.record(i)["account_name"] for i in range(window.model.rowCount())} == {
+        "work"
+    }
 
     act(desk, window, lambda: window.my_button.click())
     assert window.mine
@@ -137,8 +138,13 @@ def test_admin_filters_and_my_requests_scope(desk: Desk) -> None:
     assert not window.account_filter.isVisibleTo(window)
     assert window.table.isColumnHidden(Column.ACCOUNT)
     assert all(window.model.record(i)["account_name"] == "" for i in range(len(mine)))
-    desk.qtbot.waitUntil(lambda: window.key_filter.findData(desk.member_key_id) < 0
-                         and window.key_filter.findData(desk.admin_key_id) > 0, timeout=WAIT_MS)
+    desk.qtbot.waitUntil(
+        lambda: (
+            window.key_filter.findData(desk.member_key_id) < 0
+            and window.key_filter.findData(desk.admin_key_id) > 0
+        ),
+        timeout=WAIT_MS,
+    )
 
     act(desk, window, lambda: window.all_button.click())
     assert not window.mine and window.model.rowCount() == PAGE_SIZE
@@ -153,11 +159,17 @@ def test_time_range_filters_by_the_service_clock(desk: Desk) -> None:
     window = open_window(desk)
     assert window.model.rowCount() == 5
 
-    act(desk, window, lambda: window.time_filter.setCurrentIndex(
-        window.time_filter.findText("Last 15 minutes")))
+    act(
+        desk,
+        window,
+        lambda: window.time_filter.setCurrentIndex(window.time_filter.findText("Last 15 minutes")),
+    )
     assert window.model.rowCount() == 2
-    act(desk, window, lambda: window.time_filter.setCurrentIndex(
-        window.time_filter.findText("Last 24 hours")))
+    act(
+        desk,
+        window,
+        lambda: window.time_filter.setCurrentIndex(window.time_filter.findText("Last 24 hours")),
+    )
     assert window.model.rowCount() == 4
 
     # A custom range: from inclusive, until exclusive.
@@ -169,8 +181,10 @@ def test_time_range_filters_by_the_service_clock(desk: Desk) -> None:
     window.from_edit.setDateTime(QDateTime.fromSecsSinceEpoch(int(now - 6000)))
     window.until_edit.setDateTime(QDateTime.fromSecsSinceEpoch(int(now - 1000)))
     act(desk, window, window._apply_typed_now)
-    assert sorted(window.model.record(i)["started_at"] for i in range(window.model.rowCount())) \
-        == [now - 5000, now - 1200]
+    assert sorted(window.model.record(i)["started_at"] for i in range(window.model.rowCount())) == [
+        now - 5000,
+        now - 1200,
+    ]
 
 
 def test_a_bad_filter_is_explained_not_raised(desk: Desk) -> None:
@@ -192,10 +206,10 @@ def test_double_click_opens_details_with_the_full_id(desk: Desk) -> None:
     rect = window.table.visualRect(cell)
     # A double click is a press, a release and a double-click event on the same cell.
     desk.qtbot.mouseClick(window.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    desk.qtbot.mouseDClick(window.table.viewport(), Qt.MouseButton.LeftButton,
-                           pos=rect.center())
-    desk.qtbot.waitUntil(lambda: window.details is not None and window.details.isVisible(),
-                         timeout=WAIT_MS)
+    desk.qtbot.mouseDClick(window.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    desk.qtbot.waitUntil(
+        lambda: window.details is not None and window.details.isVisible(), timeout=WAIT_MS
+    )
     dialog = window.details
     assert dialog.request_id.text() == newest.request_id
     shown = dict(dialog.rows())
@@ -207,17 +221,30 @@ def test_double_click_opens_details_with_the_full_id(desk: Desk) -> None:
     assert shown["Client key"] == f"laptop ({desk.admin_key_id})"
     assert shown["Account"].startswith("work (") or shown["Account"].startswith("home (")
     # Every stored field has a row.
-    for label in ("Started", "Cause", "Upstream status", "Duration", "First output",
-                  "Provider", "Protocol", "Operation", "Member", "Output tokens",
-                  "Cached tokens"):
+    for label in (
+        "Started",
+        "Cause",
+        "Upstream status",
+        "Duration",
+        "First output",
+        "Provider",
+        "Protocol",
+        "Operation",
+        "Member",
+        "Output tokens",
+        "Cached tokens",
+    ):
         assert label in shown
     # The table itself shows only the compact id.
     assert newest.request_id not in window.model.index(0, Column.STARTED).data()
 
     # Clicking another row's start time reuses the same dialog.
     started = window.model.index(2, Column.STARTED)
-    desk.qtbot.mouseClick(window.table.viewport(), Qt.MouseButton.LeftButton,
-                          pos=window.table.visualRect(started).center())
+    desk.qtbot.mouseClick(
+        window.table.viewport(),
+        Qt.MouseButton.LeftButton,
+        pos=window.table.visualRect(started).center(),
+    )
     assert window.details is dialog and dialog.request_id.text() == made[-3].request_id
 
     QApplication.clipboard().clear()
@@ -260,17 +287,21 @@ def test_ctrl_c_copies_the_full_request_id(desk: Desk) -> None:
 def test_a_new_record_appears_on_the_first_page(desk: Desk) -> None:
     desk.seed(60)
     window = open_window(desk, show=True)
-    fresh = desk.record(1000, request_id="req_fresh00000000000000000001", outcome="rejected",
-                        error_code="account_busy", upstream_status=None,
-                        started_at=desk.clock.now())
+    fresh = desk.record(
+        1000,
+        request_id="req_fresh00000000000000000001",
+        outcome="rejected",
+        error_code="account_busy",
+        upstream_status=None,
+        started_at=desk.clock.now(),
+    )
     with desk.qtbot.waitSignal(desk.bridge.recordAdded, timeout=WAIT_MS):
         desk.service.record(fresh)  # through the real writer task and the bus
     # Within a second of being written (R-REC-4 / R-UI-3).
     desk.qtbot.waitUntil(lambda: ids(window)[:1] == [fresh.request_id], timeout=1000)
     assert window.model.rowCount() == PAGE_SIZE
     assert window.model.index(0, Column.OUTCOME).data() == "rejected\naccount_busy"
-    desk.qtbot.waitUntil(lambda: window.outcome_filter.findData("rejected") > 0,
-                         timeout=WAIT_MS)
+    desk.qtbot.waitUntil(lambda: window.outcome_filter.findData("rejected") > 0, timeout=WAIT_MS)
 
 
 def test_an_older_page_is_left_alone_when_records_arrive(desk: Desk) -> None:
@@ -280,8 +311,7 @@ def test_an_older_page_is_left_alone_when_records_arrive(desk: Desk) -> None:
     before = ids(window)
     with desk.qtbot.waitSignal(desk.bridge.recordAdded, timeout=WAIT_MS):
         desk.service.record(desk.record(2000, request_id="req_late0000000000000000000001"))
-    desk.qtbot.waitUntil(lambda: "newer requests arrived" in window.status.text(),
-                         timeout=WAIT_MS)
+    desk.qtbot.waitUntil(lambda: "newer requests arrived" in window.status.text(), timeout=WAIT_MS)
     assert ids(window) == before and window.page_number == 2
     act(desk, window, window.newest_button.click)
     assert ids(window)[0] == "req_late0000000000000000000001"
@@ -295,8 +325,9 @@ def test_a_hidden_window_catches_up_when_shown(desk: Desk) -> None:
         desk.service.record(desk.record(50, request_id="req_hidden000000000000000001"))
     assert "req_hidden000000000000000001" not in ids(window)
     window.show()
-    desk.qtbot.waitUntil(lambda: ids(window)[:1] == ["req_hidden000000000000000001"],
-                         timeout=WAIT_MS)
+    desk.qtbot.waitUntil(
+        lambda: ids(window)[:1] == ["req_hidden000000000000000001"], timeout=WAIT_MS
+    )
 
 
 def test_a_burst_of_records_is_one_reload_without_resizing_columns(desk: Desk) -> None:

@@ -18,14 +18,23 @@ def test_renders_every_built_window_into_png_files(qapp, tmp_path, capsys) -> No
     summary = json.loads(out.strip().splitlines()[-1])
     written = summary["written"]
     # The Requests window and its details dialog are always there; so is the tray menu.
-    for name in ("requests.png", "request-details.png", "requests-mine.png", "tray-menu.png",
-                 "requests-account-switch.png", "request-details-account-switch.png"):
+    for name in (
+        "requests.png",
+        "request-details.png",
+        "requests-mine.png",
+        "tray-menu.png",
+        "requests-account-switch.png",
+        "request-details-account-switch.png",
+    ):
         assert name in written, out
     # Only the retired status window may be missing; a window or dialog that failed to build
     # is a failure, not a skip.
     assert set(summary["skipped"]) <= {"status window"}, out
-    committed = {p.name for p in (Path(__file__).parents[2] / "resources" / "screenshots")
-                 .glob("*.png") if not p.name.endswith("-dark.png")}  # test_layout: --dark
+    committed = {
+        p.name
+        for p in (Path(__file__).parents[2] / "resources" / "screenshots").glob("*.png")
+        if not p.name.endswith("-dark.png")
+    }  # test_layout: --dark
     assert committed <= set(written), out  # every committed picture can be re-taken
     for name in written:
         path = tmp_path / "shots" / name
@@ -57,8 +66,13 @@ def test_demo_records_are_deterministic_and_varied() -> None:
     screenshots.seed_records(second, Clock(), 2, {"laptop": 1, "ci": 2, "sam-mbp": 3})
     assert [r.request_id for r in first.records] == [r.request_id for r in second.records]
     assert len(first.records) == 120 and 0 <= row < 50
-    assert {r.outcome for r in first.records} == {"success", "error", "rejected", "canceled",
-                                                  "incomplete"}
+    assert {r.outcome for r in first.records} == {
+        "success",
+        "error",
+        "rejected",
+        "canceled",
+        "incomplete",
+    }
     assert len({r.model for r in first.records}) >= 4
     times = [r.started_at for r in first.records]
     assert times == sorted(times) and times[-1] < screenshots.DEMO_NOW

@@ -14,7 +14,8 @@ def by_title(tool, key="sl-abc"):
 def test_claude_code_lines():
     lines = by_title("claude-code")
     assert lines["Shell (bash, zsh)"] == (
-        "export ANTHROPIC_BASE_URL=http://127.0.0.1:8765\nexport ANTHROPIC_AUTH_TOKEN=sl-abc")
+        "export ANTHROPIC_BASE_URL=http://127.0.0.1:8765\nexport ANTHROPIC_AUTH_TOKEN=sl-abc"
+    )
     assert '"ANTHROPIC_AUTH_TOKEN": "sl-abc"' in lines["or in ~/.claude/settings.json"]
 
 
@@ -23,22 +24,29 @@ def test_codex_config_is_valid_toml_as_protocols_md_says():
     config = tomllib.loads(next(t for title, t in lines.items() if "config.toml" in title))
     assert config["model_provider"] == "sublane"
     assert config["model_providers"]["sublane"] == {
-        "name": "SubLane", "base_url": "http://127.0.0.1:8765/v1", "env_key": "SUBLANE_KEY",
-        "wire_api": "responses"}
+        "name": "SubLane",
+        "base_url": "http://127.0.0.1:8765/v1",
+        "env_key": "SUBLANE_KEY",
+        "wire_api": "responses",
+    }
     assert lines["Shell (bash, zsh)"] == "export SUBLANE_KEY=sl-abc"
 
 
 def test_sdk_lines():
     lines = by_title("sdk")
-    assert 'anthropic.Anthropic(base_url="http://127.0.0.1:8765", api_key="sl-abc")' in lines[
-        "anthropic (Python)"]
-    assert 'OpenAI(base_url="http://127.0.0.1:8765/v1", api_key="sl-abc")' in lines[
-        "openai (Python)"]
+    assert (
+        'anthropic.Anthropic(base_url="http://127.0.0.1:8765", api_key="sl-abc")'
+        in lines["anthropic (Python)"]
+    )
+    assert (
+        'OpenAI(base_url="http://127.0.0.1:8765/v1", api_key="sl-abc")' in lines["openai (Python)"]
+    )
 
 
 @pytest.mark.parametrize("tool", [t.id for t in TOOLS])
 def test_placeholder_until_a_key_exists(tool):
-    assert all(KEY_PLACEHOLDER in s.text or "SUBLANE_KEY" in s.text
-               for s in snippets(tool, URL, None))
+    assert all(
+        KEY_PLACEHOLDER in s.text or "SUBLANE_KEY" in s.text for s in snippets(tool, URL, None)
+    )
     with pytest.raises(ValueError):
         snippets("emacs", URL, None)

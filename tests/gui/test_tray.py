@@ -47,37 +47,80 @@ def test_tooltip_names_endpoint_current_accounts_and_tightest_gauge(qtbot, servi
     service.set_accounts([account("work", "ok", id=1, current=True)])
     tray = Tray(Bridge(service))
     assert tray.icon.toolTip() == "SubLane — http://127.0.0.1:8765\nCurrent: work"
-    gauges = {"five_hour": {"utilization": 0.93, "resets_at": service.clock.now() + 600,
-                            "observed_at": service.clock.now(), "cold": False, "stale": False}}
-    service.set_accounts([account("work"), account("home", id=2, current=True) | {
-        "fable_current": False, "gauges": gauges}, account("f", id=3) | {"fable_current": True}])
-    qtbot.waitUntil(lambda: tray.icon.toolTip().splitlines()[1:] == [
-        "Current: home", "Fable lane: f", "Tightest: home 5h 93% · resets in 10m 00s"],
-        timeout=1000)
+    gauges = {
+        "five_hour": {
+            "utilization": 0.93,
+            "resets_at": service.clock.now() + 600,
+            "observed_at": service.clock.now(),
+            "cold": False,
+            "stale": False,
+        }
+    }
+    service.set_accounts(
+        [
+            account("work"),
+            account("home", id=2, current=True) | {"fable_current": False, "gauges": gauges},
+            account("f", id=3) | {"fable_current": True},
+        ]
+    )
+    qtbot.waitUntil(
+        lambda: (
+            tray.icon.toolTip().splitlines()[1:]
+            == ["Current: home", "Fable lane: f", "Tightest: home 5h 93% · resets in 10m 00s"]
+        ),
+        timeout=1000,
+    )
 
 
 def test_menu_is_rebuilt_on_show(qtbot, service):
     tray = Tray(Bridge(service), requests_available=False)
     tray.menu.aboutToShow.emit()
-    assert texts(tray.menu) == ["● work [current] — no quota data yet",
-                                "◔ home — cooling · no quota data yet", "",
-                                "No quota readings yet · Refresh", "", "Open Accounts",
-                                "Open Requests", "Settings…", "Set up a tool…",
-                                "Copy endpoint URL", "", "Quit"]
+    assert texts(tray.menu) == [
+        "● work [current] — no quota data yet",
+        "◔ home — cooling · no quota data yet",
+        "",
+        "No quota readings yet · Refresh",
+        "",
+        "Open Accounts",
+        "Open Requests",
+        "Settings…",
+        "Set up a tool…",
+        "Copy endpoint URL",
+        "",
+        "Quit",
+    ]
     assert not action(tray.menu, "Open Requests").isEnabled()  # no Requests window installed
     work = tray.account_menu("work")
-    assert texts(work) == ["work: ok", "5h —", "7d —", "Fable —", "",
-                           "Switch to (pin for 5 minutes)", "Pause", "Clear cooldown",
-                           "Disable", "Verify login"]
+    assert texts(work) == [
+        "work: ok",
+        "5h —",
+        "7d —",
+        "Fable —",
+        "",
+        "Switch to (pin for 5 minutes)",
+        "Pause",
+        "Clear cooldown",
+        "Disable",
+        "Verify login",
+    ]
     assert not action(work, "Clear cooldown").isEnabled()  # nothing to clear
 
-    service.set_accounts([account("solo", "paused") | {
-        "pinned_until": service.clock.now() + 125, "failure_streak": 1}])
+    service.set_accounts(
+        [
+            account("solo", "paused")
+            | {"pinned_until": service.clock.now() + 125, "failure_streak": 1}
+        ]
+    )
     tray.menu.aboutToShow.emit()
     assert texts(tray.menu)[0:2] == ["‖ solo — paused by you · no quota data yet", ""]
     solo = tray.account_menu("solo")
-    assert texts(solo)[-5:] == ["Pinned — 2m 05s left (switch again to renew)", "Resume",
-                                "Clear cooldown", "Disable", "Verify login"]
+    assert texts(solo)[-5:] == [
+        "Pinned — 2m 05s left (switch again to renew)",
+        "Resume",
+        "Clear cooldown",
+        "Disable",
+        "Verify login",
+    ]
     assert action(solo, "Clear cooldown").isEnabled()
 
 
@@ -85,10 +128,12 @@ def test_menu_items_emit_their_requests(qtbot, service):
     tray = Tray(Bridge(service), requests_available=True)
     tray.menu.aboutToShow.emit()
     assert action(tray.menu, "Open Requests").isEnabled()
-    for text, signal in [("Open Accounts", tray.openRequested),
-                         ("Open Requests", tray.requestsRequested),
-                         ("Settings…", tray.settingsRequested),
-                         ("Set up a tool…", tray.setupToolRequested)]:
+    for text, signal in [
+        ("Open Accounts", tray.openRequested),
+        ("Open Requests", tray.requestsRequested),
+        ("Settings…", tray.settingsRequested),
+        ("Set up a tool…", tray.setupToolRequested),
+    ]:
         with qtbot.waitSignal(signal, timeout=1000):
             action(tray.menu, text).trigger()
 

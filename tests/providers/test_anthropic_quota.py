@@ -18,9 +18,13 @@ P = "anthropic-ratelimit-unified-"
 
 def test_headers_feed_three_gauges_as_fractions():
     headers = {
-        P + "status": "allowed", P + "5h-utilization": "0.42", P + "5h-reset": str(NOW + 3600),
-        P + "7d-utilization": "0.8", P + "7d-reset": str(NOW + 86400),
-        P + "7d_oi-utilization": "0.97", P + "7d_oi-reset": str(NOW + 7200),
+        P + "status": "allowed",
+        P + "5h-utilization": "0.42",
+        P + "5h-reset": str(NOW + 3600),
+        P + "7d-utilization": "0.8",
+        P + "7d-reset": str(NOW + 86400),
+        P + "7d_oi-utilization": "0.97",
+        P + "7d_oi-reset": str(NOW + 7200),
         P + "7d_oi-status": "allowed_warning",
     }
     obs = {o.window: o for o in header_observations(headers, NOW)}
@@ -36,9 +40,14 @@ def test_usage_poll_classic_and_limits_rows_percent_to_fraction():
         "seven_day": {"utilization": 12, "resets_at": "2027-01-20T10:00:00+00:00"},
         "seven_day_opus": None,
         "limits": [
-            {"kind": "weekly_scoped", "percent": 64, "severity": "normal",
-             "resets_at": "2027-01-18T00:00:00Z", "is_active": True,
-             "scope": {"model": {"display_name": "Fable"}}},
+            {
+                "kind": "weekly_scoped",
+                "percent": 64,
+                "severity": "normal",
+                "resets_at": "2027-01-18T00:00:00Z",
+                "is_active": True,
+                "scope": {"model": {"display_name": "Fable"}},
+            },
             {"kind": "weekly_scoped", "percent": 99, "scope": {"model": {"display_name": "Opus"}}},
         ],
     }
@@ -57,8 +66,12 @@ def test_fable_429_corroboration():
 
 
 def test_garbage_is_ignored():
-    bad = {P + "5h-utilization": "NaN", P + "7d-utilization": "-1", P + "7d_oi-utilization": "",
-           P + "5h-reset": "soon"}
+    bad = {
+        P + "5h-utilization": "NaN",
+        P + "7d-utilization": "-1",
+        P + "7d_oi-utilization": "",
+        P + "5h-reset": "soon",
+    }
     assert header_observations(bad, NOW) == []
     assert usage_observations({"five_hour": {"utilization": "lots"}, "limits": "nope"}, NOW) == []
     assert usage_observations(None, NOW) == []
@@ -70,14 +83,24 @@ def test_far_future_reset_is_dropped_not_trusted():
     assert obs[0].resets_at is None
 
 
-header_values = st.one_of(st.text(max_size=12), st.floats(allow_nan=True).map(str),
-                          st.integers().map(str))
+header_values = st.one_of(
+    st.text(max_size=12), st.floats(allow_nan=True).map(str), st.integers().map(str)
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from([P + f"{w}-{f}" for w in ("5h", "7d", "7d_oi")
-                                        for f in ("utilization", "reset", "status")]),
-                       header_values))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                P + f"{w}-{f}"
+                for w in ("5h", "7d", "7d_oi")
+                for f in ("utilization", "reset", "status")
+            ]
+        ),
+        header_values,
+    )
+)
 def test_no_header_combination_crashes_or_poisons_a_gauge(headers):
     gauges = GaugeSet()
     for obs in header_observations(headers, NOW):
@@ -90,12 +113,33 @@ def test_no_header_combination_crashes_or_poisons_a_gauge(headers):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
-                    lambda kids: st.lists(kids, max_size=4)
-                    | st.dictionaries(st.sampled_from(["five_hour", "seven_day", "limits", "kind",
-                                                       "percent", "utilization", "resets_at",
-                                                       "scope", "model", "display_name"]),
-                                      kids, max_size=5), max_leaves=20))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+        lambda kids: (
+            st.lists(kids, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "five_hour",
+                        "seven_day",
+                        "limits",
+                        "kind",
+                        "percent",
+                        "utilization",
+                        "resets_at",
+                        "scope",
+                        "model",
+                        "display_name",
+                    ]
+                ),
+                kids,
+                max_size=5,
+            )
+        ),
+        max_leaves=20,
+    )
+)
 def test_no_usage_body_crashes(body):
     for obs in usage_observations(body, NOW):
         assert 0 <= obs.utilization <= 10

@@ -15,31 +15,46 @@ CODEX_BASE = "https://chatgpt.com/backend-api/codex"
 OPENAI_BASE = "https://api.openai.com"
 
 
-@pytest.mark.parametrize("account_base, credential, operation, url", [
-    (None, SUB, "responses", "https://chatgpt.com/backend-api/codex/responses"),
-    (None, SUB, "compact", "https://chatgpt.com/backend-api/codex/responses/compact"),
-    (None, KEY, "responses", "https://api.openai.com/v1/responses"),
-    (None, KEY, "compact", "https://api.openai.com/v1/responses/compact"),
-    ("https://gw.corp/codex/", SUB, "responses", "https://gw.corp/codex/responses"),
-    ("https://gw.corp", KEY, "responses", "https://gw.corp/v1/responses"),
-    ("https://gw.corp/v1", KEY, "responses", "https://gw.corp/v1/responses"),  # no second /v1
-])
+@pytest.mark.parametrize(
+    "account_base, credential, operation, url",
+    [
+        (None, SUB, "responses", "https://chatgpt.com/backend-api/codex/responses"),
+        (None, SUB, "compact", "https://chatgpt.com/backend-api/codex/responses/compact"),
+        (None, KEY, "responses", "https://api.openai.com/v1/responses"),
+        (None, KEY, "compact", "https://api.openai.com/v1/responses/compact"),
+        ("https://gw.corp/codex/", SUB, "responses", "https://gw.corp/codex/responses"),
+        ("https://gw.corp", KEY, "responses", "https://gw.corp/v1/responses"),
+        ("https://gw.corp/v1", KEY, "responses", "https://gw.corp/v1/responses"),  # no second /v1
+    ],
+)
 def test_where_requests_go(account_base, credential, operation, url):
     base = codex.base_for(account_base, credential, CODEX_BASE, OPENAI_BASE)
     assert codex.endpoint(base, credential, operation) == url
 
 
 def test_subscription_headers_and_passed_session_headers():
-    client = {"session_id": "s-1", "session-id": "s-1", "thread-id": "t-1",
-              "x-client-request-id": "c-1", "x-codex-turn-state": "ts-1",
-              "x-api-key": "sl-client-key", "authorization": "Bearer sl-client-key",
-              "cookie": "a=b", "connection": "keep-alive"}
+    client = {
+        "session_id": "s-1",
+        "session-id": "s-1",
+        "thread-id": "t-1",
+        "x-client-request-id": "c-1",
+        "x-codex-turn-state": "ts-1",
+        "x-api-key": "sl-client-key",
+        "authorization": "Bearer sl-client-key",
+        "cookie": "a=b",
+        "connection": "keep-alive",
+    }
     headers = codex.upstream_headers(client, SUB)
     assert headers["authorization"] == "Bearer jwt-1"
     assert headers["chatgpt-account-id"] == "acct-9"
     assert headers["originator"] == "codex_cli_rs"
-    for name in ("session_id", "session-id", "thread-id", "x-client-request-id",
-                 "x-codex-turn-state"):
+    for name in (
+        "session_id",
+        "session-id",
+        "thread-id",
+        "x-client-request-id",
+        "x-codex-turn-state",
+    ):
         assert headers[name] == client[name]
     assert "sl-client-key" not in json.dumps(headers)
     assert "cookie" not in headers and "connection" not in headers
@@ -52,8 +67,14 @@ def test_api_key_headers():
 
 
 def test_body_shaping():
-    body = {"model": "codex/gpt-5.4", "input": [], "stream": False, "store": True,
-            "max_output_tokens": 100, "temperature": 0.3}
+    body = {
+        "model": "codex/gpt-5.4",
+        "input": [],
+        "stream": False,
+        "store": True,
+        "max_output_tokens": 100,
+        "temperature": 0.3,
+    }
     sub = codex.shape_body(body, SUB, "gpt-5.4")
     assert sub["model"] == "gpt-5.4" and sub["stream"] is True and sub["store"] is False
     assert "max_output_tokens" not in sub and sub["temperature"] == 0.3
@@ -63,64 +84,97 @@ def test_body_shaping():
 
 
 def test_quota_headers_become_fractions():
-    headers = {"X-Codex-Primary-Used-Percent": "25.5", "x-codex-primary-window-minutes": "300",
-               "x-codex-primary-reset-at": "1800003600",
-               "x-codex-secondary-used-percent": "80", "x-codex-secondary-window-minutes": "10080",
-               "x-codex-secondary-reset-at": "1800300000", "content-type": "text/event-stream"}
+    headers = {
+        "X-Codex-Primary-Used-Percent": "25.5",
+        "x-codex-primary-window-minutes": "300",
+        "x-codex-primary-reset-at": "1800003600",
+        "x-codex-secondary-used-percent": "80",
+        "x-codex-secondary-window-minutes": "10080",
+        "x-codex-secondary-reset-at": "1800300000",
+        "content-type": "text/event-stream",
+    }
     obs = codex.quota_from_headers(headers, 1_800_000_000.0)
     assert obs == codex.QuotaObservation(
         codex.QuotaWindow(0.255, 300, 1800003600.0),
-        codex.QuotaWindow(0.8, 10080, 1800300000.0), 1_800_000_000.0)
+        codex.QuotaWindow(0.8, 10080, 1800300000.0),
+        1_800_000_000.0,
+    )
 
 
-@pytest.mark.parametrize("headers", [
-    {}, {"content-type": "application/json"},
-    {"x-codex-primary-used-percent": "lots"}, {"x-codex-primary-used-percent": "nan"},
-    {"x-codex-primary-used-percent": "-3"}, {"x-codex-promo-message": "hi"},
-])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"content-type": "application/json"},
+        {"x-codex-primary-used-percent": "lots"},
+        {"x-codex-primary-used-percent": "nan"},
+        {"x-codex-primary-used-percent": "-3"},
+        {"x-codex-promo-message": "hi"},
+    ],
+)
 def test_quota_headers_missing_or_garbage(headers):
     assert codex.quota_from_headers(headers, 0.0) is None
 
 
 def test_quota_one_window_only():
-    obs = codex.quota_from_headers({"x-codex-secondary-used-percent": "100",
-                                    "x-codex-secondary-reset-at": "junk"}, 5.0)
+    obs = codex.quota_from_headers(
+        {"x-codex-secondary-used-percent": "100", "x-codex-secondary-reset-at": "junk"}, 5.0
+    )
     assert obs.five_hour is None
     assert obs.seven_day == codex.QuotaWindow(1.0, None, None)
 
 
-@pytest.mark.parametrize("body, seconds", [
-    (b'{"error":{"type":"usage_limit_reached","resets_in_seconds":3600}}', 3600.0),
-    (b'{"error":{"type":"usage_limit_reached","resets_at":1000600}}', 600.0),
-    (b'{"error":{"code":"usage_limit_reached","resets_in_seconds":"90"}}', 90.0),
-    (b'{"error":{"type":"usage_limit_reached"}}', None),
-    (b'{"error":{"type":"rate_limit_exceeded","resets_in_seconds":10}}', None),
-    (b'{"error":{"type":"usage_limit_reached","resets_in_seconds":-5}}', None),
-    (b"not json", None),
-    (b"[]", None),
-])
+@pytest.mark.parametrize(
+    "body, seconds",
+    [
+        (b'{"error":{"type":"usage_limit_reached","resets_in_seconds":3600}}', 3600.0),
+        (b'{"error":{"type":"usage_limit_reached","resets_at":1000600}}', 600.0),
+        (b'{"error":{"code":"usage_limit_reached","resets_in_seconds":"90"}}', 90.0),
+        (b'{"error":{"type":"usage_limit_reached"}}', None),
+        (b'{"error":{"type":"rate_limit_exceeded","resets_in_seconds":10}}', None),
+        (b'{"error":{"type":"usage_limit_reached","resets_in_seconds":-5}}', None),
+        (b"not json", None),
+        (b"[]", None),
+    ],
+)
 def test_usage_limit_retry_after(body, seconds):
     assert codex.usage_limit_retry_after(body, 1_000_000.0) == seconds
 
 
 def test_usage_of_json():
-    body = json.dumps({"usage": {"input_tokens": 10, "output_tokens": 2,
-                                 "input_tokens_details": {"cached_tokens": 4}}}).encode()
+    body = json.dumps(
+        {
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 2,
+                "input_tokens_details": {"cached_tokens": 4},
+            }
+        }
+    ).encode()
     assert codex.usage_of_json(body) == (10, 2, 4)
     assert codex.usage_of_json(b'{"output":[]}') == (None, None, None)
     assert codex.usage_of_json(b"garbage") == (None, None, None)
 
 
 def test_subscription_bodies_get_what_the_backend_insists_on():
-    hoisted = codex.shape_body({"model": "m", "input": [
-        {"type": "message", "role": "system", "content": "Be brief."},
-        {"role": "developer", "content": [{"type": "input_text", "text": "No tools."}]},
-        {"type": "message", "role": "user", "content": "hi"}]}, SUB, "m")
+    hoisted = codex.shape_body(
+        {
+            "model": "m",
+            "input": [
+                {"type": "message", "role": "system", "content": "Be brief."},
+                {"role": "developer", "content": [{"type": "input_text", "text": "No tools."}]},
+                {"type": "message", "role": "user", "content": "hi"},
+            ],
+        },
+        SUB,
+        "m",
+    )
     assert hoisted["instructions"] == "Be brief.\n\nNo tools."
     assert hoisted["input"] == [{"type": "message", "role": "user", "content": "hi"}]
     bare = codex.shape_body({"model": "m", "input": "hi"}, SUB, "m")
-    assert bare["input"] == [{"type": "message", "role": "user",
-                              "content": [{"type": "input_text", "text": "hi"}]}]
+    assert bare["input"] == [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    ]
     assert bare["instructions"] == codex.DEFAULT_INSTRUCTIONS
     kept = codex.shape_body({"model": "m", "input": "hi", "instructions": "Codex prompt"}, SUB, "m")
     assert kept["instructions"] == "Codex prompt"

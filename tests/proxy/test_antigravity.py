@@ -43,8 +43,9 @@ TOOL_TURN = AgReply(
 
 
 def sdk(h, key, **headers) -> anthropic.AsyncAnthropic:
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0,
-                                      default_headers=headers or None)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=headers or None
+    )
     h.clients.append(client)
     return client
 
@@ -369,13 +370,11 @@ async def test_project_discovery_with_a_stale_token_refreshes_once(antigravity_h
     h.google.expired.add("ya29.stale")
     h.google.refresh_tokens["1//rt-stale"] = "ya29.stale-renewed"
     key = await h.create_key()
-    message = await sdk(h, key).messages.create(model="gemini-3-flash", max_tokens=8,
-                                                messages=ASK)
+    message = await sdk(h, key).messages.create(model="gemini-3-flash", max_tokens=8, messages=ASK)
     assert message.content[0].text.startswith("Hello")
     assert h.google.load_calls == ["ya29.stale-renewed"]
     stored = json.loads(h.service.secrets.get(account_secret(account_id)))
-    assert (stored["access_token"], stored["project_id"]) == ("ya29.stale-renewed",
-                                                              "proj-fake-1")
+    assert (stored["access_token"], stored["project_id"]) == ("ya29.stale-renewed", "proj-fake-1")
     # a login Google no longer knows: one clear message, and the account is signed out
     other = await h.add_antigravity_account("gone", project=None)
     h.google.expired.add("ya29.gone")
@@ -432,18 +431,34 @@ async def test_a_responses_socket_turn_on_gemini(ready):
             if event["type"] in ("response.completed", "response.failed", "error"):
                 return events
 
-    async with aiohttp.ClientSession() as s, s.ws_connect(
-            h.url + "/v1/responses", headers={"Authorization": f"Bearer {key}"}) as ws:
-        first = await turn(ws, {"type": "response.create", "model": "gemini-3-pro-high",
-                                "input": "list the files", "tools": tools})
+    async with (
+        aiohttp.ClientSession() as s,
+        s.ws_connect(h.url + "/v1/responses", headers={"Authorization": f"Bearer {key}"}) as ws,
+    ):
+        first = await turn(
+            ws,
+            {
+                "type": "response.create",
+                "model": "gemini-3-pro-high",
+                "input": "list the files",
+                "tools": tools,
+            },
+        )
         assert first[-1]["type"] == "response.completed", first[-1]
         output = first[-1]["response"]["output"]
         call = next(i for i in output if i["type"] == "function_call")
-        second = await turn(ws, {"type": "response.create", "model": "gemini-3-pro-high",
-                                 "previous_response_id": first[-1]["response"]["id"],
-                                 "tools": tools, "input": [
-                                     {"type": "function_call_output",
-                                      "call_id": call["call_id"], "output": "a.txt"}]})
+        second = await turn(
+            ws,
+            {
+                "type": "response.create",
+                "model": "gemini-3-pro-high",
+                "previous_response_id": first[-1]["response"]["id"],
+                "tools": tools,
+                "input": [
+                    {"type": "function_call_output", "call_id": call["call_id"], "output": "a.txt"}
+                ],
+            },
+        )
     assert second[-1]["type"] == "response.completed"
     assert "Done." in json.dumps(second[-1]["response"]["output"])
     parts = h.google.seen[-1].body["request"]["contents"][1]["parts"]
@@ -454,11 +469,18 @@ async def test_moving_a_conversation_from_gemini_to_claude_drops_gemini_signatur
     h, key = ready
     await h.add_account("claude", "sk-ant-oat01-claude")
     h.google.script(AgReply(text="Hi.", thought="Greeting."))
-    first = await sdk(h, key).messages.create(model="gemini-3-pro-high", max_tokens=64,
-                                              messages=ASK)
+    first = await sdk(h, key).messages.create(
+        model="gemini-3-pro-high", max_tokens=64, messages=ASK
+    )
     assert first.content[0].signature.startswith(GEMINI_TAG)
-    await sdk(h, key).messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=[
-        *ASK, {"role": "assistant", "content": [b.model_dump() for b in first.content]},
-        {"role": "user", "content": "and now?"}])
+    await sdk(h, key).messages.create(
+        model="claude-sonnet-4-5",
+        max_tokens=64,
+        messages=[
+            *ASK,
+            {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+            {"role": "user", "content": "and now?"},
+        ],
+    )
     sent = h.upstream.seen[-1].body["messages"][1]["content"]
     assert [b["type"] for b in sent] == ["text"]

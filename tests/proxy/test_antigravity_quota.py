@@ -158,8 +158,10 @@ async def test_an_exhausted_family_refuses_its_models_only(clocked):
     h.clock.advance(301)
     h.google.quota = {m: {"quotaInfo": {"remainingFraction": 0.0}} for m in h.google.quota}
     h.service.refresh_quotas()
-    await until(lambda: h.service.account_view(h.account_id)["state"] == "quota_exhausted",
-                "an exhausted account")
+    await until(
+        lambda: h.service.account_view(h.account_id)["state"] == "quota_exhausted",
+        "an exhausted account",
+    )
 
 
 async def test_a_rate_limited_quota_read_waits_out_its_retry_delay(clocked):
@@ -180,8 +182,10 @@ async def test_models_and_verify_ask_fetch_available_models(clocked):
     verify is the same one cheap call."""
     h = clocked
     h.google.quota = {"gemini-3-pro-high": {}, "claude-sonnet-4-5": {}}
-    async with aiohttp.ClientSession() as s, s.get(h.url + "/v1/models", headers={
-            "Authorization": f"Bearer {h.key}"}) as r:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.get(h.url + "/v1/models", headers={"Authorization": f"Bearer {h.key}"}) as r,
+    ):
         listed = [m["id"] for m in (await r.json())["data"]]
     assert listed == ["gemini-3-pro-high", "claude-sonnet-4-5"]
     assert h.google.quota_reads == [("ya29.google", "proj-fake-1")]

@@ -11,7 +11,11 @@ import pytest
 
 from tests.fake_upstream import Reply
 
-BODY = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}
+BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "x"}],
+}
 
 
 async def post(h, *, data=None, json_body=None, headers=None, path="/v1/messages"):
@@ -39,14 +43,20 @@ async def ready(harness):
         (b"", "application/json", 400, "empty"),
         (b"[1,2]", "application/json", 400, "JSON object"),
         (b'{"model":"x"}', "text/plain", 415, "Content-Type"),
-        (b'{"model":"llama-3","max_tokens":1,"messages":[]}', "application/json", 400,
-         "unknown model"),
+        (
+            b'{"model":"llama-3","max_tokens":1,"messages":[]}',
+            "application/json",
+            400,
+            "unknown model",
+        ),
         (b'{"max_tokens":1,"messages":[]}', "application/json", 400, "unknown model"),
     ],
 )
 async def test_bad_bodies(ready, data, ctype, status, needle):
     h, key = ready
-    got, body, _headers = await post(h, data=data, headers={"content-type": ctype, "x-api-key": key})
+    got, body, _headers = await post(
+        h, data=data, headers={"content-type": ctype, "x-api-key": key}
+    )
     assert got == status
     assert body["type"] == "error" and needle in body["error"]["message"]
     assert body["error"]["type"] in ("invalid_request_error", "request_too_large")
@@ -58,14 +68,22 @@ async def test_bad_bodies(ready, data, ctype, status, needle):
 async def test_body_over_the_cap_is_413(ready):
     h, key = ready
     huge = b'{"model":"claude-sonnet-4-5","pad":"' + b"x" * (33 * 1024 * 1024) + b'"}'
-    status, body, _ = await post(h, data=huge, headers={"content-type": "application/json",
-                                                         "x-api-key": key})
+    status, body, _ = await post(
+        h, data=huge, headers={"content-type": "application/json", "x-api-key": key}
+    )
     assert status == 413 and body["error"]["type"] == "request_too_large"
     await still_serves(h, key)
 
 
-@pytest.mark.parametrize("auth", [{}, {"x-api-key": "sl-nope"}, {"Authorization": "Bearer sl-x"},
-                                  {"Authorization": "Basic abc"}])
+@pytest.mark.parametrize(
+    "auth",
+    [
+        {},
+        {"x-api-key": "sl-nope"},
+        {"Authorization": "Bearer sl-x"},
+        {"Authorization": "Basic abc"},
+    ],
+)
 async def test_missing_or_unknown_key_is_401_without_record(ready, auth):
     h, key = ready
     status, body, _ = await post(h, json_body=BODY, headers=auth)
@@ -86,7 +104,9 @@ async def test_revoked_key_is_401(ready):
 @pytest.mark.parametrize("host", ["evil.example", "192.168.1.5:8765", ""])
 async def test_foreign_host_is_refused(ready, host):
     h, key = ready
-    status, _body, _ = await post(h, json_body=BODY, headers={"x-api-key": key, "Host": host or " "})
+    status, _body, _ = await post(
+        h, json_body=BODY, headers={"x-api-key": key, "Host": host or " "}
+    )
     assert status == 403
     assert h.upstream.seen == []
 
@@ -94,9 +114,14 @@ async def test_foreign_host_is_refused(ready, host):
 async def test_foreign_origin_on_a_mutation_is_refused(ready):
     h, _ = ready
     async with aiohttp.ClientSession() as s:
-        async with s.post(h.url + "/llmux/pause-account", json={"account": "work"}, headers={
+        async with s.post(
+            h.url + "/llmux/pause-account",
+            json={"account": "work"},
+            headers={
                 "Authorization": f"Bearer {h.service.admin_token}",
-                "Origin": "https://evil.example"}) as r:
+                "Origin": "https://evil.example",
+            },
+        ) as r:
             assert r.status == 403
     assert h.service.pool.accounts[1].paused is False
 
@@ -106,13 +131,14 @@ async def test_client_disconnect_mid_stream_cancels_upstream_and_frees_the_slot(
     gate = asyncio.Event()
     h.upstream.script(None, Reply(kind="sse", gate=gate))
     async with aiohttp.ClientSession() as s:
-        resp = await s.post(h.url + "/v1/messages", json={**BODY, "stream": True},
-                            headers={"x-api-key": key})
+        resp = await s.post(
+            h.url + "/v1/messages", json={**BODY, "stream": True}, headers={"x-api-key": key}
+        )
         await resp.content.readline()  # the stream has started
         assert h.service.pool.in_flight == 1
         resp.close()  # the client goes away mid-stream
     deadline = asyncio.get_running_loop().time() + 5
-    while (h.service.pool.in_flight or h.upstream.cancelled == 0):
+    while h.service.pool.in_flight or h.upstream.cancelled == 0:
         assert asyncio.get_running_loop().time() < deadline, "lease or upstream leaked"
         await asyncio.sleep(0)
     assert h.service.pool.accounts[1].in_flight == 0

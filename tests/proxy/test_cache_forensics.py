@@ -22,26 +22,42 @@ SESSION = {"x-claude-code-session-id": "sess-forensics"}
 
 def turn(total: int, cached: int, written: int = 0) -> Reply:
     """An Anthropic turn: `total` input tokens, `cached` read from the cache, `written` to it."""
-    return Reply(kind="sse", usage={
-        "input_tokens": total - cached - written, "cache_read_input_tokens": cached,
-        "cache_creation_input_tokens": written, "output_tokens": 20})
+    return Reply(
+        kind="sse",
+        usage={
+            "input_tokens": total - cached - written,
+            "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": written,
+            "output_tokens": 20,
+        },
+    )
 
 
 def body(*, one_hour: bool = False) -> dict:
     control = {"type": "ephemeral", **({"ttl": "1h"} if one_hour else {})}
-    return {"model": "claude-sonnet-4-5", "max_tokens": 8,
-            "system": [{"type": "text", "text": "be brief", "cache_control": control}],
-            "messages": [{"role": "user", "content": "x"}]}
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 8,
+        "system": [{"type": "text", "text": "be brief", "cache_control": control}],
+        "messages": [{"role": "user", "content": "x"}],
+    }
 
 
 @pytest.fixture
 async def desk(tmp_path: Path, upstream, codex_upstream, secret_store):
     clock = FakeClock()
-    service = Service(tmp_path / "data", port=0, clock=clock, secret_store=secret_store,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                           "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
-                           "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
-                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        clock=clock,
+        secret_store=secret_store,
+        env={
+            "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+            "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
+            "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
+            "SUBLANE_OAUTH_BASE_URL": upstream.url,
+        },
+    )
     await service.start()
     h = Harness(service, upstream)
     h.codex = codex_upstream
@@ -51,8 +67,9 @@ async def desk(tmp_path: Path, upstream, codex_upstream, secret_store):
 
 
 async def say(h, key: str, *, one_hour: bool = False, **headers: str) -> None:
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0,
-                                      default_headers={**SESSION, **headers})
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers={**SESSION, **headers}
+    )
     async with client.messages.stream(**body(one_hour=one_hour)) as stream:
         await stream.get_final_message()
     await client.close()
@@ -73,8 +90,12 @@ async def test_a_pause_moves_the_third_turn_and_its_record_says_account_switch(d
     work = await h.add_account("work-max", "tok-work")
     await h.add_account("lab-pro", "tok-lab")
     key = await h.create_key()
-    h.upstream.script(None, turn(40_000, 0, written=40_000), turn(40_500, 40_000, written=500),
-                      turn(41_000, 0, written=41_000))
+    h.upstream.script(
+        None,
+        turn(40_000, 0, written=40_000),
+        turn(40_500, 40_000, written=500),
+        turn(41_000, 0, written=41_000),
+    )
 
     await say(h, key)
     first = last(h)
@@ -116,8 +137,13 @@ async def test_past_the_ttl_the_same_account_reads_ttl_expired(desk):
     h = desk
     await h.add_account("work-max", "tok-work")
     key = await h.create_key()
-    h.upstream.script(None, turn(30_000, 0, written=30_000), turn(30_500, 0, written=30_500),
-                      turn(31_000, 0, written=31_000), turn(31_500, 0, written=31_500))
+    h.upstream.script(
+        None,
+        turn(30_000, 0, written=30_000),
+        turn(30_500, 0, written=30_500),
+        turn(31_000, 0, written=31_000),
+        turn(31_500, 0, written=31_500),
+    )
     await say(h, key)
     h.clock.advance(301)  # five minutes and a second
     await say(h, key)
@@ -166,33 +192,44 @@ async def test_codex_turns_are_classified_from_cached_tokens(desk):
     key = await h.create_key()
 
     def usage(total: int, cached: int) -> dict:
-        return {"input_tokens": total, "input_tokens_details": {"cached_tokens": cached},
-                "output_tokens": 9, "total_tokens": total + 9}
+        return {
+            "input_tokens": total,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": 9,
+            "total_tokens": total + 9,
+        }
 
-    h.codex.script(None, CodexReply(usage=usage(20_000, 0)),
-                   CodexReply(usage=usage(21_000, 19_968)),
-                   CodexReply(usage=usage(22_000, 1_024)))
+    h.codex.script(
+        None,
+        CodexReply(usage=usage(20_000, 0)),
+        CodexReply(usage=usage(21_000, 19_968)),
+        CodexReply(usage=usage(22_000, 1_024)),
+    )
     client = oai(h, key)
     for _ in range(2):
-        await client.responses.create(model="gpt-5.4", input="hi",
-                                      extra_body={"prompt_cache_key": "thread-1"})
+        await client.responses.create(
+            model="gpt-5.4", input="hi", extra_body={"prompt_cache_key": "thread-1"}
+        )
         h.clock.advance(30)
     assert [r.cache_miss for r in h.service.records] == ["first_turn", None]
     h.clock.advance(400)  # past Codex's five minutes
-    await client.responses.create(model="gpt-5.4", input="hi",
-                                  extra_body={"prompt_cache_key": "thread-1"})
+    await client.responses.create(
+        model="gpt-5.4", input="hi", extra_body={"prompt_cache_key": "thread-1"}
+    )
     # Codex caches the whole prompt: 21,000 were warm, 1,024 were read.
     assert (last(h).cache_miss, last(h).reread_tokens) == ("ttl_expired", 19_976)
 
 
 async def test_a_restart_keeps_the_last_turn_even_of_a_freed_conversation(
-        tmp_path: Path, upstream, secret_store):
+    tmp_path: Path, upstream, secret_store
+):
     clock = FakeClock()
     env = {"SUBLANE_ANTHROPIC_BASE_URL": upstream.url, "SUBLANE_OAUTH_BASE_URL": upstream.url}
 
     async def started() -> Harness:
-        service = Service(tmp_path / "data", port=0, clock=clock, secret_store=secret_store,
-                          env=env)
+        service = Service(
+            tmp_path / "data", port=0, clock=clock, secret_store=secret_store, env=env
+        )
         await service.start()
         return Harness(service, upstream)
 
@@ -200,8 +237,12 @@ async def test_a_restart_keeps_the_last_turn_even_of_a_freed_conversation(
     await h.add_account("work-max", "tok-work")
     await h.add_account("lab-pro", "tok-lab")
     key = await h.create_key()
-    upstream.script(None, turn(40_000, 0, written=40_000), turn(40_500, 0, written=40_500),
-                    turn(41_000, 40_500, written=500))
+    upstream.script(
+        None,
+        turn(40_000, 0, written=40_000),
+        turn(40_500, 0, written=40_500),
+        turn(41_000, 40_500, written=500),
+    )
     await say(h, key)
     served = last(h).account_id
     await h.service.pause(served)  # frees the binding; the facts must survive it
@@ -240,8 +281,13 @@ async def test_the_cache_miss_filter_and_summary_respect_personal_scope(desk):
     first = await h.add_account("work-max", "tok-work")
     assert await h.add_account("lab-pro", "tok-lab") == first + 1 == 2
     mine, theirs = await member_key(h, "ana"), await member_key(h, "bo")
-    h.upstream.script(None, turn(40_000, 0, written=40_000), turn(40_500, 0, written=40_500),
-                      turn(9_000, 0, written=9_000), turn(9_500, 0, written=9_500))
+    h.upstream.script(
+        None,
+        turn(40_000, 0, written=40_000),
+        turn(40_500, 0, written=40_500),
+        turn(9_000, 0, written=9_000),
+        turn(9_500, 0, written=9_500),
+    )
     await say(h, mine)  # ana: first turn
     await h.service.pause(h.service.records[-1].account_id)
     await say(h, mine)  # ana: account switch, 40,000 read again
@@ -254,7 +300,8 @@ async def test_the_cache_miss_filter_and_summary_respect_personal_scope(desk):
     status, page = await api(h, "/api/me/requests?cache_miss=account_switch", mine)
     assert status == 200
     assert [(i["cache_miss"], i["reread_tokens"]) for i in page["items"]] == [
-        ("account_switch", 40_000)]
+        ("account_switch", 40_000)
+    ]
     hidden = page["items"][0]  # personal views still hide the accounts (R-REC-6)
     assert hidden["account_id"] is None and hidden["previous_account_id"] is None
     assert hidden["account_name"] == hidden["previous_account_name"] == ""
@@ -276,9 +323,12 @@ async def test_the_cache_miss_filter_and_summary_respect_personal_scope(desk):
     assert status == 200 and "accounts" not in summary
     causes = {c["cause"]: c for c in summary["causes"]}
     assert summary["input_tokens"] == 80_500
-    assert causes["account_switch"] == {"cause": "account_switch", "count": 1,
-                                        "reread_tokens": 40_000,
-                                        "share": round(40_000 / 80_500, 4)}
+    assert causes["account_switch"] == {
+        "cause": "account_switch",
+        "count": 1,
+        "reread_tokens": 40_000,
+        "share": round(40_000 / 80_500, 4),
+    }
     assert causes["ttl_expired"]["count"] == 0
     status, summary = await api(h, "/api/requests/misses")
     causes = {c["cause"]: c for c in summary["causes"]}
@@ -286,8 +336,11 @@ async def test_the_cache_miss_filter_and_summary_respect_personal_scope(desk):
     assert causes["ttl_expired"]["reread_tokens"] == 9_000
     names = {1: "work-max", 2: "lab-pro"}
     switched = next(r for r in h.service.records if r.cache_miss == "account_switch")
-    assert [(a["account_name"], a["reread_tokens"]) for a in summary["accounts"]
-            if a["cause"] == "account_switch"] == [(names[switched.account_id], 40_000)]
+    assert [
+        (a["account_name"], a["reread_tokens"])
+        for a in summary["accounts"]
+        if a["cause"] == "account_switch"
+    ] == [(names[switched.account_id], 40_000)]
     status, _ = await api(h, "/api/requests/misses?from=abc")
     assert status == 400
     status, summary = await api(h, f"/api/requests/misses?from={h.clock.now() - 1}")
@@ -346,8 +399,9 @@ async def test_sublane_requests_prints_the_cause_filters_and_sums_misses(desk, t
     code, out, err = await sublane(tmp_path, data, "--misses", "--outcome", "error")
     assert code == 1 and out == "" and "drop --outcome" in err
 
-    code, out, err = await sublane(tmp_path, data, "--misses", "--json", "--from",
-                                   str(h.clock.now() + 1))
+    code, out, err = await sublane(
+        tmp_path, data, "--misses", "--json", "--from", str(h.clock.now() + 1)
+    )
     assert code == 0, err
     assert json.loads(out)["reread_tokens"] == 0
 
@@ -367,8 +421,9 @@ async def test_a_whole_json_answer_counts_its_cache_writes_too(desk):
     first, second = turn(30_000, 0, written=30_000), turn(30_500, 0, written=30_500)
     first.kind = second.kind = "json"
     h.upstream.script(None, first, second)
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0,
-                                      default_headers=SESSION)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=SESSION
+    )
     await client.messages.create(**body())
     await h.service.pause(last(h).account_id)
     await client.messages.create(**body())
@@ -387,13 +442,17 @@ async def test_a_haiku_side_request_in_the_session_does_not_muddle_the_main_turn
     for reply in replies:
         reply.kind = "json"
     h.upstream.script(None, *replies)
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0,
-                                      default_headers=SESSION)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=SESSION
+    )
     await client.messages.create(**body())
     await client.messages.create(**dict(body(), model="claude-haiku-4-5"))
     side = last(h)
     assert (side.model, side.cache_miss, side.reread_tokens) == (
-        "claude-haiku-4-5", "first_turn", 0)
+        "claude-haiku-4-5",
+        "first_turn",
+        0,
+    )
     await h.service.pause(side.account_id)
     await client.messages.create(**body())
     main = last(h)

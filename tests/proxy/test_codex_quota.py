@@ -11,16 +11,32 @@ import pytest
 
 from tests.openai_helpers import oai
 
-EXHAUSTED = {"plan_type": "plus", "rate_limit": {
-    "allowed": True, "limit_reached": True,
-    "primary_window": {"used_percent": 100, "limit_window_seconds": 18000,
-                       "reset_after_seconds": 3600},
-    "secondary_window": {"used_percent": 40, "limit_window_seconds": 604800,
-                         "reset_at": 1_800_300_000}}}
-HEALTHY = {"plan_type": "pro", "rate_limit": {
-    "allowed": True, "limit_reached": False,
-    "primary_window": {"used_percent": 12.5, "reset_after_seconds": 9000},
-    "secondary_window": {"used_percent": 3, "reset_after_seconds": 500000}}}
+EXHAUSTED = {
+    "plan_type": "plus",
+    "rate_limit": {
+        "allowed": True,
+        "limit_reached": True,
+        "primary_window": {
+            "used_percent": 100,
+            "limit_window_seconds": 18000,
+            "reset_after_seconds": 3600,
+        },
+        "secondary_window": {
+            "used_percent": 40,
+            "limit_window_seconds": 604800,
+            "reset_at": 1_800_300_000,
+        },
+    },
+}
+HEALTHY = {
+    "plan_type": "pro",
+    "rate_limit": {
+        "allowed": True,
+        "limit_reached": False,
+        "primary_window": {"used_percent": 12.5, "reset_after_seconds": 9000},
+        "secondary_window": {"used_percent": 3, "reset_after_seconds": 500000},
+    },
+}
 
 
 async def until(predicate, what: str, seconds: float = 20.0) -> None:
@@ -56,10 +72,14 @@ async def test_traffic_reads_wham_usage_of_stale_accounts_two_at_a_time(codex_ha
     await until(lambda: len(h.codex.usage_reads) == 4, "all four accounts read")
     assert h.codex.usage_max_in_flight == 2
     assert sorted(t for t, _ in h.codex.usage_reads) == ["tok-0", "tok-1", "tok-2", "tok-3"]
-    assert all(acct == f"acct-c{i}" for (t, acct), i in zip(
-        sorted(h.codex.usage_reads), range(4), strict=True))
-    await until(lambda: all(h.service.pool.accounts[i].gauges.seven_day.source is not None
-                            for i in ids), "gauges")
+    assert all(
+        acct == f"acct-c{i}"
+        for (t, acct), i in zip(sorted(h.codex.usage_reads), range(4), strict=True)
+    )
+    await until(
+        lambda: all(h.service.pool.accounts[i].gauges.seven_day.source is not None for i in ids),
+        "gauges",
+    )
 
 
 async def test_limit_reached_excludes_while_fresh_and_is_not_a_failure(codex_harness):
@@ -69,8 +89,11 @@ async def test_limit_reached_excludes_while_fresh_and_is_not_a_failure(codex_har
     key = await h.create_key()
     h.codex.usage_for["tok-spent"] = EXHAUSTED
     h.codex.usage_for["tok-fine"] = HEALTHY
-    await asyncio.gather(*h.service.refresher.want(
-        [h.service.pool.accounts[spent], h.service.pool.accounts[fine]], force=True))
+    await asyncio.gather(
+        *h.service.refresher.want(
+            [h.service.pool.accounts[spent], h.service.pool.accounts[fine]], force=True
+        )
+    )
     view = h.service.account_view(spent)
     assert view["state"] == "quota_exhausted" and view["failure_streak"] == 0
     for _ in range(3):  # new selection avoids the exhausted account
@@ -84,7 +107,6 @@ async def test_limit_reached_excludes_while_fresh_and_is_not_a_failure(codex_har
 
     h.service.pool.bindings[(1, conversation_digest("c:thread-x", "codex"))] = spent
     with pytest.raises(openai.RateLimitError) as err:
-        await oai(h, key).responses.create(model="gpt-5.4", input="hi",
-                                           prompt_cache_key="thread-x")
+        await oai(h, key).responses.create(model="gpt-5.4", input="hi", prompt_cache_key="thread-x")
     assert err.value.body["code"] == "quota_exhausted"
     assert 1 <= int(err.value.response.headers["retry-after"]) <= 120

@@ -14,8 +14,11 @@ import pytest
 from sublane_desktop.proxy.connections import HEADER_DEADLINE_S, MAX_CONNECTIONS
 from sublane_desktop.store import repositories as repo
 
-CLAUDE = {"model": "claude-sonnet-4-5", "max_tokens": 8,
-          "messages": [{"role": "user", "content": "x"}]}
+CLAUDE = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "x"}],
+}
 
 
 @pytest.fixture
@@ -29,8 +32,10 @@ def gate(h):
 
 
 async def serves(h, key) -> None:
-    async with aiohttp.ClientSession() as s, s.post(
-            h.url + "/v1/messages", json=CLAUDE, headers={"x-api-key": key}) as r:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(h.url + "/v1/messages", json=CLAUDE, headers={"x-api-key": key}) as r,
+    ):
         assert r.status == 200
 
 
@@ -116,8 +121,10 @@ async def test_a_revoked_key_is_refused_even_by_a_lookup_already_under_way(ready
     monkeypatch.setattr(repo, "identify_key", slow_identify)
 
     async def request() -> int:
-        async with aiohttp.ClientSession() as s, s.post(
-                h.url + "/v1/messages", json=CLAUDE, headers={"x-api-key": key}) as r:
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(h.url + "/v1/messages", json=CLAUDE, headers={"x-api-key": key}) as r,
+        ):
             return r.status
 
     pending = asyncio.ensure_future(request())

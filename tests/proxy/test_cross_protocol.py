@@ -11,14 +11,20 @@ from sublane_desktop.core.translate.events import OPENAI_TAG
 from tests.fake_codex import CodexReply
 from tests.openai_helpers import records
 
-TOOLS = [{"name": "Bash", "description": "Run a command",
-          "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
+TOOLS = [
+    {
+        "name": "Bash",
+        "description": "Run a command",
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
+    }
+]
 ASK = [{"role": "user", "content": "list the files"}]
 
 
 def sdk(h, key, **headers) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0,
-                                    default_headers=headers or None)
+    return anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=headers or None
+    )
 
 
 @pytest.fixture
@@ -27,8 +33,11 @@ async def ready(codex_harness):
     return codex_harness, await codex_harness.create_key()
 
 
-REPLY = CodexReply(text="I'll run ls.", reasoning="The user wants a listing.",
-                   tool_calls=[("Bash", '{"command":"ls"}')])
+REPLY = CodexReply(
+    text="I'll run ls.",
+    reasoning="The user wants a listing.",
+    tool_calls=[("Bash", '{"command":"ls"}')],
+)
 
 
 async def test_stream_text_thinking_and_tool_use(ready):
@@ -36,8 +45,13 @@ async def test_stream_text_thinking_and_tool_use(ready):
     h.codex.script(None, REPLY)
     client = sdk(h, key, **{"x-claude-code-session-id": "cc-1"})
     async with client.messages.stream(
-            model="gpt-5.4", max_tokens=1024, system="You are Claude Code.", messages=ASK,
-            tools=TOOLS, thinking={"type": "enabled", "budget_tokens": 4000}) as stream:
+        model="gpt-5.4",
+        max_tokens=1024,
+        system="You are Claude Code.",
+        messages=ASK,
+        tools=TOOLS,
+        thinking={"type": "enabled", "budget_tokens": 4000},
+    ) as stream:
         kinds = [event.type async for event in stream]
         message = await stream.get_final_message()
     assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
@@ -49,12 +63,22 @@ async def test_stream_text_thinking_and_tool_use(ready):
     assert (tool.id, tool.name, tool.input) == ("call_fake_1", "Bash", {"command": "ls"})
     assert message.stop_reason == "tool_use" and message.model == "gpt-5.4"
     # Responses input_tokens include the cached ones; Anthropic's leave them out.
-    assert (message.usage.input_tokens, message.usage.cache_read_input_tokens,
-            message.usage.output_tokens) == (8, 12, 9)
+    assert (
+        message.usage.input_tokens,
+        message.usage.cache_read_input_tokens,
+        message.usage.output_tokens,
+    ) == (8, 12, 9)
     body = h.codex.seen[-1].body
     assert body["instructions"] == "You are Claude Code."
-    assert body["tools"] == [{"type": "function", "name": "Bash", "description": "Run a command",
-                              "parameters": TOOLS[0]["input_schema"], "strict": False}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "name": "Bash",
+            "description": "Run a command",
+            "parameters": TOOLS[0]["input_schema"],
+            "strict": False,
+        }
+    ]
     assert body["reasoning"] == {"effort": "medium", "summary": "auto"}
     assert body["prompt_cache_key"] == conversation_digest("s:cc-1", "codex")
     record = records(h)[-1]
@@ -66,25 +90,39 @@ async def test_the_next_turn_carries_reasoning_and_tool_results_back(ready):
     h, key = ready
     h.codex.script(None, REPLY)
     client = sdk(h, key)
-    first = await client.messages.create(model="gpt-5.4", max_tokens=1024, messages=ASK,
-                                         tools=TOOLS)
-    follow = [*ASK, {"role": "assistant", "content": [b.model_dump() for b in first.content]},
-              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_fake_1",
-                                            "content": "a.txt\nb.txt"}]}]
-    await client.messages.create(model="gpt-5.4", max_tokens=1024, messages=follow,
-                                 tools=TOOLS)
+    first = await client.messages.create(
+        model="gpt-5.4", max_tokens=1024, messages=ASK, tools=TOOLS
+    )
+    follow = [
+        *ASK,
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "call_fake_1", "content": "a.txt\nb.txt"}
+            ],
+        },
+    ]
+    await client.messages.create(model="gpt-5.4", max_tokens=1024, messages=follow, tools=TOOLS)
     items = h.codex.seen[-1].body["input"]
-    assert [i["type"] for i in items] == ["message", "reasoning", "message", "function_call",
-                                          "function_call_output"]
+    assert [i["type"] for i in items] == [
+        "message",
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call_output",
+    ]
     assert items[1]["id"] == "rs_fake_1" and items[1]["encrypted_content"] == "enc-fake-reasoning"
-    assert items[4] == {"type": "function_call_output", "call_id": "call_fake_1",
-                        "output": "a.txt\nb.txt"}
+    assert items[4] == {
+        "type": "function_call_output",
+        "call_id": "call_fake_1",
+        "output": "a.txt\nb.txt",
+    }
 
 
 async def test_non_streaming(ready):
     h, key = ready
-    message = await sdk(h, key).messages.create(model="codex/gpt-5.4", max_tokens=64,
-                                                messages=ASK)
+    message = await sdk(h, key).messages.create(model="codex/gpt-5.4", max_tokens=64, messages=ASK)
     assert message.content[0].text == "Hello from the fake Codex upstream."
     assert message.stop_reason == "end_turn" and message.id.startswith("msg_")
     assert h.codex.seen[-1].body["model"] == "gpt-5.4"
@@ -97,8 +135,9 @@ async def test_length_stop_and_a_failed_stream(ready):
     assert message.stop_reason == "max_tokens"
     assert records(h)[-1].outcome == "incomplete"
     with pytest.raises(anthropic.APIStatusError) as err:
-        async with sdk(h, key).messages.stream(model="gpt-5.4", max_tokens=8,
-                                               messages=ASK) as stream:
+        async with sdk(h, key).messages.stream(
+            model="gpt-5.4", max_tokens=8, messages=ASK
+        ) as stream:
             async for _ in stream:
                 pass
     assert "scripted failure" in str(err.value)
@@ -106,8 +145,19 @@ async def test_length_stop_and_a_failed_stream(ready):
 
 async def test_upstream_usage_limit_is_an_anthropic_rate_limit_error(ready):
     h, key = ready
-    h.codex.script(None, CodexReply(status=429, error_body={"error": {
-        "type": "usage_limit_reached", "message": "limit", "resets_in_seconds": 30}}))
+    h.codex.script(
+        None,
+        CodexReply(
+            status=429,
+            error_body={
+                "error": {
+                    "type": "usage_limit_reached",
+                    "message": "limit",
+                    "resets_in_seconds": 30,
+                }
+            },
+        ),
+    )
     with pytest.raises(anthropic.RateLimitError) as err:
         await sdk(h, key).messages.create(model="gpt-5.4", max_tokens=8, messages=ASK)
     assert err.value.body["type"] == "error"
@@ -128,11 +178,21 @@ async def test_gpt_thinking_does_not_reach_a_claude_model(codex_harness):
     h = codex_harness
     await h.add_account("claude", "tok-claude")
     key = await h.create_key()
-    history = [*ASK, {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "gpt thoughts",
-         "signature": OPENAI_TAG + "rs_1.ENC"},
-        {"type": "text", "text": "done"}]}, {"role": "user", "content": "thanks"}]
-    await sdk(h, key).messages.create(model="claude-sonnet-4-5", max_tokens=8,
-                                      messages=history)
+    history = [
+        *ASK,
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "thinking",
+                    "thinking": "gpt thoughts",
+                    "signature": OPENAI_TAG + "rs_1.ENC",
+                },
+                {"type": "text", "text": "done"},
+            ],
+        },
+        {"role": "user", "content": "thanks"},
+    ]
+    await sdk(h, key).messages.create(model="claude-sonnet-4-5", max_tokens=8, messages=history)
     assistant = h.upstream.seen[-1].body["messages"][1]
     assert assistant["content"] == [{"type": "text", "text": "done"}]

@@ -15,8 +15,11 @@ from tests.fake_upstream import Reply
 from tests.openai_helpers import records
 from tests.raw_http import raw_request
 
-CLAUDE = {"model": "claude-sonnet-4-5", "max_tokens": 8,
-          "messages": [{"role": "user", "content": "x"}]}
+CLAUDE = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "x"}],
+}
 GPT_CHAT = {"model": "gpt-5.4", "messages": [{"role": "user", "content": "x"}]}
 
 
@@ -29,8 +32,9 @@ async def ready(codex_harness):
 
 async def post(h, path, body, headers=None, *, data=None):
     async with aiohttp.ClientSession() as s:
-        async with s.post(h.url + path, json=None if data is not None else body, data=data,
-                          headers=headers or {}) as r:
+        async with s.post(
+            h.url + path, json=None if data is not None else body, data=data, headers=headers or {}
+        ) as r:
             return r.status, r.headers, await r.read()
 
 
@@ -55,11 +59,19 @@ def assert_openai_shape(raw: bytes, code: str | None = None) -> dict:
 # --- R-FT-3: the error middleware -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path, anthropic_shape", [
-    ("/v1/messages", True), ("/v1/messages/count_tokens", True), ("/v1/chat/completions", False),
-    ("/v1/responses", False), ("/v1/responses/compact", False)])
+@pytest.mark.parametrize(
+    "path, anthropic_shape",
+    [
+        ("/v1/messages", True),
+        ("/v1/messages/count_tokens", True),
+        ("/v1/chat/completions", False),
+        ("/v1/responses", False),
+        ("/v1/responses/compact", False),
+    ],
+)
 async def test_an_internal_error_is_a_shaped_500_logged_once_without_secrets(
-        ready, caplog, monkeypatch, path, anthropic_shape):
+    ready, caplog, monkeypatch, path, anthropic_shape
+):
     h, key = ready
 
     async def broken(_key):
@@ -70,8 +82,11 @@ async def test_an_internal_error_is_a_shaped_500_logged_once_without_secrets(
         status, headers, raw = await post(h, path, CLAUDE, {"x-api-key": key})
     assert status == 500
     assert headers["Content-Type"].startswith("application/json")
-    body = (assert_anthropic_shape(raw, 500, "internal_error") if anthropic_shape
-            else assert_openai_shape(raw, "internal_error"))
+    body = (
+        assert_anthropic_shape(raw, 500, "internal_error")
+        if anthropic_shape
+        else assert_openai_shape(raw, "internal_error")
+    )
     request_id = body["request_id"]
     assert headers["X-Request-ID"] == request_id
     logged = [r for r in caplog.records if request_id in r.getMessage()]
@@ -98,7 +113,10 @@ async def test_an_internal_error_inside_an_attempt_answers_with_its_record(ready
     await h.service.flush_records()
     record = records(h)[-1]
     assert (record.request_id, record.outcome, record.error_code) == (
-        body["request_id"], "error", "internal_error")
+        body["request_id"],
+        "error",
+        "internal_error",
+    )
     account = h.service.pool.accounts[record.account_id]
     assert account.in_flight == 0 and account.failure_streak == 0
 
@@ -120,9 +138,13 @@ async def test_json_nested_deeper_than_64_levels_is_400(ready, depth, status):
     # `depth` levels in all: the top-level object plus depth-1 nested lists
     nested = "[" * (depth - 1) + "]" * (depth - 1)
     body = json.dumps(CLAUDE)[:-1] + f', "metadata_extra": {nested}}}'
-    got, _, raw = await post(h, "/v1/messages", None, {"x-api-key": key,
-                                                       "content-type": "application/json"},
-                             data=body.encode())
+    got, _, raw = await post(
+        h,
+        "/v1/messages",
+        None,
+        {"x-api-key": key, "content-type": "application/json"},
+        data=body.encode(),
+    )
     if status is None:
         assert got == 200
     else:
@@ -133,9 +155,9 @@ async def test_json_nested_deeper_than_64_levels_is_400(ready, depth, status):
 async def test_a_bare_bracket_bomb_is_400_not_a_plain_text_500(ready):
     h, key = ready
     for path in ("/v1/messages", "/v1/chat/completions", "/v1/responses"):
-        got, headers, raw = await post(h, path, None, {"x-api-key": key,
-                                                       "content-type": "application/json"},
-                                       data=b"[" * 2048)
+        got, headers, raw = await post(
+            h, path, None, {"x-api-key": key, "content-type": "application/json"}, data=b"[" * 2048
+        )
         assert got == 400 and headers["Content-Type"].startswith("application/json")
         assert b"nested deeper" in raw
     assert h.service.pool.in_flight == 0
@@ -144,10 +166,18 @@ async def test_a_bare_bracket_bomb_is_400_not_a_plain_text_500(ready):
 @pytest.mark.parametrize("header", [b"session_id", b"x-claude-code-session-id", b"session-id"])
 async def test_a_session_header_that_is_not_utf8_is_ignored_for_affinity(ready, header):
     h, key = ready
-    response = await raw_request(h.url, "POST", "/v1/messages", headers=[
-        (b"x-api-key", key.encode()), (b"content-type", b"application/json"),
-        (header, b"\xff\xfe-not-text"), (b"anthropic-beta", b"\xc3\x28")],
-        body=json.dumps(CLAUDE).encode())
+    response = await raw_request(
+        h.url,
+        "POST",
+        "/v1/messages",
+        headers=[
+            (b"x-api-key", key.encode()),
+            (b"content-type", b"application/json"),
+            (header, b"\xff\xfe-not-text"),
+            (b"anthropic-beta", b"\xc3\x28"),
+        ],
+        body=json.dumps(CLAUDE).encode(),
+    )
     assert response.status == 200, response.body
     assert h.service.pool.bindings == {}  # an independent request, not a conversation
     assert "anthropic-beta" not in {k.lower() for k in h.upstream.seen[-1].headers}
@@ -158,8 +188,9 @@ async def test_a_session_header_that_is_not_utf8_is_ignored_for_affinity(ready, 
 async def test_a_model_string_sqlite_cannot_hold_is_refused_at_intake(ready, model, path):
     h, key = ready
     body = json.dumps({**CLAUDE, "model": model}).encode()  # \u escapes: valid JSON text
-    got, _, raw = await post(h, path, None, {"x-api-key": key,
-                                             "content-type": "application/json"}, data=body)
+    got, _, raw = await post(
+        h, path, None, {"x-api-key": key, "content-type": "application/json"}, data=body
+    )
     assert got == 400
     assert json.loads(raw)["error"]["type"] == "invalid_request_error"
     assert h.upstream.seen == [] and records(h) == []
@@ -169,14 +200,20 @@ async def test_a_model_string_sqlite_cannot_hold_is_refused_at_intake(ready, mod
 
 
 async def anthropic_429(h, reply_retry_after=None):
-    h.upstream.script(None, Reply(status=429, error_type="rate_limit_error",
-                                  retry_after=reply_retry_after))
+    h.upstream.script(
+        None, Reply(status=429, error_type="rate_limit_error", retry_after=reply_retry_after)
+    )
 
 
 async def codex_429(h, reply_retry_after=None):
-    h.codex.script(None, CodexReply(status=429, retry_after=reply_retry_after,
-                                    error_body={"error": {"type": "rate_limit_exceeded",
-                                                          "message": "slow down"}}))
+    h.codex.script(
+        None,
+        CodexReply(
+            status=429,
+            retry_after=reply_retry_after,
+            error_body={"error": {"type": "rate_limit_exceeded", "message": "slow down"}},
+        ),
+    )
 
 
 TRANSLATED = [
@@ -188,10 +225,12 @@ TRANSLATED = [
 
 
 @pytest.mark.parametrize("path, body, script", TRANSLATED)
-@pytest.mark.parametrize("upstream_value, expected", [(None, 15), ("42", 42), ("-5", 15),
-                                                      ("soon", 15), ("99999999", 15)])
-async def test_every_translated_429_carries_a_bounded_retry_after(ready, path, body, script,
-                                                                  upstream_value, expected):
+@pytest.mark.parametrize(
+    "upstream_value, expected", [(None, 15), ("42", 42), ("-5", 15), ("soon", 15), ("99999999", 15)]
+)
+async def test_every_translated_429_carries_a_bounded_retry_after(
+    ready, path, body, script, upstream_value, expected
+):
     h, key = ready
     await script(h, upstream_value)
     status, headers, raw = await post(h, path, body, {"x-api-key": key})
@@ -203,8 +242,7 @@ async def test_every_translated_429_carries_a_bounded_retry_after(ready, path, b
 @pytest.mark.parametrize("status", [503, 529])
 async def test_a_relayed_503_never_passes_a_broken_retry_after_through(ready, status):
     h, key = ready
-    h.upstream.script(None, Reply(status=status, error_type="overloaded_error",
-                                  retry_after="-5"))
+    h.upstream.script(None, Reply(status=status, error_type="overloaded_error", retry_after="-5"))
     got, headers, _ = await post(h, "/v1/messages", CLAUDE, {"x-api-key": key})
     assert got == status
     if status == 503:
@@ -217,8 +255,10 @@ async def test_the_management_api_503_carries_retry_after(ready, monkeypatch):
     h, _ = ready
     monkeypatch.setattr(h.service, "admin_token", None)
     monkeypatch.setattr(h.service, "keyring_problem", "no keyring")
-    async with aiohttp.ClientSession() as s, s.get(h.url + "/api/accounts/runtime",
-                     headers={"Authorization": "Bearer x"}) as r:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.get(h.url + "/api/accounts/runtime", headers={"Authorization": "Bearer x"}) as r,
+    ):
         assert r.status == 503
         assert 1 <= int(r.headers["Retry-After"]) <= 300
 
@@ -226,10 +266,13 @@ async def test_the_management_api_503_carries_retry_after(ready, monkeypatch):
 async def test_the_websocket_error_event_of_a_codex_429_carries_the_ladder_wait(ready):
     h, key = ready
     await codex_429(h, "garbage")
-    async with aiohttp.ClientSession() as s, s.ws_connect(h.url + "/v1/responses",
-                            headers={"Authorization": f"Bearer {key}"}) as ws:
-        await ws.send_str(json.dumps({"type": "response.create", "model": "gpt-5.4",
-                                      "input": "hi"}))
+    async with (
+        aiohttp.ClientSession() as s,
+        s.ws_connect(h.url + "/v1/responses", headers={"Authorization": f"Bearer {key}"}) as ws,
+    ):
+        await ws.send_str(
+            json.dumps({"type": "response.create", "model": "gpt-5.4", "input": "hi"})
+        )
         error = json.loads((await ws.receive()).data)
     assert error["type"] == "error" and error["status"] == 429
     assert error["headers"]["retry-after"] == "15"
@@ -237,14 +280,17 @@ async def test_the_websocket_error_event_of_a_codex_429_carries_the_ladder_wait(
 
 async def test_a_websocket_message_nested_too_deep_is_an_error_event(ready):
     h, key = ready
-    async with aiohttp.ClientSession() as s, s.ws_connect(h.url + "/v1/responses",
-                            headers={"Authorization": f"Bearer {key}"}) as ws:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.ws_connect(h.url + "/v1/responses", headers={"Authorization": f"Bearer {key}"}) as ws,
+    ):
         await ws.send_str("[" * 5000)
         error = json.loads((await ws.receive()).data)
         assert error["type"] == "error" and error["status"] == 400
         assert "nested deeper" in error["message"]
-        await ws.send_str(json.dumps({"type": "response.create", "model": "gpt-5.4",
-                                      "input": "hi"}))
+        await ws.send_str(
+            json.dumps({"type": "response.create", "model": "gpt-5.4", "input": "hi"})
+        )
         first = json.loads((await ws.receive()).data)
         assert first["type"] == "response.created"  # the socket still serves
 
@@ -254,8 +300,13 @@ async def test_a_websocket_message_nested_too_deep_is_an_error_event(ready):
 
 async def test_an_upstream_error_type_is_sanitized_before_it_is_stored_or_shown(ready):
     h, key = ready
-    h.codex.script(None, CodexReply(status=400, error_body={"error": {
-        "type": "Bad thing: sk-ant-xyz secret here!", "message": "nope"}}))
+    h.codex.script(
+        None,
+        CodexReply(
+            status=400,
+            error_body={"error": {"type": "Bad thing: sk-ant-xyz secret here!", "message": "nope"}},
+        ),
+    )
     status, _, raw = await post(h, "/v1/chat/completions", GPT_CHAT, {"x-api-key": key})
     assert status == 400 and b"sk-ant-xyz" not in raw
     await h.service.flush_records()
@@ -268,16 +319,22 @@ async def test_an_upstream_error_type_is_sanitized_before_it_is_stored_or_shown(
 # --- R-FT-5: strict mutations ---------------------------------------------------------------------
 
 
-MUTATIONS = [("POST", "/llmux/reset-usage"), ("POST", "/api/accounts/1/resume"),
-             ("POST", "/api/accounts/refresh-quotas"), ("POST", "/llmux/switch"),
-             ("POST", "/llmux/pause-account"), ("PATCH", "/api/accounts/1/limits"),
-             ("PATCH", "/api/settings")]
+MUTATIONS = [
+    ("POST", "/llmux/reset-usage"),
+    ("POST", "/api/accounts/1/resume"),
+    ("POST", "/api/accounts/refresh-quotas"),
+    ("POST", "/llmux/switch"),
+    ("POST", "/llmux/pause-account"),
+    ("PATCH", "/api/accounts/1/limits"),
+    ("PATCH", "/api/settings"),
+]
 
 
 @pytest.mark.parametrize("method, path", MUTATIONS)
-@pytest.mark.parametrize("ctype, data", [("text/plain", b"{}"),
-                                         ("application/x-www-form-urlencoded", b"a=1"),
-                                         (None, b"")])
+@pytest.mark.parametrize(
+    "ctype, data",
+    [("text/plain", b"{}"), ("application/x-www-form-urlencoded", b"a=1"), (None, b"")],
+)
 async def test_every_mutation_requires_json(ready, method, path, ctype, data):
     h, _ = ready
     account = h.service.pool.accounts[1]
@@ -296,28 +353,44 @@ async def test_every_mutation_requires_json(ready, method, path, ctype, data):
 async def test_a_json_mutation_without_a_body_is_accepted(ready):
     h, _ = ready
     async with aiohttp.ClientSession() as s:
-        async with s.post(h.url + "/llmux/reset-usage", headers={
+        async with s.post(
+            h.url + "/llmux/reset-usage",
+            headers={
                 "Authorization": f"Bearer {h.service.admin_token}",
-                "Content-Type": "application/json"}) as r:
+                "Content-Type": "application/json",
+            },
+        ) as r:
             assert r.status == 200
 
 
-@pytest.mark.parametrize("origin, allowed", [
-    ("http://127.0.0.1:{port}", True), ("http://localhost:{port}", True),
-    ("http://[::1]:{port}", True), ("http://localhost:{other}", False),
-    ("http://127.0.0.1:{other}", False), ("https://localhost:{port}", False),
-    ("http://localhost", False), ("http://evil.localhost:{port}", False), ("null", False),
-    ("http://localhost:{port}/path", False), ("garbage", False)])
+@pytest.mark.parametrize(
+    "origin, allowed",
+    [
+        ("http://127.0.0.1:{port}", True),
+        ("http://localhost:{port}", True),
+        ("http://[::1]:{port}", True),
+        ("http://localhost:{other}", False),
+        ("http://127.0.0.1:{other}", False),
+        ("https://localhost:{port}", False),
+        ("http://localhost", False),
+        ("http://evil.localhost:{port}", False),
+        ("null", False),
+        ("http://localhost:{port}/path", False),
+        ("garbage", False),
+    ],
+)
 async def test_only_this_servers_exact_origin_may_mutate(ready, origin, allowed):
     h, _ = ready
     port = h.service.port
     origin = origin.format(port=port, other=port + 1 if port < 65535 else port - 1)
     async with aiohttp.ClientSession() as s:
-        async with s.post(h.url + "/llmux/pause-account", json={"account": "claude"}, headers={
-                "Authorization": f"Bearer {h.service.admin_token}", "Origin": origin}) as r:
+        async with s.post(
+            h.url + "/llmux/pause-account",
+            json={"account": "claude"},
+            headers={"Authorization": f"Bearer {h.service.admin_token}", "Origin": origin},
+        ) as r:
             assert (r.status == 200) == allowed
             if not allowed:
                 assert r.status == 403
                 assert_openai_shape(await r.read(), "forbidden")
     assert h.service.pool.accounts[1].paused is allowed
-

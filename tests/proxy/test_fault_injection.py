@@ -25,8 +25,11 @@ from tests.openai_helpers import records, until
 
 TIMEOUT = 1.0
 SLACK = 2.0  # scheduling on a shared CI machine; a regression here would be ~600 s
-CLAUDE = {"model": "claude-sonnet-4-5", "max_tokens": 8,
-          "messages": [{"role": "user", "content": "x"}]}
+CLAUDE = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "x"}],
+}
 
 
 @pytest.fixture
@@ -34,9 +37,13 @@ async def ready(codex_harness):
     h = codex_harness
     await h.add_account("claude", "tok-claude")
     await h.add_codex_account("gpt", "tok-gpt")
-    await h.service.update_settings({"upstream.connect_timeout_s": TIMEOUT,
-                                     "upstream.header_timeout_s": TIMEOUT,
-                                     "upstream.idle_timeout_s": TIMEOUT})
+    await h.service.update_settings(
+        {
+            "upstream.connect_timeout_s": TIMEOUT,
+            "upstream.header_timeout_s": TIMEOUT,
+            "upstream.idle_timeout_s": TIMEOUT,
+        }
+    )
     return h, await h.create_key()
 
 
@@ -64,8 +71,11 @@ async def call(h, key, path, body, *, stream=False):
             raw = await r.read()
             elapsed = time.monotonic() - t0
             if stream and r.status == 200:
-                events = [json.loads(line[5:]) for line in raw.decode().splitlines()
-                          if line.startswith("data:") and line[5:].strip() != "[DONE]"]
+                events = [
+                    json.loads(line[5:])
+                    for line in raw.decode().splitlines()
+                    if line.startswith("data:") and line[5:].strip() != "[DONE]"
+                ]
                 return r.status, r.headers, events, elapsed
             return r.status, r.headers, raw, elapsed
 
@@ -75,10 +85,13 @@ async def call(h, key, path, body, *, stream=False):
 HANG_ROUTES = [
     ("/v1/messages", CLAUDE, "claude", "anthropic"),
     ("/v1/messages", {**CLAUDE, "model": "gpt-5.4"}, "gpt", "anthropic"),
-    ("/v1/chat/completions", {"model": "claude-sonnet-4-5", "messages": CLAUDE["messages"]},
-     "claude", "openai"),
-    ("/v1/chat/completions", {"model": "gpt-5.4", "messages": CLAUDE["messages"]}, "gpt",
-     "openai"),
+    (
+        "/v1/chat/completions",
+        {"model": "claude-sonnet-4-5", "messages": CLAUDE["messages"]},
+        "claude",
+        "openai",
+    ),
+    ("/v1/chat/completions", {"model": "gpt-5.4", "messages": CLAUDE["messages"]}, "gpt", "openai"),
     ("/v1/responses", {"model": "gpt-5.4", "input": "x"}, "gpt", "openai"),
     ("/v1/responses", {"model": "claude-sonnet-4-5", "input": "x"}, "claude", "openai"),
     ("/v1/responses/compact", {"model": "gpt-5.4", "input": []}, "gpt", "openai"),
@@ -94,7 +107,8 @@ def script_fault(h, name, anthropic_kind, codex_kind=None):
 
 @pytest.mark.parametrize("path, body, name, shape", HANG_ROUTES)
 async def test_an_upstream_that_never_answers_is_a_504_within_the_header_timeout(
-        ready, path, body, name, shape):
+    ready, path, body, name, shape
+):
     h, key = ready
     script_fault(h, name, "hang")
     status, headers, raw, elapsed = await call(h, key, path, body)
@@ -105,18 +119,24 @@ async def test_an_upstream_that_never_answers_is_a_504_within_the_header_timeout
     assert error["request_id"] == headers["X-Request-ID"]
     record = await last_record(h)
     assert (record.outcome, record.error_code, record.upstream_status) == (
-        "error", "upstream_timeout", None)
+        "error",
+        "upstream_timeout",
+        None,
+    )
     assert_cooled(h, name)
 
 
 async def test_a_socket_turn_whose_upstream_never_answers_gets_an_error_event(ready):
     h, key = ready
     h.codex.script(None, CodexReply(kind="hang"))
-    async with aiohttp.ClientSession() as s, s.ws_connect(h.url + "/v1/responses",
-                            headers={"Authorization": f"Bearer {key}"}) as ws:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.ws_connect(h.url + "/v1/responses", headers={"Authorization": f"Bearer {key}"}) as ws,
+    ):
         t0 = time.monotonic()
-        await ws.send_str(json.dumps({"type": "response.create", "model": "gpt-5.4",
-                                      "input": "hi"}))
+        await ws.send_str(
+            json.dumps({"type": "response.create", "model": "gpt-5.4", "input": "hi"})
+        )
         error = json.loads((await ws.receive(timeout=TIMEOUT + SLACK)).data)
         assert time.monotonic() - t0 < TIMEOUT + SLACK
     assert (error["type"], error["status"], error["code"]) == ("error", 504, "upstream_timeout")
@@ -149,26 +169,49 @@ async def test_an_unreachable_upstream_is_502_within_the_connect_timeout(ready):
 
 STALL_ROUTES = [
     # (path, body, account, how the client's stream carries the error code)
-    ("/v1/messages", {**CLAUDE, "stream": True}, "claude",
-     lambda events: events[-1]["error"]["code"]),
-    ("/v1/messages", {**CLAUDE, "model": "gpt-5.4", "stream": True}, "gpt",
-     lambda events: events[-1]["error"]["code"]),
-    ("/v1/chat/completions", {"model": "claude-sonnet-4-5", "messages": CLAUDE["messages"],
-                              "stream": True}, "claude",
-     lambda events: events[-1]["error"]["code"]),
-    ("/v1/chat/completions", {"model": "gpt-5.4", "messages": CLAUDE["messages"],
-                              "stream": True}, "gpt",
-     lambda events: events[-1]["error"]["code"]),
-    ("/v1/responses", {"model": "gpt-5.4", "input": "x", "stream": True}, "gpt",
-     lambda events: events[-1]["code"]),
-    ("/v1/responses", {"model": "claude-sonnet-4-5", "input": "x", "stream": True}, "claude",
-     lambda events: events[-1]["response"]["error"]["code"]),
+    (
+        "/v1/messages",
+        {**CLAUDE, "stream": True},
+        "claude",
+        lambda events: events[-1]["error"]["code"],
+    ),
+    (
+        "/v1/messages",
+        {**CLAUDE, "model": "gpt-5.4", "stream": True},
+        "gpt",
+        lambda events: events[-1]["error"]["code"],
+    ),
+    (
+        "/v1/chat/completions",
+        {"model": "claude-sonnet-4-5", "messages": CLAUDE["messages"], "stream": True},
+        "claude",
+        lambda events: events[-1]["error"]["code"],
+    ),
+    (
+        "/v1/chat/completions",
+        {"model": "gpt-5.4", "messages": CLAUDE["messages"], "stream": True},
+        "gpt",
+        lambda events: events[-1]["error"]["code"],
+    ),
+    (
+        "/v1/responses",
+        {"model": "gpt-5.4", "input": "x", "stream": True},
+        "gpt",
+        lambda events: events[-1]["code"],
+    ),
+    (
+        "/v1/responses",
+        {"model": "claude-sonnet-4-5", "input": "x", "stream": True},
+        "claude",
+        lambda events: events[-1]["response"]["error"]["code"],
+    ),
 ]
 
 
 @pytest.mark.parametrize("path, body, name, code_of", STALL_ROUTES)
-async def test_a_stream_that_falls_silent_ends_with_upstream_timeout(ready, path, body, name,
-                                                                     code_of):
+async def test_a_stream_that_falls_silent_ends_with_upstream_timeout(
+    ready, path, body, name, code_of
+):
     h, key = ready
     script_fault(h, name, "stall")
     status, _, events, elapsed = await call(h, key, path, body, stream=True)
@@ -179,11 +222,19 @@ async def test_a_stream_that_falls_silent_ends_with_upstream_timeout(ready, path
     assert_cooled(h, name)
 
 
-@pytest.mark.parametrize("path, body, name, kind", [
-    ("/v1/messages", CLAUDE, "claude", "json_stall"),
-    ("/v1/responses", {"model": "gpt-5.4", "input": "x"}, "gpt", "stall"),
-    ("/v1/chat/completions", {"model": "gpt-5.4", "messages": CLAUDE["messages"]}, "gpt",
-     "stall")])
+@pytest.mark.parametrize(
+    "path, body, name, kind",
+    [
+        ("/v1/messages", CLAUDE, "claude", "json_stall"),
+        ("/v1/responses", {"model": "gpt-5.4", "input": "x"}, "gpt", "stall"),
+        (
+            "/v1/chat/completions",
+            {"model": "gpt-5.4", "messages": CLAUDE["messages"]},
+            "gpt",
+            "stall",
+        ),
+    ],
+)
 async def test_a_body_that_falls_silent_is_a_504(ready, path, body, name, kind):
     h, key = ready
     script_fault(h, name, kind)
@@ -198,10 +249,13 @@ async def test_a_body_that_falls_silent_is_a_504(ready, path, body, name, kind):
 async def test_a_socket_turn_that_falls_silent_gets_an_error_event(ready):
     h, key = ready
     h.codex.script(None, CodexReply(kind="stall"))
-    async with aiohttp.ClientSession() as s, s.ws_connect(h.url + "/v1/responses",
-                            headers={"Authorization": f"Bearer {key}"}) as ws:
-        await ws.send_str(json.dumps({"type": "response.create", "model": "gpt-5.4",
-                                      "input": "hi"}))
+    async with (
+        aiohttp.ClientSession() as s,
+        s.ws_connect(h.url + "/v1/responses", headers={"Authorization": f"Bearer {key}"}) as ws,
+    ):
+        await ws.send_str(
+            json.dumps({"type": "response.create", "model": "gpt-5.4", "input": "hi"})
+        )
         created = json.loads((await ws.receive(timeout=TIMEOUT + SLACK)).data)
         error = json.loads((await ws.receive(timeout=TIMEOUT + SLACK)).data)
     assert created["type"] == "response.created"
@@ -215,8 +269,10 @@ async def test_a_slow_stream_that_never_falls_silent_is_not_cut(ready):
     """No total-duration limit: only silence is a fault (R-FT-1). Five deltas 0.4 s apart
     take twice the idle timeout in all and arrive whole."""
     h, key = ready
-    h.upstream.script(None, Reply(kind="sse", events=5, delay_between=TIMEOUT * 0.4,
-                                  text="one two three four five"))
+    h.upstream.script(
+        None,
+        Reply(kind="sse", events=5, delay_between=TIMEOUT * 0.4, text="one two three four five"),
+    )
     client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
     async with client.messages.stream(**CLAUDE) as stream:
         message = await stream.get_final_message()
@@ -244,11 +300,16 @@ async def test_timeout_settings_are_validated(ready, value):
 # --- the upstream drops the connection mid-stream -------------------------------------------------
 
 
-@pytest.mark.parametrize("path, body, name", [
-    ("/v1/messages", {**CLAUDE, "stream": True}, "claude"),
-    ("/v1/responses", {"model": "gpt-5.4", "input": "x", "stream": True}, "gpt")])
-async def test_a_connection_closed_mid_stream_is_an_error_event_and_a_failure(ready, path, body,
-                                                                              name):
+@pytest.mark.parametrize(
+    "path, body, name",
+    [
+        ("/v1/messages", {**CLAUDE, "stream": True}, "claude"),
+        ("/v1/responses", {"model": "gpt-5.4", "input": "x", "stream": True}, "gpt"),
+    ],
+)
+async def test_a_connection_closed_mid_stream_is_an_error_event_and_a_failure(
+    ready, path, body, name
+):
     h, key = ready
     script_fault(h, name, "drop")
     status, _, events, _ = await call(h, key, path, body, stream=True)
@@ -265,11 +326,20 @@ def http_date(seconds_from_now: float) -> str:
     return formatdate(time.time() + seconds_from_now, usegmt=True)
 
 
-@pytest.mark.parametrize("value, wait", [
-    ("30", 30), ("date+120", 120), ("-5", 15), ("soon", 15), ("", 15), ("1e12", 15),
-    ("Wed, 21 Oct 2015 07:28:00 GMT", 15), (None, 15)])
-async def test_a_429_retry_after_in_any_form_sets_a_bounded_wait_and_cooldown(ready, value,
-                                                                                wait):
+@pytest.mark.parametrize(
+    "value, wait",
+    [
+        ("30", 30),
+        ("date+120", 120),
+        ("-5", 15),
+        ("soon", 15),
+        ("", 15),
+        ("1e12", 15),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 15),
+        (None, 15),
+    ],
+)
+async def test_a_429_retry_after_in_any_form_sets_a_bounded_wait_and_cooldown(ready, value, wait):
     h, key = ready
     if value == "date+120":
         value = http_date(120)
@@ -279,7 +349,10 @@ async def test_a_429_retry_after_in_any_form_sets_a_bounded_wait_and_cooldown(re
     assert abs(int(headers["Retry-After"]) - wait) <= 2
     record = await last_record(h)
     assert (record.outcome, record.error_code, record.upstream_status) == (
-        "error", "rate_limit_error", 429)
+        "error",
+        "rate_limit_error",
+        429,
+    )
     assert_cooled(h, "claude")
     rest = account(h, "claude").cooldown_until - h.service.clock.now()
     assert abs(rest - wait) <= 2
@@ -309,8 +382,9 @@ async def test_every_5xx_and_529_cools_the_account(ready):
 async def test_translated_routes_count_odd_5xx_as_failures_too(ready, status):
     h, key = ready
     h.codex.script(None, CodexReply(status=status))
-    got, _, raw, _ = await call(h, key, "/v1/chat/completions",
-                                {"model": "gpt-5.4", "messages": CLAUDE["messages"]})
+    got, _, raw, _ = await call(
+        h, key, "/v1/chat/completions", {"model": "gpt-5.4", "messages": CLAUDE["messages"]}
+    )
     assert got == status
     assert json.loads(raw)["error"]["code"] == "server_error"
     assert_cooled(h, "gpt")
@@ -328,9 +402,11 @@ async def test_in_flight_is_back_to_zero_after_a_fault_storm(ready):
         h.upstream.script(None, Reply(kind=kind, status=500 if kind == "error" else 200))
         h.codex.script(None, CodexReply(kind=kind, status=500 if kind == "error" else 200))
     bodies = [({**CLAUDE, "stream": True}, "/v1/messages")] * len(kinds) + [
-        ({"model": "gpt-5.4", "input": "x", "stream": True}, "/v1/responses")] * len(kinds)
-    results = await asyncio.gather(*(call(h, key, path, body, stream=True)
-                                     for body, path in bodies))
+        ({"model": "gpt-5.4", "input": "x", "stream": True}, "/v1/responses")
+    ] * len(kinds)
+    results = await asyncio.gather(
+        *(call(h, key, path, body, stream=True) for body, path in bodies)
+    )
     assert all(elapsed < TIMEOUT + SLACK for *_, elapsed in results)
     await until(lambda: h.service.pool.in_flight == 0, "every slot released")
     await h.service.flush_records()

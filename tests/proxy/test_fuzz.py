@@ -26,19 +26,45 @@ from tests.conftest import Harness, file_keyring
 from tests.fake_codex import FakeCodex
 from tests.fake_upstream import FakeAnthropic
 
-MODEL_ROUTES = ["/v1/messages", "/v1/messages/count_tokens", "/v1/chat/completions",
-                "/v1/responses", "/v1/responses/compact"]
-ADMIN_ROUTES = [("GET", "/api/accounts/runtime"), ("PATCH", "/api/accounts/1/limits"),
-                ("POST", "/api/accounts/1/resume"), ("POST", "/llmux/pause-account"),
-                ("POST", "/llmux/switch"), ("POST", "/llmux/reset-usage"),
-                ("POST", "/api/accounts/refresh-quotas"), ("GET", "/api/settings"),
-                ("PATCH", "/api/settings"), ("GET", "/api/requests"),
-                ("GET", "/api/requests/filters")]
-OTHER_ROUTES = [("GET", "/v1/models"), ("GET", "/v1/responses"), ("GET", "/healthz"),
-                ("GET", "/api/me/requests"), ("GET", "/api/me/requests/filters"),
-                ("GET", "/nowhere"), ("DELETE", "/v1/messages")]
-MODELS = ["claude-sonnet-4-5", "claude-fable-5[1m]", "anthropic/claude-haiku-4-5", "gpt-5.4",
-          "codex/gpt-5.4", "o3", "gemini-2.5-pro", "llama"]
+MODEL_ROUTES = [
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/responses/compact",
+]
+ADMIN_ROUTES = [
+    ("GET", "/api/accounts/runtime"),
+    ("PATCH", "/api/accounts/1/limits"),
+    ("POST", "/api/accounts/1/resume"),
+    ("POST", "/llmux/pause-account"),
+    ("POST", "/llmux/switch"),
+    ("POST", "/llmux/reset-usage"),
+    ("POST", "/api/accounts/refresh-quotas"),
+    ("GET", "/api/settings"),
+    ("PATCH", "/api/settings"),
+    ("GET", "/api/requests"),
+    ("GET", "/api/requests/filters"),
+]
+OTHER_ROUTES = [
+    ("GET", "/v1/models"),
+    ("GET", "/v1/responses"),
+    ("GET", "/healthz"),
+    ("GET", "/api/me/requests"),
+    ("GET", "/api/me/requests/filters"),
+    ("GET", "/nowhere"),
+    ("DELETE", "/v1/messages"),
+]
+MODELS = [
+    "claude-sonnet-4-5",
+    "claude-fable-5[1m]",
+    "anthropic/claude-haiku-4-5",
+    "gpt-5.4",
+    "codex/gpt-5.4",
+    "o3",
+    "gemini-2.5-pro",
+    "llama",
+]
 
 
 class LiveServer:
@@ -60,14 +86,21 @@ class LiveServer:
         from sublane_desktop.secrets import SecretStore
 
         secrets = SecretStore(self.tmp, backend=file_keyring(self.tmp / "keyring.cfg"))
-        self.service = Service(self.tmp / "data", port=0, secret_store=secrets, env={
-            "SUBLANE_ANTHROPIC_BASE_URL": self.anthropic.url,
-            "SUBLANE_CODEX_BASE_URL": self.codex.url,
-            "SUBLANE_OPENAI_BASE_URL": self.codex.url,
-            "SUBLANE_OAUTH_BASE_URL": self.anthropic.url})
+        self.service = Service(
+            self.tmp / "data",
+            port=0,
+            secret_store=secrets,
+            env={
+                "SUBLANE_ANTHROPIC_BASE_URL": self.anthropic.url,
+                "SUBLANE_CODEX_BASE_URL": self.codex.url,
+                "SUBLANE_OPENAI_BASE_URL": self.codex.url,
+                "SUBLANE_OAUTH_BASE_URL": self.anthropic.url,
+            },
+        )
         await self.service.start()
-        await self.service.update_settings({"upstream.header_timeout_s": 5,
-                                            "upstream.idle_timeout_s": 5})
+        await self.service.update_settings(
+            {"upstream.header_timeout_s": 5, "upstream.idle_timeout_s": 5}
+        )
         h = Harness(self.service, self.anthropic)
         await h.add_account("claude", "tok-claude", limit=8)
         await h.add_codex_account("gpt", "tok-gpt", limit=8)
@@ -90,8 +123,9 @@ def live(tmp_path_factory):
     server.thread.join(10)
 
 
-def send(url: str, method: str, path: str, headers: list[tuple[bytes, bytes]],
-         body: bytes) -> tuple[int, dict[str, str], bytes]:
+def send(
+    url: str, method: str, path: str, headers: list[tuple[bytes, bytes]], body: bytes
+) -> tuple[int, dict[str, str], bytes]:
     parts = urlsplit(url)
     with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
         head = [f"{method} {path} HTTP/1.1".encode(), b"Host: " + parts.netloc.encode()]
@@ -114,11 +148,13 @@ def send(url: str, method: str, path: str, headers: list[tuple[bytes, bytes]],
 
 ODD = st.sampled_from(["\ud800", "\udfff", "\x00", "\ufeff", "\u202e", "\U0001f600", "🫠"])
 TEXT = st.text(st.one_of(st.characters(), ODD), max_size=20)
-NUMBER = st.one_of(st.integers(-(10**40), 10**40), st.floats(allow_nan=True,
-                                                              allow_infinity=True))
+NUMBER = st.one_of(st.integers(-(10**40), 10**40), st.floats(allow_nan=True, allow_infinity=True))
 SCALAR = st.one_of(st.none(), st.booleans(), NUMBER, TEXT)
-JSON_VALUE = st.recursive(SCALAR, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)), max_leaves=12)
+JSON_VALUE = st.recursive(
+    SCALAR,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 @st.composite
@@ -140,21 +176,52 @@ def body(draw) -> bytes:
     if kind == "any":
         return json.dumps(draw(st.one_of(JSON_VALUE, deep()))).encode()
     payload = {"model": draw(st.one_of(st.sampled_from(MODELS), FIELD))}
-    for name in draw(st.lists(st.sampled_from([
-            "messages", "input", "max_tokens", "stream", "system", "tools", "metadata",
-            "prompt_cache_key", "account", "paused", "max_concurrency", "pool.cap",
-            "upstream.idle_timeout_s", "instructions", "previous_response_id"]),
-            max_size=5, unique=True)):
+    for name in draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "messages",
+                    "input",
+                    "max_tokens",
+                    "stream",
+                    "system",
+                    "tools",
+                    "metadata",
+                    "prompt_cache_key",
+                    "account",
+                    "paused",
+                    "max_concurrency",
+                    "pool.cap",
+                    "upstream.idle_timeout_s",
+                    "instructions",
+                    "previous_response_id",
+                ]
+            ),
+            max_size=5,
+            unique=True,
+        )
+    ):
         payload[name] = draw(st.one_of(FIELD, st.just([{"role": "user", "content": "hi"}])))
     return json.dumps(payload).encode()
 
 
 # Header values an HTTP/1.1 parser accepts (no CR/LF/NUL): anything else is not a request.
 HEADER_VALUE = st.binary(max_size=40).map(
-    lambda b: bytes(c for c in b if c == 9 or 32 <= c <= 126 or c >= 128).strip())
-HEADER_NAMES = [b"session_id", b"session-id", b"x-claude-code-session-id", b"anthropic-beta",
-                b"anthropic-version", b"content-type", b"origin", b"x-api-key", b"user-agent",
-                b"x-codex-turn-state", b"chatgpt-account-id"]
+    lambda b: bytes(c for c in b if c == 9 or 32 <= c <= 126 or c >= 128).strip()
+)
+HEADER_NAMES = [
+    b"session_id",
+    b"session-id",
+    b"x-claude-code-session-id",
+    b"anthropic-beta",
+    b"anthropic-version",
+    b"content-type",
+    b"origin",
+    b"x-api-key",
+    b"user-agent",
+    b"x-codex-turn-state",
+    b"chatgpt-account-id",
+]
 
 
 @st.composite
@@ -167,8 +234,16 @@ def request(draw, live) -> tuple[str, str, list[tuple[bytes, bytes]], bytes]:
     else:
         method, path = draw(st.sampled_from(OTHER_ROUTES))
     credential = (live.service.admin_token if group == "admin" else live.key).encode()
-    headers = [(b"content-type", draw(st.sampled_from(
-        [b"application/json", b"application/json; charset=utf-8", b"text/plain"])))]
+    headers = [
+        (
+            b"content-type",
+            draw(
+                st.sampled_from(
+                    [b"application/json", b"application/json; charset=utf-8", b"text/plain"]
+                )
+            ),
+        )
+    ]
     if draw(st.integers(0, 9)):  # mostly authenticated, sometimes not
         headers.append((b"authorization", b"Bearer " + credential))
     for name in draw(st.lists(st.sampled_from(HEADER_NAMES), max_size=3, unique=True)):
@@ -194,8 +269,15 @@ def assert_shaped(path: str, status: int, headers: dict[str, str], raw: bytes) -
         assert headers["x-request-id"] == payload["request_id"]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[
-    HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 @given(data=st.data())
 def test_every_route_answers_in_shape_whatever_it_is_sent(live, data):
     method, path, headers, payload = data.draw(request(live))
@@ -207,17 +289,29 @@ def test_every_route_answers_in_shape_whatever_it_is_sent(live, data):
 
 
 def test_the_server_still_serves_after_the_fuzz(live):
-    live.run(live.service.update_settings({"upstream.header_timeout_s": 120,
-                                           "upstream.idle_timeout_s": 90, "pool.cap": 8}))
+    live.run(
+        live.service.update_settings(
+            {"upstream.header_timeout_s": 120, "upstream.idle_timeout_s": 90, "pool.cap": 8}
+        )
+    )
     for account in list(live.service.pool.accounts.values()):
         live.run(live.service.pause(account.id, False))
         live.run(live.service.set_limit(account.id, 8))
         live.run(live.service.resume(account.id))
     live.run(live.service.flush_records())
-    status, _, raw = send(live.url, "POST", "/v1/messages", [
-        (b"content-type", b"application/json"), (b"x-api-key", live.key.encode())],
-        json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 8,
-                    "messages": [{"role": "user", "content": "hi"}]}).encode())
+    status, _, raw = send(
+        live.url,
+        "POST",
+        "/v1/messages",
+        [(b"content-type", b"application/json"), (b"x-api-key", live.key.encode())],
+        json.dumps(
+            {
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 8,
+                "messages": [{"role": "user", "content": "hi"}],
+            }
+        ).encode(),
+    )
     assert status == 200, raw
     assert live.service.request_log.dropped == 0
     assert live.service.pool.in_flight == 0

@@ -40,21 +40,23 @@ def cached_client(h: Harness, key: str) -> anthropic.AsyncAnthropic:
 async def ask(h: Harness, key: str, text: str = "hi", **kw: Any) -> str:
     """One non-streaming request; returns its SubLane request id."""
     raw = await cached_client(h, key).messages.with_raw_response.create(
-        model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": text}],
-        **kw)
+        model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": text}], **kw
+    )
     return raw.headers["x-request-id"]
 
 
-async def api(h: Harness, path: str, token: str | None, params: Any = None
-              ) -> tuple[int, dict[str, Any]]:
+async def api(
+    h: Harness, path: str, token: str | None, params: Any = None
+) -> tuple[int, dict[str, Any]]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with aiohttp.ClientSession() as s:
         async with s.get(h.url + path, params=params, headers=headers) as r:
             return r.status, await r.json()
 
 
-async def walk(h: Harness, path: str, token: str, params: list[tuple[str, str]] | None = None
-               ) -> list[dict[str, Any]]:
+async def walk(
+    h: Harness, path: str, token: str, params: list[tuple[str, str]] | None = None
+) -> list[dict[str, Any]]:
     """Every page, following next_cursor."""
     items: list[dict[str, Any]] = []
     cursor: int | None = None
@@ -119,7 +121,11 @@ async def test_a_finished_request_is_visible_within_a_second(harness):
     assert item["request_id"] == request_id
     assert (item["user_id"], item["key_id"], item["group_id"]) == (user_id, key_id, 1)
     assert (item["provider"], item["model"], item["protocol"], item["operation"]) == (
-        "anthropic", "claude-sonnet-4-5", "anthropic", "messages")
+        "anthropic",
+        "claude-sonnet-4-5",
+        "anthropic",
+        "messages",
+    )
     assert item["outcome"] == "success" and item["error_code"] is None
     assert item["upstream_status"] == 200
     # Anthropic: total input = 12 input + 30 cache read + 8 cache creation; cached = reads.
@@ -138,7 +144,8 @@ async def test_count_tokens_is_recorded_as_its_own_operation(harness):
     await harness.add_account("work")
     key, _, _ = await member_key(harness, "alice")
     await client(harness, key).messages.count_tokens(
-        model="claude-sonnet-4-5", messages=[{"role": "user", "content": "hi"}])
+        model="claude-sonnet-4-5", messages=[{"role": "user", "content": "hi"}]
+    )
     await harness.service.flush_records()
     [item] = (await api(harness, "/api/me/requests", key))[1]["items"]
     assert item["operation"] == "count_tokens" and item["outcome"] == "success"
@@ -150,8 +157,8 @@ async def test_streaming_first_token_after_the_upstream_delay(harness):
     key, _, _ = await member_key(harness, "alice")
     harness.upstream.script(None, Reply(kind="sse", delay_first=0.3))
     async with client(harness, key).messages.stream(
-            model="claude-sonnet-4-5", max_tokens=16,
-            messages=[{"role": "user", "content": "hi"}]) as stream:
+        model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
         await stream.get_final_message()
     await harness.service.flush_records()
     [item] = (await api(harness, "/api/me/requests", key))[1]["items"]
@@ -167,8 +174,8 @@ async def test_midstream_error_is_an_error_with_status_200(harness):
     harness.upstream.script(None, Reply(kind="midstream_error"))
     with pytest.raises(anthropic.APIError):
         async with client(harness, key).messages.stream(
-                model="claude-sonnet-4-5", max_tokens=16,
-                messages=[{"role": "user", "content": "hi"}]) as stream:
+            model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+        ) as stream:
             async for _ in stream:
                 pass
     await harness.service.flush_records()
@@ -187,7 +194,10 @@ async def test_upstream_error_status_is_recorded(harness):
     await harness.service.flush_records()
     [item] = (await api(harness, "/api/me/requests", key))[1]["items"]
     assert (item["outcome"], item["upstream_status"], item["error_code"]) == (
-        "error", 400, "invalid_request_error")
+        "error",
+        400,
+        "invalid_request_error",
+    )
 
 
 async def test_pool_rejection_leaves_a_rejected_record(harness):
@@ -199,15 +209,17 @@ async def test_pool_rejection_leaves_a_rejected_record(harness):
     sdk = client(harness, key, default_headers=session)
 
     async def first() -> None:
-        async with sdk.messages.stream(model="claude-sonnet-4-5", max_tokens=16,
-                                       messages=[{"role": "user", "content": "one"}]) as s:
+        async with sdk.messages.stream(
+            model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": "one"}]
+        ) as s:
             await s.get_final_message()
 
     running = asyncio.ensure_future(first())
     await asyncio.wait_for(harness.upstream.started.wait(), 5)
     with pytest.raises(anthropic.RateLimitError) as caught:
-        await sdk.messages.create(model="claude-sonnet-4-5", max_tokens=16,
-                                  messages=[{"role": "user", "content": "two"}])
+        await sdk.messages.create(
+            model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": "two"}]
+        )
     rejected_id = caught.value.response.headers["x-request-id"]
     gate.set()
     await asyncio.wait_for(running, 5)
@@ -230,9 +242,16 @@ async def test_client_disconnect_mid_stream_is_canceled(harness):
     harness.upstream.script(None, Reply(kind="sse", gate=gate))
     waiter = RecordWaiter(harness.service)
     async with aiohttp.ClientSession() as s:
-        resp = await s.post(harness.url + "/v1/messages", json={
-            "model": "claude-sonnet-4-5", "max_tokens": 16, "stream": True,
-            "messages": [{"role": "user", "content": "hi"}]}, headers={"x-api-key": key})
+        resp = await s.post(
+            harness.url + "/v1/messages",
+            json={
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 16,
+                "stream": True,
+                "messages": [{"role": "user", "content": "hi"}],
+            },
+            headers={"x-api-key": key},
+        )
         await resp.content.readline()  # the stream has started
         resp.close()  # the client goes away mid-stream
     await waiter.until(1, timeout=5)
@@ -254,10 +273,12 @@ async def test_database_holds_no_prompt_key_token_or_session(harness):
     await harness.add_account("work", TOKEN)
     key, _, _ = await member_key(harness, "alice")
     sdk = client(harness, key, default_headers={"x-claude-code-session-id": SESSION})
-    await sdk.messages.create(model="claude-sonnet-4-5", max_tokens=16,
-                              messages=[{"role": "user", "content": PROMPT}])
-    async with sdk.messages.stream(model="claude-sonnet-4-5", max_tokens=16,
-                                   messages=[{"role": "user", "content": PROMPT}]) as stream:
+    await sdk.messages.create(
+        model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": PROMPT}]
+    )
+    async with sdk.messages.stream(
+        model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": PROMPT}]
+    ) as stream:
         await stream.get_final_message()
     harness.upstream.script(None, Reply(status=529, error_type="overloaded_error"))
     with pytest.raises(anthropic.APIStatusError):
@@ -293,9 +314,16 @@ async def test_members_never_see_each_other(harness):
     assert len(alice_ids) == 65 and len(bob_ids) == 65
 
     widening = [
-        [], [("user_id", str(bob_id))], [("scope", "all")], [("all", "1")], [("all", "true")],
-        [("account_id", "1")], [("user_id", str(bob_id)), ("scope", "admin")],
-        [("user_id", "")], [("user_id", "not-a-number")], [("user_id", "0")],
+        [],
+        [("user_id", str(bob_id))],
+        [("scope", "all")],
+        [("all", "1")],
+        [("all", "true")],
+        [("account_id", "1")],
+        [("user_id", str(bob_id)), ("scope", "admin")],
+        [("user_id", "")],
+        [("user_id", "not-a-number")],
+        [("user_id", "0")],
     ]
     for params in widening:
         items = await walk(harness, "/api/me/requests", alice, params)
@@ -305,10 +333,18 @@ async def test_members_never_see_each_other(harness):
         assert {i["account_name"] for i in items} == {""}
 
     # Cursors pointing into Bob's ids, at and around page edges, still page only Alice's rows.
-    for cursor in (bob_ids[0], bob_ids[1], bob_ids[49], bob_ids[50], bob_ids[-1],
-                   bob_ids[-1] + 1, 10**9):
-        status, page = await api(harness, "/api/me/requests", alice,
-                                 {"cursor": str(cursor), "user_id": str(bob_id)})
+    for cursor in (
+        bob_ids[0],
+        bob_ids[1],
+        bob_ids[49],
+        bob_ids[50],
+        bob_ids[-1],
+        bob_ids[-1] + 1,
+        10**9,
+    ):
+        status, page = await api(
+            harness, "/api/me/requests", alice, {"cursor": str(cursor), "user_id": str(bob_id)}
+        )
         assert status == 200
         assert {i["id"] for i in page["items"]} <= alice_ids
         assert all(i["id"] < cursor for i in page["items"])
@@ -319,8 +355,7 @@ async def test_members_never_see_each_other(harness):
     # Bob's key id and request ids find nothing for Alice.
     assert await walk(harness, "/api/me/requests", alice, [("key_id", str(bob_key_id))]) == []
     for request_id in bob_requests[:3]:
-        assert await walk(harness, "/api/me/requests", alice,
-                          [("request_id", request_id)]) == []
+        assert await walk(harness, "/api/me/requests", alice, [("request_id", request_id)]) == []
     # Bob can find his own.
     [found] = await walk(harness, "/api/me/requests", bob, [("request_id", bob_requests[0])])
     assert found["user_id"] == bob_id
@@ -393,7 +428,8 @@ async def test_deleted_account_renders_deleted(harness):
     await ask(harness, key)
     await harness.service.flush_records()
     await harness.service.store.write(
-        lambda: Account.update(deleted_at=1.0).where(Account.id == account_id).execute())
+        lambda: Account.update(deleted_at=1.0).where(Account.id == account_id).execute()
+    )
     admin = harness.service.admin_token
     [item] = await walk(harness, "/api/requests", admin)
     assert item["account_id"] == account_id and item["account_name"] == "deleted"
@@ -407,7 +443,8 @@ async def test_filters_narrow_the_history(harness):
     key, _, _ = await member_key(harness, "alice")
     await ask(harness, key)
     await client(harness, key).messages.create(
-        model="claude-haiku-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+        model="claude-haiku-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}]
+    )
     harness.upstream.script(None, Reply(status=500))
     with pytest.raises(anthropic.InternalServerError):
         await ask(harness, key)
@@ -419,15 +456,30 @@ async def test_filters_narrow_the_history(harness):
     errors = await walk(harness, "/api/me/requests", key, [("outcome", "error")])
     assert [i["upstream_status"] for i in errors] == [500]
     started = everything[-1]["started_at"]
-    assert len(await walk(harness, "/api/me/requests", key,
-                          [("from", str(int(started) + 3600))])) == 0
-    assert len(await walk(harness, "/api/me/requests", key,
-                          [("until", str(int(started)))])) == 0
-    assert len(await walk(harness, "/api/me/requests", key,
-                          [("from", str(int(started))), ("until", str(int(started) + 3600))])) == 3
+    assert (
+        len(await walk(harness, "/api/me/requests", key, [("from", str(int(started) + 3600))])) == 0
+    )
+    assert len(await walk(harness, "/api/me/requests", key, [("until", str(int(started)))])) == 0
+    assert (
+        len(
+            await walk(
+                harness,
+                "/api/me/requests",
+                key,
+                [("from", str(int(started))), ("until", str(int(started) + 3600))],
+            )
+        )
+        == 3
+    )
     # Empty values mean "no filter" (`?cursor=0&outcome=` is what clients send).
-    assert len(await walk(harness, "/api/me/requests", key,
-                          [("cursor", "0"), ("outcome", ""), ("model", "")])) == 3
+    assert (
+        len(
+            await walk(
+                harness, "/api/me/requests", key, [("cursor", "0"), ("outcome", ""), ("model", "")]
+            )
+        )
+        == 3
+    )
     _status, choices = await api(harness, "/api/me/requests/filters", key)
     assert choices["outcomes"] == ["success", "error"]
     assert choices["models"] == ["claude-haiku-4-5", "claude-sonnet-4-5"]
@@ -458,8 +510,7 @@ BAD = [
 @pytest.mark.parametrize(("params", "param"), BAD)
 async def test_bad_parameters_are_400(harness, params, param):
     key, _, _ = await member_key(harness, "alice")
-    for path, token in (("/api/me/requests", key),
-                        ("/api/requests", harness.service.admin_token)):
+    for path, token in (("/api/me/requests", key), ("/api/requests", harness.service.admin_token)):
         status, body = await api(harness, path, token, params)
         assert status == 400, (path, params)
         assert body["error"]["type"] == "invalid_request_error"
@@ -467,8 +518,7 @@ async def test_bad_parameters_are_400(harness, params, param):
         assert body["error"]["param"] == param and body["error"]["message"]
 
 
-@pytest.mark.parametrize("params", [{"user_id": "x"}, {"account_id": "-3"},
-                                    {"user_id": "9" * 40}])
+@pytest.mark.parametrize("params", [{"user_id": "x"}, {"account_id": "-3"}, {"user_id": "9" * 40}])
 async def test_bad_admin_only_parameters(harness, params):
     key, _, _ = await member_key(harness, "alice")
     status, _ = await api(harness, "/api/requests", harness.service.admin_token, params)
@@ -479,8 +529,9 @@ async def test_bad_admin_only_parameters(harness, params):
 
 async def test_repeated_parameters_are_400(harness):
     key, _, _ = await member_key(harness, "alice")
-    status, body = await api(harness, "/api/me/requests", key,
-                             [("outcome", "success"), ("outcome", "error")])
+    status, body = await api(
+        harness, "/api/me/requests", key, [("outcome", "success"), ("outcome", "error")]
+    )
     assert status == 400 and body["error"]["param"] == "outcome"
 
 
@@ -501,8 +552,13 @@ def test_parse_query_scope():
 
 @pytest.fixture
 async def clocked(tmp_path: Path, upstream, secret_store, clock: FakeClock):
-    service = Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url})
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        secret_store=secret_store,
+        clock=clock,
+        env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url},
+    )
     await service.start()
     yield Harness(service, upstream)
     await service.stop(drain_timeout=2)
@@ -515,8 +571,7 @@ async def test_history_expires_after_seven_days(clocked, clock):
     clock.advance(MAX_AGE_SECONDS - 10)
     recent = await ask(clocked, key)
     await clocked.service.flush_records()
-    assert [i["request_id"] for i in await walk(clocked, "/api/me/requests", key)] == [
-        recent, old]
+    assert [i["request_id"] for i in await walk(clocked, "/api/me/requests", key)] == [recent, old]
     clock.advance(11)
     items = await walk(clocked, "/api/me/requests", key)
     assert [i["request_id"] for i in items] == [recent]
@@ -540,15 +595,17 @@ async def test_global_cap_rejection_leaves_no_record(harness):
     sdk = client(harness, key)
 
     async def first() -> None:
-        async with sdk.messages.stream(model="claude-sonnet-4-5", max_tokens=16,
-                                       messages=[{"role": "user", "content": "one"}]) as s:
+        async with sdk.messages.stream(
+            model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": "one"}]
+        ) as s:
             await s.get_final_message()
 
     running = asyncio.ensure_future(first())
     await asyncio.wait_for(harness.upstream.started.wait(), 5)
     with pytest.raises(anthropic.RateLimitError) as caught:
-        await sdk.messages.create(model="claude-sonnet-4-5", max_tokens=16,
-                                  messages=[{"role": "user", "content": "two"}])
+        await sdk.messages.create(
+            model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": "two"}]
+        )
     assert caught.value.body["error"]["code"] == "capacity_exhausted"
     gate.set()
     await asyncio.wait_for(running, 5)

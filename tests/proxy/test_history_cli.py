@@ -14,15 +14,27 @@ from tests.proxy.test_history_api import ask, member_key
 async def sublane(tmp_path: Path, data_dir: Path, *args: str) -> tuple[int, str, str]:
     """The real command in a subprocess (the loop keeps serving the in-process server)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SUBLANE_", "KEYRING_"))}
-    env.update({
-        "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
-        "KEYRING_PROPERTY_FILE_PATH": str(tmp_path / "keyring.cfg"),  # the harness's keyring
-        "HOME": str(tmp_path),
-        "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-    })
+    env.update(
+        {
+            "PYTHON_KEYRING_BACKEND": "keyrings.alt.file.PlaintextKeyring",
+            "KEYRING_PROPERTY_FILE_PATH": str(tmp_path / "keyring.cfg"),  # the harness's keyring
+            "HOME": str(tmp_path),
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
+    )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "sublane_desktop", "--data-dir", str(data_dir), "requests", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+        sys.executable,
+        "-m",
+        "sublane_desktop",
+        "--data-dir",
+        str(data_dir),
+        "requests",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     return proc.returncode, out.decode(), err.decode()
 

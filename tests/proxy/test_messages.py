@@ -13,7 +13,8 @@ async def test_non_streaming_answer_through_the_account(harness):
     await harness.add_account("work", "sk-ant-oat01-work")
     key = await harness.create_key()
     reply = await client(harness, key).messages.with_raw_response.create(
-        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    )
     message = await reply.parse()
     assert message.content[0].text == "Hello from the fake upstream."
     assert reply.headers["x-request-id"].startswith("req_")
@@ -28,8 +29,8 @@ async def test_streaming_relays_every_event_in_order(harness):
     await harness.add_account("work")
     key = await harness.create_key()
     async with client(harness, key).messages.stream(
-        model="claude-sonnet-4-5", max_tokens=64,
-        messages=[{"role": "user", "content": "hi"}]) as stream:
+        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
         kinds = [event.type async for event in stream]
         final = await stream.get_final_message()
     assert final.content[0].text == "Hello from the fake upstream."
@@ -40,8 +41,11 @@ async def test_streaming_relays_every_event_in_order(harness):
 async def test_client_betas_are_merged_with_the_oauth_beta(harness):
     await harness.add_account("work")
     key = await harness.create_key()
-    await client(harness, key, default_headers={"anthropic-beta": "tools-2024,foo"}).messages.create(
-        model="claude-sonnet-4-5[1m]", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    await client(
+        harness, key, default_headers={"anthropic-beta": "tools-2024,foo"}
+    ).messages.create(
+        model="claude-sonnet-4-5[1m]", max_tokens=8, messages=[{"role": "user", "content": "x"}]
+    )
     seen = harness.upstream.seen[-1]
     betas = seen.headers["anthropic-beta"].split(",")
     assert betas[:2] == ["tools-2024", "foo"]
@@ -53,7 +57,10 @@ async def test_api_key_account_uses_x_api_key(harness):
     await harness.add_account("plain", "sk-ant-api-123", api_key=True)
     key = await harness.create_key()
     await client(harness, key).messages.create(
-        model="anthropic/claude-haiku-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+        model="anthropic/claude-haiku-4-5",
+        max_tokens=8,
+        messages=[{"role": "user", "content": "x"}],
+    )
     seen = harness.upstream.seen[-1]
     assert seen.headers["x-api-key"] == "sk-ant-api-123"
     assert "authorization" not in {k.lower() for k in seen.headers}
@@ -66,10 +73,15 @@ async def test_query_string_is_kept(harness):
     import aiohttp
 
     async with aiohttp.ClientSession() as s:
-        async with s.post(harness.url + "/v1/messages?beta=true", json={
-                "model": "claude-sonnet-4-5", "max_tokens": 8,
-                "messages": [{"role": "user", "content": "x"}]},
-                headers={"Authorization": f"Bearer {key}"}) as r:
+        async with s.post(
+            harness.url + "/v1/messages?beta=true",
+            json={
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 8,
+                "messages": [{"role": "user", "content": "x"}],
+            },
+            headers={"Authorization": f"Bearer {key}"},
+        ) as r:
             assert r.status == 200
     assert harness.upstream.seen[-1].query == "beta=true"
 
@@ -78,7 +90,8 @@ async def test_count_tokens(harness):
     await harness.add_account("work")
     key = await harness.create_key()
     result = await client(harness, key).messages.count_tokens(
-        model="claude-sonnet-4-5", messages=[{"role": "user", "content": "hi"}])
+        model="claude-sonnet-4-5", messages=[{"role": "user", "content": "hi"}]
+    )
     assert result.input_tokens == 42
     assert harness.upstream.seen[-1].path == "/v1/messages/count_tokens"
 
@@ -86,14 +99,18 @@ async def test_count_tokens(harness):
 async def test_unbound_requests_carry_a_fresh_random_correlation_id_and_bound_ones_do_not(harness):
     await harness.add_account("work", "sk-ant-oat01-work")
     key = await harness.create_key()
-    body = {"model": "claude-sonnet-4-5", "max_tokens": 8,
-            "messages": [{"role": "user", "content": "hi"}]}
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
     await client(harness, key).messages.create(**body)
     await client(harness, key).messages.create(**body)
     first, second = (seen.headers.get("x-client-request-id") for seen in harness.upstream.seen[-2:])
     assert first and second and first != second  # fresh per request: nothing ties them together
     await client(harness, key, default_headers={"x-claude-code-session-id": "s-1"}).messages.create(
-        **body)
+        **body
+    )
     assert "x-client-request-id" not in harness.upstream.seen[-1].headers
     # never stored: the database files know nothing of it once the records are written
     await harness.service.flush_records()
@@ -106,7 +123,8 @@ async def test_client_anthropic_version_goes_upstream_unchanged(harness):
     await harness.add_account("work")
     key = await harness.create_key()
     await client(harness, key, default_headers={"anthropic-version": "2099-12-31"}).messages.create(
-        model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+        model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}]
+    )
     assert harness.upstream.seen[-1].headers["anthropic-version"] == "2099-12-31"
 
 
@@ -118,11 +136,16 @@ async def test_the_key_decides_the_group_and_so_the_accounts(harness):
     team_key = await harness.create_key("team", group="team")
     for _ in range(2):
         await client(harness, team_key).messages.create(
-            model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+            model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}]
+        )
     await client(harness, home_key).messages.create(
-        model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+        model="claude-sonnet-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}]
+    )
     assert harness.upstream.tokens_served() == [
-        "sk-ant-oat01-team", "sk-ant-oat01-team", "sk-ant-oat01-home"]
+        "sk-ant-oat01-team",
+        "sk-ant-oat01-team",
+        "sk-ant-oat01-home",
+    ]
     await harness.service.flush_records()
     groups = [r.group_id for r in harness.service.records]
     assert groups[0] == groups[1] != groups[2]

@@ -18,11 +18,18 @@ from tests.conftest import Harness
 @pytest.fixture
 async def h(tmp_path: Path, upstream, codex_upstream, secret_store):
     clock = FakeClock()
-    service = Service(tmp_path / "data", port=0, clock=clock, secret_store=secret_store,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                           "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
-                           "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
-                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        clock=clock,
+        secret_store=secret_store,
+        env={
+            "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+            "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
+            "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
+            "SUBLANE_OAUTH_BASE_URL": upstream.url,
+        },
+    )
     await service.start()
     harness = Harness(service, upstream)
     harness.codex = codex_upstream
@@ -56,8 +63,7 @@ async def test_an_upstream_that_cannot_say_gives_the_static_menu(h):
     await h.add_account("work", "tok-work")
     h.upstream.model_ids = 500
     key = await h.create_key()
-    page = await anthropic.AsyncAnthropic(base_url=h.url, api_key=key,
-                                          max_retries=0).models.list()
+    page = await anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0).models.list()
     assert [m.id for m in page.data] == list(STATIC_MODELS["anthropic"])
 
 

@@ -29,19 +29,24 @@ async def still_serves(h, key):
     assert response.output_text
 
 
-@pytest.mark.parametrize("path", ["/v1/responses", "/v1/responses/compact",
-                                  "/v1/chat/completions"])
-@pytest.mark.parametrize("data, ctype, status, needle", [
-    (b"{not json", "application/json", 400, "not valid JSON"),
-    (b"", "application/json", 400, "empty"),
-    (b"[1]", "application/json", 400, "JSON object"),
-    (b'{"model":"gpt-5.4"}', "text/plain", 415, "Content-Type"),
-])
+@pytest.mark.parametrize("path", ["/v1/responses", "/v1/responses/compact", "/v1/chat/completions"])
+@pytest.mark.parametrize(
+    "data, ctype, status, needle",
+    [
+        (b"{not json", "application/json", 400, "not valid JSON"),
+        (b"", "application/json", 400, "empty"),
+        (b"[1]", "application/json", 400, "JSON object"),
+        (b'{"model":"gpt-5.4"}', "text/plain", 415, "Content-Type"),
+    ],
+)
 async def test_bad_bodies(ready, path, data, ctype, status, needle):
     h, key = ready
     async with aiohttp.ClientSession() as s:
-        async with s.post(h.url + path, data=data, headers={
-                "Content-Type": ctype, "Authorization": f"Bearer {key}"}) as r:
+        async with s.post(
+            h.url + path,
+            data=data,
+            headers={"Content-Type": ctype, "Authorization": f"Bearer {key}"},
+        ) as r:
             body = await r.json()
             assert r.status == status
     assert needle in body["error"]["message"] and body["error"]["param"] is None
@@ -49,11 +54,20 @@ async def test_bad_bodies(ready, path, data, ctype, status, needle):
     await still_serves(h, key)
 
 
-@pytest.mark.parametrize("path, body", [
-    ("/v1/responses", {"model": "gpt-5.4", "input": "x", "stream": True}),
-    ("/v1/chat/completions", {"model": "claude-sonnet-4-5", "stream": True,
-                              "messages": [{"role": "user", "content": "x"}]}),
-])
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/v1/responses", {"model": "gpt-5.4", "input": "x", "stream": True}),
+        (
+            "/v1/chat/completions",
+            {
+                "model": "claude-sonnet-4-5",
+                "stream": True,
+                "messages": [{"role": "user", "content": "x"}],
+            },
+        ),
+    ],
+)
 async def test_a_client_that_never_reads_is_let_go(ready, monkeypatch, path, body):
     """The stream is bounded by the write-stall limit, not by the client's patience."""
     h, key = ready
@@ -64,14 +78,15 @@ async def test_a_client_that_never_reads_is_let_go(ready, monkeypatch, path, bod
         h.upstream.script(None, Reply(kind="sse", text="y" * 18_000_000, events=300))
     payload = json.dumps(body).encode()
     _reader, writer = await asyncio.open_connection("127.0.0.1", h.service.port)
-    writer.write(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
-                 f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
-                 .encode() + payload)
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
+        + payload
+    )
     await writer.drain()
     try:
         await until(lambda: len(records(h)) == 1, "the stalled stream to be dropped", 30)
-        assert (records(h)[0].outcome, records(h)[0].error_code) == ("canceled",
-                                                                     "client_stalled")
+        assert (records(h)[0].outcome, records(h)[0].error_code) == ("canceled", "client_stalled")
         assert h.service.pool.in_flight == 0
     finally:
         writer.close()
@@ -91,20 +106,33 @@ async def test_stress_mixed_protocols_no_leaks_and_limits_hold(codex_harness):
         if roll < 0.04:
             replies.append(CodexReply(kind="drop"))
         elif roll < 0.08:
-            replies.append(CodexReply(status=429, retry_after="1", error_body={
-                "error": {"type": "rate_limit_exceeded", "message": "slow down"}}))
+            replies.append(
+                CodexReply(
+                    status=429,
+                    retry_after="1",
+                    error_body={"error": {"type": "rate_limit_exceeded", "message": "slow down"}},
+                )
+            )
         else:
             replies.append(CodexReply(events=5, delay_between=0.001))
     h.codex.script(None, *replies)
     auth = {"Authorization": f"Bearer {key}"}
 
     async def http(i: int, session: aiohttp.ClientSession) -> None:
-        path, body = rng.choice([
-            ("/v1/responses", {"model": "gpt-5.4", "input": "x", "stream": True}),
-            ("/v1/responses", {"model": "gpt-5.4", "input": "x"}),
-            ("/v1/chat/completions", {"model": "gpt-5.4", "stream": i % 2 == 0,
-                                      "messages": [{"role": "user", "content": "x"}]}),
-        ])
+        path, body = rng.choice(
+            [
+                ("/v1/responses", {"model": "gpt-5.4", "input": "x", "stream": True}),
+                ("/v1/responses", {"model": "gpt-5.4", "input": "x"}),
+                (
+                    "/v1/chat/completions",
+                    {
+                        "model": "gpt-5.4",
+                        "stream": i % 2 == 0,
+                        "messages": [{"role": "user", "content": "x"}],
+                    },
+                ),
+            ]
+        )
         headers = dict(auth, session_id=f"c-{i % 10}") if i % 4 == 0 else auth
         try:
             async with session.post(h.url + path, json=body, headers=headers) as r:
@@ -116,8 +144,9 @@ async def test_stress_mixed_protocols_no_leaks_and_limits_hold(codex_harness):
         try:
             async with session.ws_connect(h.url + "/v1/responses", headers=auth) as ws:
                 for _ in range(3):
-                    await ws.send_str(json.dumps({"type": "response.create", "model": "gpt-5.4",
-                                                  "input": "x"}))
+                    await ws.send_str(
+                        json.dumps({"type": "response.create", "model": "gpt-5.4", "input": "x"})
+                    )
                     while True:
                         msg = await ws.receive()
                         if msg.type != aiohttp.WSMsgType.TEXT:
@@ -129,8 +158,9 @@ async def test_stress_mixed_protocols_no_leaks_and_limits_hold(codex_harness):
             pass
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-        tasks = [asyncio.ensure_future((socket if i % 5 == 0 else http)(i, session))
-                 for i in range(100)]
+        tasks = [
+            asyncio.ensure_future((socket if i % 5 == 0 else http)(i, session)) for i in range(100)
+        ]
         for task in rng.sample(tasks, 20):
             for _ in range(rng.randint(0, 100)):
                 await asyncio.sleep(0)

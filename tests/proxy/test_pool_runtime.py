@@ -10,12 +10,17 @@ import pytest
 
 from tests.fake_upstream import Reply
 
-BODY = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}
+BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "x"}],
+}
 
 
 def sdk(h, key, **headers):
-    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0,
-                                    default_headers=headers or None)
+    return anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=headers or None
+    )
 
 
 async def until(predicate, what: str, seconds: float = 5.0) -> None:
@@ -63,9 +68,21 @@ async def test_runtime_endpoint_shape_and_levers(harness):
     status, body = await api(h, "GET", "/api/accounts/runtime")
     assert status == 200 and body["cap"] == 8 and body["in_flight"] == 0
     (account,) = body["accounts"]
-    for field in ("id", "name", "provider", "state", "in_flight", "max_concurrency", "paused",
-                  "pinned_until", "cooldown_until", "failure_streak", "current", "fable_current",
-                  "gauges"):
+    for field in (
+        "id",
+        "name",
+        "provider",
+        "state",
+        "in_flight",
+        "max_concurrency",
+        "paused",
+        "pinned_until",
+        "cooldown_until",
+        "failure_streak",
+        "current",
+        "fable_current",
+        "gauges",
+    ):
         assert field in account
     assert set(account["gauges"]) == {"five_hour", "seven_day", "fable"}
     assert account["gauges"]["fable"]["cold"] is True
@@ -86,8 +103,9 @@ async def test_runtime_endpoint_shape_and_levers(harness):
 @pytest.mark.parametrize("bad", [0, 9, "2", None, 1.5, True])
 async def test_bad_limits_are_400_and_change_nothing(harness, bad):
     acc = await harness.add_account("work")
-    status, body = await api(harness, "PATCH", f"/api/accounts/{acc}/limits",
-                             {"max_concurrency": bad})
+    status, body = await api(
+        harness, "PATCH", f"/api/accounts/{acc}/limits", {"max_concurrency": bad}
+    )
     assert status == 400 and "1 to 8" in body["error"]["message"]
     assert body["error"]["type"] == "invalid_request_error"
     assert harness.service.pool.accounts[acc].max_concurrency == 2
@@ -106,9 +124,14 @@ async def test_management_guards(harness):
     status, _ = await api(h, "GET", "/api/accounts/runtime", token=key)
     assert status == 401  # a client key is not the administrator token
     async with aiohttp.ClientSession() as s:
-        async with s.patch(h.url + f"/api/accounts/{acc}/limits", data='{"max_concurrency":3}',
-                           headers={"Authorization": f"Bearer {h.service.admin_token}",
-                                    "Content-Type": "text/plain"}) as r:
+        async with s.patch(
+            h.url + f"/api/accounts/{acc}/limits",
+            data='{"max_concurrency":3}',
+            headers={
+                "Authorization": f"Bearer {h.service.admin_token}",
+                "Content-Type": "text/plain",
+            },
+        ) as r:
             assert r.status == 415
     assert h.service.pool.accounts[acc].max_concurrency == 2
 
@@ -137,8 +160,11 @@ async def test_401_marks_auth_failed(harness):
     h = harness
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
-    h.upstream.script("tok-a", Reply(status=401, error_type="authentication_error"),
-                      Reply(status=401, error_type="authentication_error"))
+    h.upstream.script(
+        "tok-a",
+        Reply(status=401, error_type="authentication_error"),
+        Reply(status=401, error_type="authentication_error"),
+    )
     with pytest.raises(anthropic.AuthenticationError):
         await sdk(h, key).messages.create(**BODY)
     assert h.service.account_view(acc)["state"] == "auth_failed"
@@ -149,9 +175,15 @@ async def test_restart_keeps_bindings_and_cooldowns(tmp_path, upstream, secret_s
     from tests.conftest import Harness
 
     def fresh():
-        return Service(tmp_path / "data", port=0, secret_store=secret_store,
-                       env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                            "SUBLANE_OAUTH_BASE_URL": upstream.url})
+        return Service(
+            tmp_path / "data",
+            port=0,
+            secret_store=secret_store,
+            env={
+                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                "SUBLANE_OAUTH_BASE_URL": upstream.url,
+            },
+        )
 
     service = fresh()
     await service.start()
@@ -206,8 +238,9 @@ async def test_unparseable_retry_after_falls_back_to_the_ladder(harness, retry_a
     h = harness
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
-    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error",
-                                     retry_after=retry_after))
+    h.upstream.script(
+        "tok-a", Reply(status=429, error_type="rate_limit_error", retry_after=retry_after)
+    )
     with pytest.raises(anthropic.RateLimitError):
         await sdk(h, key).messages.create(**BODY)
     account = h.service.pool.accounts[acc]
@@ -216,14 +249,16 @@ async def test_unparseable_retry_after_falls_back_to_the_ladder(harness, retry_a
 
 
 # Without a usable upstream value the client waits as long as the account cools (R-FT-4).
-@pytest.mark.parametrize("upstream_value, expected", [("3600", "300"), ("0.2", "1"), (None, "15"),
-                                                      ("12", "12")])
+@pytest.mark.parametrize(
+    "upstream_value, expected", [("3600", "300"), ("0.2", "1"), (None, "15"), ("12", "12")]
+)
 async def test_relayed_429_retry_after_is_bounded(harness, upstream_value, expected):
     h = harness
     await h.add_account("a", "tok-a")
     key = await h.create_key()
-    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error",
-                                     retry_after=upstream_value))
+    h.upstream.script(
+        "tok-a", Reply(status=429, error_type="rate_limit_error", retry_after=upstream_value)
+    )
     with pytest.raises(anthropic.RateLimitError) as err:
         await sdk(h, key).messages.create(**BODY)
     assert err.value.response.headers["retry-after"] == expected
@@ -258,8 +293,11 @@ async def test_disable_frees_the_conversation_and_enable_is_a_new_revision(harne
     status, view = await api(h, "POST", f"/api/accounts/{disabled_id}/enable", {})
     assert status == 200 and view["state"] == "ok"
     await h.service.store.write(lambda: None)  # the writer thread is FIFO: the save is done
-    stored = await h.service.store.read(lambda: h.service.store.db.execute_sql(
-        "SELECT enabled, revision FROM accounts WHERE id = ?", (disabled_id,)).fetchone())
+    stored = await h.service.store.read(
+        lambda: h.service.store.db.execute_sql(
+            "SELECT enabled, revision FROM accounts WHERE id = ?", (disabled_id,)
+        ).fetchone()
+    )
     assert tuple(stored) == (1, revision + 1)
     status, _ = await api(h, "POST", "/api/accounts/999/disable", {})
     assert status == 404

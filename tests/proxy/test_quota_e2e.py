@@ -17,7 +17,11 @@ from tests.conftest import Harness
 
 P = "anthropic-ratelimit-unified-"
 H = 3600.0
-MAIN = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}
+MAIN = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "x"}],
+}
 FABLE = {**MAIN, "model": "claude-fable-5"}
 
 
@@ -30,9 +34,13 @@ async def until(predicate, what: str, seconds: float = 20.0) -> None:
 
 @pytest.fixture
 async def clocked(tmp_path, upstream, secret_store, clock):
-    service = Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        secret_store=secret_store,
+        clock=clock,
+        env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url, "SUBLANE_OAUTH_BASE_URL": upstream.url},
+    )
     await service.start()
     h = Harness(service, upstream)
     h.clock = clock
@@ -47,16 +55,25 @@ def sdk(h, key):
 
 async def admin(h, method, path, body=None):
     async with aiohttp.ClientSession() as s:
-        async with s.request(method, h.url + path, json=body, headers={
-                "Authorization": f"Bearer {h.service.admin_token}"}) as r:
+        async with s.request(
+            method,
+            h.url + path,
+            json=body,
+            headers={"Authorization": f"Bearer {h.service.admin_token}"},
+        ) as r:
             return r.status, await r.json(content_type=None)
 
 
 def fable_headers(clock, util, resets_in, five=0.1, week=0.1):
     now = clock.now()
-    return {P + "5h-utilization": str(five), P + "5h-reset": str(int(now + 4 * H)),
-            P + "7d-utilization": str(week), P + "7d-reset": str(int(now + 100 * H)),
-            P + "7d_oi-utilization": str(util), P + "7d_oi-reset": str(int(now + resets_in))}
+    return {
+        P + "5h-utilization": str(five),
+        P + "5h-reset": str(int(now + 4 * H)),
+        P + "7d-utilization": str(week),
+        P + "7d-reset": str(int(now + 100 * H)),
+        P + "7d_oi-utilization": str(util),
+        P + "7d_oi-reset": str(int(now + resets_in)),
+    }
 
 
 async def test_headers_feed_gauges_and_fable_traffic_goes_to_the_perishable_bucket(clocked):
@@ -75,8 +92,13 @@ async def test_headers_feed_gauges_and_fable_traffic_goes_to_the_perishable_buck
     h.service.pool.accounts[b].pinned_until = None
     h.service.pool.scheduler.current[(1, "anthropic")] = a
     h.service.pool.scheduler.fable_current.clear()
-    await until(lambda: not h.service.pool.accounts[b].gauges.fable.cold and
-                not h.service.pool.accounts[a].gauges.fable.cold, "both fable gauges")
+    await until(
+        lambda: (
+            not h.service.pool.accounts[b].gauges.fable.cold
+            and not h.service.pool.accounts[a].gauges.fable.cold
+        ),
+        "both fable gauges",
+    )
     view = h.service.account_view(a)["gauges"]
     assert view["fable"]["utilization"] == pytest.approx(0.07) and not view["fable"]["stale"]
 
@@ -95,8 +117,18 @@ async def test_fable_429_without_retry_after_parks_only_the_fable_scope(clocked)
     h = clocked
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
-    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error", headers={
-        P + "7d_oi-status": "rejected", P + "5h-status": "allowed", P + "7d-status": "allowed"}))
+    h.upstream.script(
+        "tok-a",
+        Reply(
+            status=429,
+            error_type="rate_limit_error",
+            headers={
+                P + "7d_oi-status": "rejected",
+                P + "5h-status": "allowed",
+                P + "7d-status": "allowed",
+            },
+        ),
+    )
     with pytest.raises(anthropic.RateLimitError):
         await sdk(h, key).messages.create(**FABLE)
     assert h.service.account_view(acc)["state"] == "ok"
@@ -112,8 +144,14 @@ async def test_fable_429_corroborated_by_5h_parks_account_wide(clocked):
     h = clocked
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
-    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error", headers={
-        P + "5h-status": "rejected", P + "5h-utilization": "0.6"}))  # the flag, not 100 %
+    h.upstream.script(
+        "tok-a",
+        Reply(
+            status=429,
+            error_type="rate_limit_error",
+            headers={P + "5h-status": "rejected", P + "5h-utilization": "0.6"},
+        ),
+    )  # the flag, not 100 %
     with pytest.raises(anthropic.RateLimitError):
         await sdk(h, key).messages.create(**FABLE)
     assert h.service.account_view(acc)["state"] == "cooling"
@@ -129,14 +167,25 @@ async def test_fable_429_with_retry_after_parks_account_wide(clocked):
     h = clocked
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
-    h.upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error", headers={
-        "retry-after": "40", P + "7d_oi-status": "rejected", P + "5h-status": "allowed",
-        P + "7d-status": "allowed"}))
+    h.upstream.script(
+        "tok-a",
+        Reply(
+            status=429,
+            error_type="rate_limit_error",
+            headers={
+                "retry-after": "40",
+                P + "7d_oi-status": "rejected",
+                P + "5h-status": "allowed",
+                P + "7d-status": "allowed",
+            },
+        ),
+    )
     with pytest.raises(anthropic.RateLimitError):
         await sdk(h, key).messages.create(**FABLE)
     view = h.service.account_view(acc)
     assert view["state"] == "cooling" and view["cooldown_until"] == pytest.approx(
-        h.clock.now() + 40)
+        h.clock.now() + 40
+    )
     with pytest.raises(anthropic.RateLimitError) as err:
         await sdk(h, key).messages.create(**MAIN)
     assert err.value.body["error"]["code"] == "account_cooling"
@@ -148,8 +197,11 @@ async def test_limit_reached_flag_below_100_percent_benches_the_account(clocked)
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
     h.upstream.usage_for["*"] = 429
-    h.upstream.headers_for["tok-a"] = {P + "5h-status": "rejected", P + "5h-utilization": "0.6",
-                                       P + "5h-reset": str(int(h.clock.now() + 2 * H))}
+    h.upstream.headers_for["tok-a"] = {
+        P + "5h-status": "rejected",
+        P + "5h-utilization": "0.6",
+        P + "5h-reset": str(int(h.clock.now() + 2 * H)),
+    }
     await sdk(h, key).messages.create(**MAIN)
     await until(lambda: h.service.pool.accounts[acc].gauges.five_hour.rejected, "gauge")
     assert h.service.account_view(acc)["state"] == "quota_exhausted"
@@ -164,16 +216,25 @@ async def test_traffic_polls_stale_accounts_two_at_a_time_coalesced_with_a_floor
     key = await h.create_key()
     h.upstream.usage_for["*"] = {
         "five_hour": {"utilization": 37.0, "resets_at": "2027-01-15T10:00:00Z"},
-        "limits": [{"kind": "weekly_scoped", "percent": 64, "resets_at": "2027-01-18T00:00:00Z",
-                    "scope": {"model": {"display_name": "Fable"}}}]}
+        "limits": [
+            {
+                "kind": "weekly_scoped",
+                "percent": 64,
+                "resets_at": "2027-01-18T00:00:00Z",
+                "scope": {"model": {"display_name": "Fable"}},
+            }
+        ],
+    }
     h.upstream.usage_gate = asyncio.Event()
     await sdk(h, key).messages.create(**MAIN)  # traffic: stale accounts get refreshed
     await until(lambda: h.upstream.usage_in_flight == 2, "two concurrent reads")
     h.service.refresh_quotas()  # a person presses Refresh meanwhile: duplicates coalesce
     h.upstream.usage_gate.set()
     await until(lambda: len(h.upstream.usage_reads) == 4, "every account read")
-    await until(lambda: all(not h.service.pool.accounts[i].gauges.fable.cold for i in ids),
-                "gauges published")
+    await until(
+        lambda: all(not h.service.pool.accounts[i].gauges.fable.cold for i in ids),
+        "gauges published",
+    )
     assert h.upstream.usage_max_in_flight == 2
     assert sorted(h.upstream.usage_reads) == ["tok-0", "tok-1", "tok-2", "tok-3"]
     g = h.service.account_view(ids[0])["gauges"]
@@ -210,12 +271,20 @@ async def test_poll_429_retry_after_is_honoured_and_last_good_observation_kept(c
     assert h.service.account_view(acc)["gauges"]["five_hour"]["stale"] is True
 
 
-async def test_observations_survive_restart_and_a_reauth_voids_them(tmp_path, upstream,
-                                                                    secret_store, clock):
+async def test_observations_survive_restart_and_a_reauth_voids_them(
+    tmp_path, upstream, secret_store, clock
+):
     def fresh():
-        return Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
-                       env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                            "SUBLANE_OAUTH_BASE_URL": upstream.url})
+        return Service(
+            tmp_path / "data",
+            port=0,
+            secret_store=secret_store,
+            clock=clock,
+            env={
+                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                "SUBLANE_OAUTH_BASE_URL": upstream.url,
+            },
+        )
 
     service = fresh()
     await service.start()
@@ -230,12 +299,14 @@ async def test_observations_survive_restart_and_a_reauth_voids_them(tmp_path, up
     from sublane_desktop.store.models import Account
 
     old_revision = service.pool.accounts[acc].revision
-    await service.store.write(lambda: Account.update(revision=Account.revision + 1).where(
-        Account.id == acc).execute())
+    await service.store.write(
+        lambda: Account.update(revision=Account.revision + 1).where(Account.id == acc).execute()
+    )
     late = Observation("seven_day", 0.9, None, clock.now(), "poll")
     assert await service._publish_quota(service.pool.accounts[acc], old_revision, [late]) is False
-    await service.store.write(lambda: Account.update(revision=old_revision).where(
-        Account.id == acc).execute())
+    await service.store.write(
+        lambda: Account.update(revision=old_revision).where(Account.id == acc).execute()
+    )
     await service.stop()
 
     again = fresh()
@@ -310,13 +381,22 @@ async def test_refresh_before_expiry_single_flight_and_rejection_marks_auth_fail
 
 
 async def test_reset_usage_forgets_stored_observations_and_polls_again_at_once(
-        tmp_path, upstream, secret_store, clock):
+    tmp_path, upstream, secret_store, clock
+):
     """R-LANE-8: after reset-usage the gauges stay cold across a restart, and the next traffic
     reads every account again even inside the 5-minute floor."""
+
     def fresh():
-        return Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
-                       env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                            "SUBLANE_OAUTH_BASE_URL": upstream.url})
+        return Service(
+            tmp_path / "data",
+            port=0,
+            secret_store=secret_store,
+            clock=clock,
+            env={
+                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                "SUBLANE_OAUTH_BASE_URL": upstream.url,
+            },
+        )
 
     service = fresh()
     await service.start()
@@ -359,20 +439,28 @@ async def test_reset_usage_lifts_the_floor_within_one_process(clocked):
     assert status == 200
     await sdk(h, key).messages.create(**MAIN)
     await until(lambda: len(h.upstream.usage_reads) == 2, "a poll right after reset-usage")
-    await until(lambda: h.service.account_view(acc)["gauges"]["five_hour"]["utilization"]
-                == pytest.approx(0.4), "gauge repopulated")
+    await until(
+        lambda: (
+            h.service.account_view(acc)["gauges"]["five_hour"]["utilization"] == pytest.approx(0.4)
+        ),
+        "gauge repopulated",
+    )
 
 
-async def test_the_tick_abandons_a_paused_current_without_traffic(tmp_path, upstream,
-                                                                  secret_store, clock,
-                                                                  monkeypatch):
+async def test_the_tick_abandons_a_paused_current_without_traffic(
+    tmp_path, upstream, secret_store, clock, monkeypatch
+):
     """R-LANE-6: the evaluation tick re-evaluates the lanes by itself (30 s; shortened here)."""
     from sublane_desktop import service as service_module
 
     monkeypatch.setattr(service_module, "TICK_SECONDS", 0.005)
-    service = Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
-                      env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                           "SUBLANE_OAUTH_BASE_URL": upstream.url})
+    service = Service(
+        tmp_path / "data",
+        port=0,
+        secret_store=secret_store,
+        clock=clock,
+        env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url, "SUBLANE_OAUTH_BASE_URL": upstream.url},
+    )
     await service.start()
     try:
         h = Harness(service, upstream)
@@ -381,8 +469,7 @@ async def test_the_tick_abandons_a_paused_current_without_traffic(tmp_path, upst
         upstream.usage_for["*"] = 429
         await sdk(h, await h.create_key()).messages.create(**MAIN)
         assert service.account_view(a)["current"]
-        status, _ = await admin(h, "POST", "/llmux/pause-account", {"account": "a",
-                                                                    "paused": True})
+        status, _ = await admin(h, "POST", "/llmux/pause-account", {"account": "a", "paused": True})
         assert status == 200
         await until(lambda: not service.account_view(a)["current"], "the tick", seconds=5)
         assert service.accounts_runtime()["accounts"][0]["state"] == "paused"

@@ -19,8 +19,7 @@ async def stored_windows(h, account_id):
     return {obs.window for obs in found.get(account_id, [])}
 
 
-async def test_reset_usage_between_save_and_publish_keeps_the_gauge_cold(clocked,
-                                                                         monkeypatch):
+async def test_reset_usage_between_save_and_publish_keeps_the_gauge_cold(clocked, monkeypatch):
     h = clocked
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
@@ -90,17 +89,23 @@ async def test_a_usage_read_begun_before_reset_usage_is_discarded(clocked):
 # --- R-FT-10: the Fable-scope cooldown survives a restart -----------------------------------------
 
 
-async def test_the_fable_scope_cooldown_survives_a_restart(tmp_path, upstream, secret_store,
-                                                          clock):
+async def test_the_fable_scope_cooldown_survives_a_restart(tmp_path, upstream, secret_store, clock):
     from sublane_desktop.service import Service
     from tests.conftest import Harness
     from tests.fake_upstream import Reply
     from tests.proxy.test_quota_e2e import FABLE, P
 
     def fresh():
-        return Service(tmp_path / "data", port=0, secret_store=secret_store, clock=clock,
-                       env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                            "SUBLANE_OAUTH_BASE_URL": upstream.url})
+        return Service(
+            tmp_path / "data",
+            port=0,
+            secret_store=secret_store,
+            clock=clock,
+            env={
+                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                "SUBLANE_OAUTH_BASE_URL": upstream.url,
+            },
+        )
 
     service = fresh()
     await service.start()
@@ -108,8 +113,18 @@ async def test_the_fable_scope_cooldown_survives_a_restart(tmp_path, upstream, s
     acc = await h.add_account("a", "tok-a")
     key = await h.create_key()
     upstream.usage_for["*"] = 429
-    upstream.script("tok-a", Reply(status=429, error_type="rate_limit_error", headers={
-        P + "7d_oi-status": "rejected", P + "5h-status": "allowed", P + "7d-status": "allowed"}))
+    upstream.script(
+        "tok-a",
+        Reply(
+            status=429,
+            error_type="rate_limit_error",
+            headers={
+                P + "7d_oi-status": "rejected",
+                P + "5h-status": "allowed",
+                P + "7d-status": "allowed",
+            },
+        ),
+    )
     client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
     try:
         await client.messages.create(**FABLE)
@@ -124,8 +139,7 @@ async def test_the_fable_scope_cooldown_survives_a_restart(tmp_path, upstream, s
     try:
         account = again.pool.accounts[acc]
         assert (account.fable_cooldown_until, account.fable_streak) == (until_before, 1)
-        client = anthropic.AsyncAnthropic(base_url=again.endpoint_url, api_key=key,
-                                          max_retries=0)
+        client = anthropic.AsyncAnthropic(base_url=again.endpoint_url, api_key=key, max_retries=0)
         try:
             await client.messages.create(**FABLE)
             raise AssertionError("a Fable request went to a resting Fable scope")

@@ -40,7 +40,10 @@ async def test_json_answer_through_a_subscription_account(ready):
     assert key not in json.dumps(seen.headers)
     (record,) = records(h)
     assert (record.protocol, record.operation, record.provider) == (
-        "openai-responses", "responses", "codex")
+        "openai-responses",
+        "responses",
+        "codex",
+    )
     assert record.request_id == raw.headers["x-request-id"]
     assert (record.outcome, record.upstream_status) == ("success", 200)
     assert (record.input_tokens, record.output_tokens, record.cached_tokens) == (20, 9, 12)
@@ -49,11 +52,20 @@ async def test_json_answer_through_a_subscription_account(ready):
 
 async def test_streaming_relays_events_in_order_with_session_headers(ready):
     h, key = ready
-    client = oai(h, key, default_headers={
-        "session_id": "sess-1", "session-id": "sess-1", "thread-id": "thr-1",
-        "x-client-request-id": "cr-1", "x-codex-turn-state": "ts-client"})
+    client = oai(
+        h,
+        key,
+        default_headers={
+            "session_id": "sess-1",
+            "session-id": "sess-1",
+            "thread-id": "thr-1",
+            "x-client-request-id": "cr-1",
+            "x-codex-turn-state": "ts-client",
+        },
+    )
     async with client.responses.with_streaming_response.create(
-            model="codex/gpt-5.4", input=INPUT, stream=True, prompt_cache_key="thr-1") as raw:
+        model="codex/gpt-5.4", input=INPUT, stream=True, prompt_cache_key="thr-1"
+    ) as raw:
         assert raw.headers["x-codex-turn-state"] == "ts-client"  # echoed back within the turn
         kinds = []
         async for line in raw.iter_lines():
@@ -62,9 +74,13 @@ async def test_streaming_relays_events_in_order_with_session_headers(ready):
     assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
     assert kinds.count("response.output_text.delta") == 3
     seen = h.codex.seen[-1]
-    for name, value in (("session_id", "sess-1"), ("session-id", "sess-1"),
-                        ("thread-id", "thr-1"), ("x-client-request-id", "cr-1"),
-                        ("x-codex-turn-state", "ts-client")):
+    for name, value in (
+        ("session_id", "sess-1"),
+        ("session-id", "sess-1"),
+        ("thread-id", "thr-1"),
+        ("x-client-request-id", "cr-1"),
+        ("x-codex-turn-state", "ts-client"),
+    ):
         assert seen.headers[name] == value
     assert seen.body["model"] == "gpt-5.4"  # the provider prefix is stripped
     assert seen.body["prompt_cache_key"] == "thr-1"
@@ -73,26 +89,48 @@ async def test_streaming_relays_events_in_order_with_session_headers(ready):
 
 async def test_sdk_stream_events_and_tool_calls(ready):
     h, key = ready
-    h.codex.script(None, CodexReply(text="", reasoning="Need the weather.",
-                                    tool_calls=[("weather", '{"city":"Oslo"}')]))
+    h.codex.script(
+        None,
+        CodexReply(
+            text="", reasoning="Need the weather.", tool_calls=[("weather", '{"city":"Oslo"}')]
+        ),
+    )
     stream = await oai(h, key).responses.create(
-        model="gpt-5.4", input="weather?", stream=True,
-        tools=[{"type": "function", "name": "weather", "parameters": {"type": "object"}}])
+        model="gpt-5.4",
+        input="weather?",
+        stream=True,
+        tools=[{"type": "function", "name": "weather", "parameters": {"type": "object"}}],
+    )
     events = [event async for event in stream]
     final = events[-1].response
     assert events[-1].type == "response.completed"
     call = next(item for item in final.output if item.type == "function_call")
-    assert (call.name, call.arguments, call.call_id) == ("weather", '{"city":"Oslo"}',
-                                                         "call_fake_1")
+    assert (call.name, call.arguments, call.call_id) == (
+        "weather",
+        '{"city":"Oslo"}',
+        "call_fake_1",
+    )
     deltas = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
     assert deltas == '{"city":"Oslo"}'
     # The tool's answer goes back as the next turn's input.
-    await oai(h, key).responses.create(model="gpt-5.4", input=[
-        *INPUT, {"type": "function_call", "call_id": call.call_id, "name": "weather",
-                 "arguments": call.arguments},
-        {"type": "function_call_output", "call_id": call.call_id, "output": "12C"}])
-    assert h.codex.seen[-1].body["input"][-1] == {"type": "function_call_output",
-                                                  "call_id": "call_fake_1", "output": "12C"}
+    await oai(h, key).responses.create(
+        model="gpt-5.4",
+        input=[
+            *INPUT,
+            {
+                "type": "function_call",
+                "call_id": call.call_id,
+                "name": "weather",
+                "arguments": call.arguments,
+            },
+            {"type": "function_call_output", "call_id": call.call_id, "output": "12C"},
+        ],
+    )
+    assert h.codex.seen[-1].body["input"][-1] == {
+        "type": "function_call_output",
+        "call_id": "call_fake_1",
+        "output": "12C",
+    }
     assert records(h)[0].first_token_ms is not None  # a reasoning-summary delta counts
 
 
@@ -120,8 +158,9 @@ async def test_api_key_account_goes_to_the_platform_api(codex_harness):
 
 async def test_subscription_requests_lose_what_the_backend_refuses(ready):
     h, key = ready
-    response = await oai(h, key).responses.create(model="gpt-5.4", input="hi",
-                                                  max_output_tokens=50, store=True)
+    response = await oai(h, key).responses.create(
+        model="gpt-5.4", input="hi", max_output_tokens=50, store=True
+    )
     assert response.status == "completed"
     assert "max_output_tokens" not in h.codex.seen[-1].body
 
@@ -141,9 +180,19 @@ async def test_usage_limit_429_cools_the_account_until_it_resets(codex_harness):
     a = await h.add_codex_account("a", "tok-a")
     await h.add_codex_account("b", "tok-b")
     key = await h.create_key()
-    h.codex.script("tok-a", CodexReply(status=429, error_body={"error": {
-        "type": "usage_limit_reached", "message": "The usage limit has been reached",
-        "resets_in_seconds": 240}}))
+    h.codex.script(
+        "tok-a",
+        CodexReply(
+            status=429,
+            error_body={
+                "error": {
+                    "type": "usage_limit_reached",
+                    "message": "The usage limit has been reached",
+                    "resets_in_seconds": 240,
+                }
+            },
+        ),
+    )
     client = oai(h, key, default_headers={"session_id": "conv-1"})
     with pytest.raises(openai.RateLimitError) as err:
         await client.responses.create(model="gpt-5.4", input="hi")
@@ -154,7 +203,10 @@ async def test_usage_limit_429_cools_the_account_until_it_resets(codex_harness):
     assert account.cooldown_until - h.service.clock.now() == pytest.approx(240, abs=5)
     record = records(h)[-1]
     assert (record.outcome, record.error_code, record.upstream_status) == (
-        "error", "usage_limit_reached", 429)
+        "error",
+        "usage_limit_reached",
+        429,
+    )
     with pytest.raises(openai.RateLimitError) as err:  # the bound conversation waits
         await client.responses.create(model="gpt-5.4", input="hi")
     assert err.value.body["code"] == "account_cooling"
@@ -164,23 +216,30 @@ async def test_usage_limit_429_cools_the_account_until_it_resets(codex_harness):
 
 async def test_401_marks_the_account_auth_failed(ready):
     h, key = ready
-    h.codex.script("tok-sub", CodexReply(status=401, error_body={"detail": "expired"}),
-                   CodexReply(status=401, error_body={"detail": "expired"}))
+    h.codex.script(
+        "tok-sub",
+        CodexReply(status=401, error_body={"detail": "expired"}),
+        CodexReply(status=401, error_body={"detail": "expired"}),
+    )
     with pytest.raises(openai.AuthenticationError):
         await oai(h, key).responses.create(model="gpt-5.4", input="hi")
     assert h.service.account_view(1)["state"] == "auth_failed"
 
 
-@pytest.mark.parametrize("terminal, outcome, code, cools", [
-    ("incomplete", "incomplete", "length", False),
-    ("failed", "error", "server_error", True),
-    ("none", "incomplete", "stream_truncated", True),
-])
+@pytest.mark.parametrize(
+    "terminal, outcome, code, cools",
+    [
+        ("incomplete", "incomplete", "length", False),
+        ("failed", "error", "server_error", True),
+        ("none", "incomplete", "stream_truncated", True),
+    ],
+)
 async def test_the_terminal_event_decides_the_record(ready, terminal, outcome, code, cools):
     h, key = ready
     h.codex.script(None, CodexReply(terminal=terminal))
-    status, _, events = await raw_sse(h, key, "/v1/responses",
-                                      {"model": "gpt-5.4", "input": "hi", "stream": True})
+    status, _, events = await raw_sse(
+        h, key, "/v1/responses", {"model": "gpt-5.4", "input": "hi", "stream": True}
+    )
     assert status == 200 and events[0][0] == "response.created"
     record = records(h)[-1]
     assert (record.outcome, record.error_code) == (outcome, code)
@@ -189,24 +248,39 @@ async def test_the_terminal_event_decides_the_record(ready, terminal, outcome, c
 
 async def test_unknown_events_pass_through_untouched(ready):
     h, key = ready
-    extra = [{"type": "codex.rate_limits", "plan_type": "pro"},
-             {"type": "response.brand_new_thing", "payload": [1, 2]}]
+    extra = [
+        {"type": "codex.rate_limits", "plan_type": "pro"},
+        {"type": "response.brand_new_thing", "payload": [1, 2]},
+    ]
     h.codex.script(None, CodexReply(extra_events=extra))
-    _, _, events = await raw_sse(h, key, "/v1/responses",
-                                 {"model": "gpt-5.4", "input": "hi", "stream": True})
+    _, _, events = await raw_sse(
+        h, key, "/v1/responses", {"model": "gpt-5.4", "input": "hi", "stream": True}
+    )
     names = [name for name, _ in events]
-    assert names[:4] == ["response.created", "response.in_progress", "codex.rate_limits",
-                         "response.brand_new_thing"]
+    assert names[:4] == [
+        "response.created",
+        "response.in_progress",
+        "codex.rate_limits",
+        "response.brand_new_thing",
+    ]
     assert events[3][1]["payload"] == [1, 2]
 
 
 async def test_upstream_drop_mid_stream(ready):
     h, key = ready
     h.codex.script(None, CodexReply(kind="drop"))
-    _, _, events = await raw_sse(h, key, "/v1/responses",
-                                 {"model": "gpt-5.4", "input": "hi", "stream": True})
-    assert events[-1] == ("error", {"type": "error", "code": "upstream_error",
-                                    "message": "upstream connection lost", "param": None})
+    _, _, events = await raw_sse(
+        h, key, "/v1/responses", {"model": "gpt-5.4", "input": "hi", "stream": True}
+    )
+    assert events[-1] == (
+        "error",
+        {
+            "type": "error",
+            "code": "upstream_error",
+            "message": "upstream connection lost",
+            "param": None,
+        },
+    )
     assert (records(h)[-1].outcome, records(h)[-1].error_code) == ("error", "upstream_dropped")
     assert h.service.pool.in_flight == 0
 
@@ -227,7 +301,10 @@ async def test_compaction(ready):
     assert compacted.output[0].type == "compaction"
     record = records(h)[-1]
     assert (record.operation, record.protocol, record.outcome) == (
-        "compact", "openai-responses", "success")
+        "compact",
+        "openai-responses",
+        "success",
+    )
     assert record.first_token_ms is None and record.input_tokens == 20
 
 
@@ -247,10 +324,10 @@ async def test_models_lists_what_the_group_reaches(codex_harness):
     ids = [m.id async for m in oai(h, key).models.list()]
     assert ids == h.codex.model_ids  # as the upstream lists it; the Claude account is elsewhere
     await h.add_account("mine", "tok-m")
-    page = await anthropic.AsyncAnthropic(base_url=h.url, api_key=key,
-                                          max_retries=0).models.list()
+    page = await anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0).models.list()
     assert "claude-brand-new-6" in [m.id for m in page.data] and "gpt-5.5" in [
-        m.id for m in page.data]
+        m.id for m in page.data
+    ]
     assert records(h) == []  # model discovery is not a model attempt (R-REC-1)
 
 
@@ -264,15 +341,31 @@ async def test_a_claude_model_over_responses_is_translated(codex_harness):
     h = codex_harness
     await h.add_account("claude", "tok-claude")
     key = await h.create_key()
-    h.upstream.script(None, Reply(blocks=[
-        {"type": "thinking", "thinking": "Plan: call the tool.", "signature": "SIG-1"},
-        {"type": "text", "text": "Checking."},
-        {"type": "tool_use", "id": "toolu_9", "name": "weather", "input": {"city": "Oslo"}}]))
+    h.upstream.script(
+        None,
+        Reply(
+            blocks=[
+                {"type": "thinking", "thinking": "Plan: call the tool.", "signature": "SIG-1"},
+                {"type": "text", "text": "Checking."},
+                {"type": "tool_use", "id": "toolu_9", "name": "weather", "input": {"city": "Oslo"}},
+            ]
+        ),
+    )
     stream = await oai(h, key).responses.create(
-        model="claude-sonnet-4-5", instructions="Be brief.", input=INPUT, stream=True,
+        model="claude-sonnet-4-5",
+        instructions="Be brief.",
+        input=INPUT,
+        stream=True,
         reasoning={"effort": "low"},
-        tools=[{"type": "function", "name": "weather", "description": "w",
-                "parameters": {"type": "object"}}])
+        tools=[
+            {
+                "type": "function",
+                "name": "weather",
+                "description": "w",
+                "parameters": {"type": "object"},
+            }
+        ],
+    )
     events = [e async for e in stream]
     assert [e.sequence_number for e in events] == list(range(len(events)))
     final = events[-1].response
@@ -288,26 +381,38 @@ async def test_a_claude_model_over_responses_is_translated(codex_harness):
     assert seen.body["thinking"]["type"] == "enabled"
     record = records(h)[-1]
     assert (record.provider, record.protocol, record.outcome) == (
-        "anthropic", "openai-responses", "success")
+        "anthropic",
+        "openai-responses",
+        "success",
+    )
     # The thinking signature comes back on the next turn and reaches Anthropic intact.
-    follow = [*INPUT, final.output[0].model_dump(exclude_none=True),
-              final.output[2].model_dump(exclude_none=True),
-              {"type": "function_call_output", "call_id": "toolu_9", "output": "12C"}]
+    follow = [
+        *INPUT,
+        final.output[0].model_dump(exclude_none=True),
+        final.output[2].model_dump(exclude_none=True),
+        {"type": "function_call_output", "call_id": "toolu_9", "output": "12C"},
+    ]
     await oai(h, key).responses.create(model="claude-sonnet-4-5", input=follow)
     assistant = h.upstream.seen[-1].body["messages"][1]
-    assert assistant["content"][0] == {"type": "thinking", "thinking": "Plan: call the tool.",
-                                       "signature": "SIG-1"}
+    assert assistant["content"][0] == {
+        "type": "thinking",
+        "thinking": "Plan: call the tool.",
+        "signature": "SIG-1",
+    }
 
 
 async def test_bad_requests_are_400_without_records(ready):
     h, key = ready
     async with aiohttp.ClientSession() as s:
-        for body, needle in (({"input": "hi"}, "needs a model"),
-                             ({"model": "llama-3", "input": "hi"}, "unknown model"),
-                             ({"model": "antigravity/gpt-5", "input": "hi"}, "serve gemini-*"),
-                             ({"model": "claude-x", "input": 7}, "input")):
-            async with s.post(h.url + "/v1/responses", json=body,
-                              headers={"Authorization": f"Bearer {key}"}) as r:
+        for body, needle in (
+            ({"input": "hi"}, "needs a model"),
+            ({"model": "llama-3", "input": "hi"}, "unknown model"),
+            ({"model": "antigravity/gpt-5", "input": "hi"}, "serve gemini-*"),
+            ({"model": "claude-x", "input": 7}, "input"),
+        ):
+            async with s.post(
+                h.url + "/v1/responses", json=body, headers={"Authorization": f"Bearer {key}"}
+            ) as r:
                 payload = await r.json()
                 assert r.status == 400, body
                 assert needle in payload["error"]["message"]
@@ -321,16 +426,22 @@ async def test_client_disconnect_mid_stream_releases_once(ready):
     gate = asyncio.Event()
     h.codex.script(None, CodexReply(gate=gate))
     async with aiohttp.ClientSession() as s:
-        resp = await s.post(h.url + "/v1/responses", json={
-            "model": "gpt-5.4", "input": "hi", "stream": True},
-            headers={"Authorization": f"Bearer {key}"})
+        resp = await s.post(
+            h.url + "/v1/responses",
+            json={"model": "gpt-5.4", "input": "hi", "stream": True},
+            headers={"Authorization": f"Bearer {key}"},
+        )
         await resp.content.readline()
         assert h.service.pool.in_flight == 1
         resp.close()
-    await until(lambda: h.service.pool.in_flight == 0 and h.codex.cancelled == 1,
-                "the lease and the upstream to be let go")
+    await until(
+        lambda: h.service.pool.in_flight == 0 and h.codex.cancelled == 1,
+        "the lease and the upstream to be let go",
+    )
     assert list(releases.values()) == [1]
     assert (records(h)[-1].outcome, records(h)[-1].error_code) == (
-        "canceled", "client_disconnected")
+        "canceled",
+        "client_disconnected",
+    )
     gate.set()
     await oai(h, key).responses.create(model="gpt-5.4", input="hi")

@@ -17,9 +17,15 @@ from tests.openai_helpers import count_releases, records, until
 
 
 def create(model="gpt-5.4", text="hi", **extra):
-    return {"type": "response.create", "model": model, "instructions": "Be brief.",
-            "input": [{"type": "message", "role": "user",
-                       "content": [{"type": "input_text", "text": text}]}], **extra}
+    return {
+        "type": "response.create",
+        "model": model,
+        "instructions": "Be brief.",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+        ],
+        **extra,
+    }
 
 
 async def turn(ws, message) -> list[dict]:
@@ -31,8 +37,12 @@ async def turn(ws, message) -> list[dict]:
         assert msg.type == aiohttp.WSMsgType.TEXT, msg
         event = json.loads(msg.data)
         events.append(event)
-        if event["type"] in ("response.completed", "response.incomplete", "response.failed",
-                             "error"):
+        if event["type"] in (
+            "response.completed",
+            "response.incomplete",
+            "response.failed",
+            "error",
+        ):
             return events
 
 
@@ -43,8 +53,9 @@ async def ready(codex_harness):
 
 
 def connect(session, h, key, **headers):
-    return session.ws_connect(h.url + "/v1/responses",
-                              headers={"Authorization": f"Bearer {key}", **headers})
+    return session.ws_connect(
+        h.url + "/v1/responses", headers={"Authorization": f"Bearer {key}", **headers}
+    )
 
 
 async def test_turns_continue_by_previous_response_id(ready):
@@ -53,7 +64,8 @@ async def test_turns_continue_by_previous_response_id(ready):
     async with aiohttp.ClientSession() as s, connect(s, h, key, session_id="sess-ws") as ws:
         first = await turn(ws, create())
         assert first[0]["type"] == "response.created" and first[-1]["type"] == (
-            "response.completed")
+            "response.completed"
+        )
         request_id = first[0]["request_id"]
         assert request_id.startswith("req_") and first[-1]["request_id"] == request_id
         assert "request_id" not in first[1]  # only created/completed/incomplete carry it
@@ -65,8 +77,11 @@ async def test_turns_continue_by_previous_response_id(ready):
     body = h.codex.seen[-1].body
     assert "previous_response_id" not in body
     texts = [(i.get("role"), i["content"][0]["text"]) for i in body["input"]]
-    assert texts == [("user", "hi"), ("assistant", "Hello from the fake Codex upstream."),
-                     ("user", "and more")]
+    assert texts == [
+        ("user", "hi"),
+        ("assistant", "Hello from the fake Codex upstream."),
+        ("user", "and more"),
+    ]
     assert h.codex.seen[-1].headers["session_id"] == "sess-ws"
     assert [r.request_id for r in records(h)] == [request_id, second[0]["request_id"]]
     assert all(r.operation == "responses" and r.outcome == "success" for r in records(h))
@@ -105,12 +120,13 @@ async def test_disconnect_mid_turn_releases_the_lease_once(ready):
         assert first["type"] == "response.created"
         assert h.service.pool.in_flight == 1
         await ws.close()
-    await until(lambda: h.service.pool.in_flight == 0 and h.codex.cancelled == 1,
-                "the turn's lease and upstream to be let go")
+    await until(
+        lambda: h.service.pool.in_flight == 0 and h.codex.cancelled == 1,
+        "the turn's lease and upstream to be let go",
+    )
     await until(lambda: len(records(h)) == 1, "the record")
     assert list(releases.values()) == [1]
-    assert (records(h)[0].outcome, records(h)[0].error_code) == ("canceled",
-                                                                 "client_disconnected")
+    assert (records(h)[0].outcome, records(h)[0].error_code) == ("canceled", "client_disconnected")
     gate.set()
 
 
@@ -132,6 +148,7 @@ async def test_abrupt_connection_loss_mid_turn(ready):
 async def test_bad_messages_get_clear_errors_and_the_socket_stays_usable(ready):
     h, key = ready
     async with aiohttp.ClientSession() as s, connect(s, h, key) as ws:
+
         async def refused(send) -> dict:
             await send
             event = json.loads((await asyncio.wait_for(ws.receive(), 5)).data)
@@ -142,16 +159,19 @@ async def test_bad_messages_get_clear_errors_and_the_socket_stays_usable(ready):
         assert "binary" in (await refused(ws.send_bytes(b"\x00\x01")))["message"]
         assert "not valid JSON" in (await refused(ws.send_str("{oops")))["message"]
         assert "JSON object" in (await refused(ws.send_str("[1]")))["message"]
-        assert "unsupported message type" in (await refused(ws.send_str(
-            json.dumps({"type": "session.update"}))))["message"]
+        assert (
+            "unsupported message type"
+            in (await refused(ws.send_str(json.dumps({"type": "session.update"}))))["message"]
+        )
         missing = {k: v for k, v in create().items() if k != "model"}
         assert "needs a model" in (await refused(ws.send_str(json.dumps(missing))))["message"]
-        assert "unknown model" in (await refused(ws.send_str(
-            json.dumps(create(model="llama-3")))))["message"]
+        assert (
+            "unknown model"
+            in (await refused(ws.send_str(json.dumps(create(model="llama-3")))))["message"]
+        )
         await ws.send_str(json.dumps({"type": "response.processed", "response_id": "x"}))
         done = await turn(ws, create())  # still serving, and the ack above said nothing
-        assert done[0]["type"] == "response.created" and done[-1]["type"] == (
-            "response.completed")
+        assert done[0]["type"] == "response.created" and done[-1]["type"] == ("response.completed")
     assert len(records(h)) == 1 and h.service.pool.in_flight == 0
 
 
@@ -175,8 +195,19 @@ async def test_gateway_errors_carry_the_request_id_and_a_bounded_retry(ready):
 
 async def test_upstream_errors_arrive_as_error_events(ready):
     h, key = ready
-    h.codex.script(None, CodexReply(status=429, error_body={"error": {
-        "type": "usage_limit_reached", "message": "limit", "resets_in_seconds": 60}}))
+    h.codex.script(
+        None,
+        CodexReply(
+            status=429,
+            error_body={
+                "error": {
+                    "type": "usage_limit_reached",
+                    "message": "limit",
+                    "resets_in_seconds": 60,
+                }
+            },
+        ),
+    )
     async with aiohttp.ClientSession() as s, connect(s, h, key) as ws:
         (error,) = await turn(ws, create())
         assert (error["status"], error["code"]) == (429, "usage_limit_reached")
@@ -187,37 +218,56 @@ async def test_upstream_errors_arrive_as_error_events(ready):
 
 async def test_unknown_upstream_events_pass_through(ready):
     h, key = ready
-    h.codex.script(None, CodexReply(extra_events=[{"type": "codex.rate_limits",
-                                                   "rate_limits": {"primary": None}}]))
+    h.codex.script(
+        None,
+        CodexReply(extra_events=[{"type": "codex.rate_limits", "rate_limits": {"primary": None}}]),
+    )
     async with aiohttp.ClientSession() as s, connect(s, h, key) as ws:
         events = await turn(ws, create())
-    assert events[2] == {"type": "codex.rate_limits", "sequence_number": 2,
-                         "rate_limits": {"primary": None}}
+    assert events[2] == {
+        "type": "codex.rate_limits",
+        "sequence_number": 2,
+        "rate_limits": {"primary": None},
+    }
 
 
 async def test_a_claude_model_on_the_socket(codex_harness):
     h = codex_harness
     await h.add_account("claude", "tok-claude")
     key = await h.create_key()
-    h.upstream.script(None, Reply(blocks=[
-        {"type": "text", "text": "Calling."},
-        {"type": "tool_use", "id": "toolu_3", "name": "shell", "input": {"cmd": ["ls"]}}]))
+    h.upstream.script(
+        None,
+        Reply(
+            blocks=[
+                {"type": "text", "text": "Calling."},
+                {"type": "tool_use", "id": "toolu_3", "name": "shell", "input": {"cmd": ["ls"]}},
+            ]
+        ),
+    )
     async with aiohttp.ClientSession() as s, connect(s, h, key) as ws:
-        events = await turn(ws, create(model="claude-sonnet-4-5", tools=[
-            {"type": "function", "name": "shell", "parameters": {"type": "object"}}]))
+        events = await turn(
+            ws,
+            create(
+                model="claude-sonnet-4-5",
+                tools=[{"type": "function", "name": "shell", "parameters": {"type": "object"}}],
+            ),
+        )
         final = events[-1]
         assert final["type"] == "response.completed" and final["request_id"].startswith("req_")
         assert [i["type"] for i in final["response"]["output"]] == ["message", "function_call"]
-        follow = create(model="claude-sonnet-4-5", text="x",
-                        previous_response_id=final["response"]["id"])
-        follow["input"] = [{"type": "function_call_output", "call_id": "toolu_3",
-                            "output": "a.txt"}]
+        follow = create(
+            model="claude-sonnet-4-5", text="x", previous_response_id=final["response"]["id"]
+        )
+        follow["input"] = [
+            {"type": "function_call_output", "call_id": "toolu_3", "output": "a.txt"}
+        ]
         await turn(ws, follow)
     messages = h.upstream.seen[-1].body["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert messages[1]["content"][1]["type"] == "tool_use"
-    assert messages[2]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_3",
-                                       "content": "a.txt"}]
+    assert messages[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_3", "content": "a.txt"}
+    ]
     assert records(h)[-1].provider == "anthropic"
 
 
@@ -227,8 +277,7 @@ async def test_handshake_needs_a_key_and_an_upgrade(ready):
         with pytest.raises(aiohttp.WSServerHandshakeError) as err:
             await s.ws_connect(h.url + "/v1/responses", headers={"Authorization": "Bearer no"})
         assert err.value.status == 401
-        async with s.get(h.url + "/v1/responses",
-                         headers={"Authorization": f"Bearer {key}"}) as r:
+        async with s.get(h.url + "/v1/responses", headers={"Authorization": f"Bearer {key}"}) as r:
             assert r.status == 426
             assert "WebSocket" in (await r.json())["error"]["message"]
 
@@ -241,8 +290,7 @@ async def test_a_socket_client_that_never_reads_is_let_go(ready, monkeypatch):
         ws = await connect(s, h, key)
         await ws.send_str(json.dumps(create()))
         await until(lambda: len(records(h)) == 1, "the stalled turn to be dropped", 20)
-        assert (records(h)[0].outcome, records(h)[0].error_code) == ("canceled",
-                                                                     "client_stalled")
+        assert (records(h)[0].outcome, records(h)[0].error_code) == ("canceled", "client_stalled")
         assert h.service.pool.in_flight == 0
         await ws.close()
 
@@ -257,5 +305,7 @@ async def test_an_incomplete_turn_carries_the_request_id(ready):
     assert events[-1]["type"] == "response.incomplete"
     assert events[-1]["request_id"] == events[0]["request_id"]
     assert events[-1]["request_id"].startswith("req_")
-    await until(lambda: [r.request_id for r in records(h)] == [events[-1]["request_id"]],
-                "the turn's record under the same id")
+    await until(
+        lambda: [r.request_id for r in records(h)] == [events[-1]["request_id"]],
+        "the turn's record under the same id",
+    )

@@ -25,13 +25,15 @@ def sdk(h, key) -> anthropic.AsyncAnthropic:
 
 async def test_claude_spills_to_antigravity_while_anthropic_is_paused_and_returns(ready):
     h, key = ready
-    answer = await sdk(h, key).messages.create(model="claude-sonnet-4-5", max_tokens=32,
-                                               messages=ASK)
+    answer = await sdk(h, key).messages.create(
+        model="claude-sonnet-4-5", max_tokens=32, messages=ASK
+    )
     assert answer.content[0].text == "Hello from the fake upstream."
     assert len(h.google.seen) == 0
     await h.service.pause(h.work, True)
-    async with sdk(h, key).messages.stream(model="claude-sonnet-4-5", max_tokens=32,
-                                           messages=ASK) as stream:
+    async with sdk(h, key).messages.stream(
+        model="claude-sonnet-4-5", max_tokens=32, messages=ASK
+    ) as stream:
         spilled = await stream.get_final_message()
     assert spilled.content[0].text  # answered by Antigravity, in the Messages shape
     assert len(h.google.seen) == 1 and h.google.seen[-1].body["model"] == "claude-sonnet-4-5"
@@ -41,7 +43,10 @@ async def test_claude_spills_to_antigravity_while_anthropic_is_paused_and_return
     assert len(h.upstream.seen) == served_before + 1 and len(h.google.seen) == 1
     # the record says which provider served each turn
     assert [(r.provider, r.outcome) for r in records(h)] == [
-        ("anthropic", "success"), ("antigravity", "success"), ("anthropic", "success")]
+        ("anthropic", "success"),
+        ("antigravity", "success"),
+        ("anthropic", "success"),
+    ]
 
 
 async def test_chat_completions_for_claude_spill_too(ready):

@@ -11,7 +11,11 @@ import aiohttp
 
 from tests.fake_upstream import Reply
 
-BODY = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}
+BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "x"}],
+}
 LIMITS = {"tok-a": 1, "tok-b": 2, "tok-c": 3}
 
 
@@ -46,8 +50,9 @@ async def test_stress_no_leaks_and_limits_hold(harness):
         if i % 3 == 0:
             headers["session_id"] = f"conv-{i % 30}"
         try:
-            async with session.post(h.url + "/v1/messages", json={**BODY, "stream": True},
-                                    headers=headers) as resp:
+            async with session.post(
+                h.url + "/v1/messages", json={**BODY, "stream": True}, headers=headers
+            ) as resp:
                 if resp.status == 200:
                     await resp.read()
                     outcomes["200"] += 1

@@ -22,10 +22,14 @@ def test_rows_recorded_before_the_migration_read_null(tmp_path):
         "INSERT INTO request_records (request_id, user_id, key_id, group_id, provider, model,"
         " protocol, operation, started_at, outcome, input_tokens, cached_tokens)"
         " VALUES ('req_old', 1, 1, 1, 'anthropic', 'm', 'anthropic', 'messages', ?, 'success',"
-        " 100, 0)", (1_800_000_000.0,))
+        " 100, 0)",
+        (1_800_000_000.0,),
+    )
     db.execute_sql("INSERT INTO accounts (provider, name, created_at) VALUES ('anthropic', 'a', 0)")
-    db.execute_sql("INSERT INTO affinity_bindings (scope, group_id, digest, account_id,"
-                   " created_at) VALUES ('auto', 1, 'd1', 1, 0)")
+    db.execute_sql(
+        "INSERT INTO affinity_bindings (scope, group_id, digest, account_id,"
+        " created_at) VALUES ('auto', 1, 'd1', 1, 0)"
+    )
     db.close()
     store = Store(path)
     try:
@@ -45,8 +49,10 @@ def test_a_freed_binding_keeps_its_last_turns_and_rebinding_keeps_them_too(tmp_p
         group = repo.get_or_create_group("default")
         a = repo.add_account("anthropic", "a", "oauth", group).id
         b = repo.add_account("anthropic", "b", "oauth", group).id
-        facts = {"claude-opus-4-1": (a, 1_800_000_000.0, 40_000, 39_000),
-                 "claude-haiku-4-5": (a, 1_800_000_001.5, 900, 0)}
+        facts = {
+            "claude-opus-4-1": (a, 1_800_000_000.0, 40_000, 39_000),
+            "claude-haiku-4-5": (a, 1_800_000_001.5, 900, 0),
+        }
         repo.save_binding(group.id, "d1", a)
         repo.save_turn(group.id, "d1", a, facts)
         repo.delete_bindings_for(a)
@@ -61,8 +67,9 @@ def test_a_freed_binding_keeps_its_last_turns_and_rebinding_keeps_them_too(tmp_p
         repo.save_binding(group.id, "d2", b)
         assert repo.load_turns()[(group.id, "d2")] == {"m": (b, 1_800_000_010.0, 5, 5)}
         # A damaged row reads as no facts rather than breaking the start-up.
-        store.db.execute_sql("UPDATE affinity_bindings SET last_turns = '{\"m\": 7}'"
-                             " WHERE digest = 'd2'")
+        store.db.execute_sql(
+            "UPDATE affinity_bindings SET last_turns = '{\"m\": 7}' WHERE digest = 'd2'"
+        )
         assert (group.id, "d2") not in repo.load_turns()
     finally:
         store.close()

@@ -17,14 +17,19 @@ def version_1_database(path) -> None:
     """A database as the first release left it: raw SQL, no models."""
     db = SqliteDatabase(str(path))
     migrations.migrate(db, path, upto=1)
-    db.execute_sql("INSERT INTO users (name, is_admin, created_at) VALUES ('admin', 1, 0),"
-                   " ('alice', 0, 0)")
+    db.execute_sql(
+        "INSERT INTO users (name, is_admin, created_at) VALUES ('admin', 1, 0), ('alice', 0, 0)"
+    )
     db.execute_sql("INSERT INTO groups (name) VALUES ('team')")
     db.execute_sql(
         "INSERT INTO client_keys (name, user_id, group_id, prefix, key_hash, created_at)"
-        " VALUES ('laptop', 2, 2, ?, ?, 0)", (KEY[:10], repo.hash_key(KEY)))
-    db.execute_sql("INSERT INTO accounts (provider, name, kind, created_at, revision)"
-                   " VALUES ('anthropic', 'work', 'oauth', 0, 3), ('codex', 'gpt', 'api_key', 0, 1)")
+        " VALUES ('laptop', 2, 2, ?, ?, 0)",
+        (KEY[:10], repo.hash_key(KEY)),
+    )
+    db.execute_sql(
+        "INSERT INTO accounts (provider, name, kind, created_at, revision)"
+        " VALUES ('anthropic', 'work', 'oauth', 0, 3), ('codex', 'gpt', 'api_key', 0, 1)"
+    )
     db.execute_sql("INSERT INTO account_groups VALUES (1, 1), (1, 2), (2, 2)")
     db.execute_sql("INSERT INTO settings VALUES ('pool.cap', '5')")
     db.close()
@@ -50,7 +55,8 @@ def test_upgrading_keeps_keys_groups_accounts_and_settings_and_runs_in_wal(tmp_p
         assert repo.get_setting("pool.cap") == 5
         # The later tables work on the upgraded file.
         assert quota_store.save_observations(
-            1, 3, [Observation("five_hour", 0.5, None, 10.0, "poll")])
+            1, 3, [Observation("five_hour", 0.5, None, 10.0, "poll")]
+        )
         assert quota_store.load_observations()[1][0].utilization == 0.5
     finally:
         store.close()

@@ -39,14 +39,12 @@ async def test_odd_strings_and_numbers_never_cost_a_batch(service, clock):
     assert service.request_log.dropped == 0
 
 
-async def test_a_row_that_fails_is_retried_alone_and_blanked(service, clock,
-                                                             monkeypatch):
+async def test_a_row_that_fails_is_retried_alone_and_blanked(service, clock, monkeypatch):
     """The batch fails; its rows go in one by one; the one that still fails goes in with its
     offending value blanked; the rest of the batch is untouched."""
     records = [make(clock, n, user_id=n) for n in range(1, 5)]
     records[2].cached_tokens = 2**64  # the only bad value in the batch
-    saved = await service.store.write(
-        lambda: store_records.insert_records(records, clock.now()))
+    saved = await service.store.write(lambda: store_records.insert_records(records, clock.now()))
     assert saved == (4, 0)
     rows = await stored(service)
     assert [r.user_id for r in rows] == [1, 2, 3, 4]
@@ -70,8 +68,9 @@ async def test_rejections_are_evicted_before_any_other_outcome(service, clock):
     for n in range(40):
         service.record(make(clock, n, user_id=2, outcome="success" if n % 2 else "error"))
     for n in range(MAX_RECORDS + 500):
-        service.record(make(clock, 100 + n, user_id=1, key_id=7, outcome="rejected",
-                            error_code="account_busy"))
+        service.record(
+            make(clock, 100 + n, user_id=1, key_id=7, outcome="rejected", error_code="account_busy")
+        )
     await service.flush_records()
     page = await service.request_log.page(HistoryQuery(user_id=2), owner=None)
     assert len(page["items"]) == 40
@@ -86,8 +85,7 @@ async def test_rejections_are_evicted_before_any_other_outcome(service, clock):
 
 
 @pytest.mark.parametrize("outcome", ["success", "error", "incomplete", "canceled"])
-async def test_the_oldest_real_record_goes_only_when_no_rejection_is_left(
-        service, clock, outcome):
+async def test_the_oldest_real_record_goes_only_when_no_rejection_is_left(service, clock, outcome):
     service.record(make(clock, 0, user_id=2, outcome=outcome))
     for n in range(1, MAX_RECORDS):
         service.record(make(clock, n, user_id=1, outcome="rejected"))

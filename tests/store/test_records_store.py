@@ -27,10 +27,22 @@ async def service(tmp_path: Path, secret_store, clock: FakeClock):
 
 def make(clock: FakeClock, n: int = 0, **fields) -> RequestRecord:
     values = dict(
-        request_id=f"req_{n:024x}", user_id=1, key_id=1, group_id=1, provider="anthropic",
-        model="claude-sonnet-4-5", protocol="anthropic", operation="messages",
-        started_at=clock.now(), account_id=1, duration_ms=120, first_token_ms=40,
-        outcome="success", upstream_status=200, input_tokens=50, output_tokens=7,
+        request_id=f"req_{n:024x}",
+        user_id=1,
+        key_id=1,
+        group_id=1,
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        protocol="anthropic",
+        operation="messages",
+        started_at=clock.now(),
+        account_id=1,
+        duration_ms=120,
+        first_token_ms=40,
+        outcome="success",
+        upstream_status=200,
+        input_tokens=50,
+        output_tokens=7,
         cached_tokens=30,
     )
     values.update(fields)
@@ -39,7 +51,8 @@ def make(clock: FakeClock, n: int = 0, **fields) -> RequestRecord:
 
 async def stored_ids(service: Service) -> list[int]:
     return await service.store.read(
-        lambda: [r.id for r in RecordRow.select(RecordRow.id).order_by(RecordRow.id)])
+        lambda: [r.id for r in RecordRow.select(RecordRow.id).order_by(RecordRow.id)]
+    )
 
 
 async def test_a_record_round_trips_with_exactly_the_spec_fields(service, clock):
@@ -49,11 +62,33 @@ async def test_a_record_round_trips_with_exactly_the_spec_fields(service, clock)
     [item] = page["items"]
     assert page["next_cursor"] is None
     assert set(item) == {
-        "id", "request_id", "user_id", "key_id", "group_id", "account_id", "provider", "model",
-        "protocol", "operation", "started_at", "duration_ms", "first_token_ms", "outcome",
-        "error_code", "upstream_status", "input_tokens", "output_tokens", "cached_tokens",
-        "account_name", "cache_hit_rate", "cache_miss", "reread_tokens", "previous_account_id",
-        "idle_seconds", "previous_account_name"}
+        "id",
+        "request_id",
+        "user_id",
+        "key_id",
+        "group_id",
+        "account_id",
+        "provider",
+        "model",
+        "protocol",
+        "operation",
+        "started_at",
+        "duration_ms",
+        "first_token_ms",
+        "outcome",
+        "error_code",
+        "upstream_status",
+        "input_tokens",
+        "output_tokens",
+        "cached_tokens",
+        "account_name",
+        "cache_hit_rate",
+        "cache_miss",
+        "reread_tokens",
+        "previous_account_id",
+        "idle_seconds",
+        "previous_account_name",
+    }
     # prose is not an identifier: replaced as a whole, never patched into one (R-FT-10)
     assert item["error_code"] == "error"
     assert item["started_at"] == clock.now()
@@ -62,8 +97,18 @@ async def test_a_record_round_trips_with_exactly_the_spec_fields(service, clock)
 
 
 async def test_missing_counts_stay_null(service, clock):
-    service.record(make(clock, 1, input_tokens=None, output_tokens=None, cached_tokens=None,
-                        first_token_ms=None, upstream_status=None, account_id=None))
+    service.record(
+        make(
+            clock,
+            1,
+            input_tokens=None,
+            output_tokens=None,
+            cached_tokens=None,
+            first_token_ms=None,
+            upstream_status=None,
+            account_id=None,
+        )
+    )
     await service.flush_records()
     [item] = (await service.request_log.page(HistoryQuery(), owner=None))["items"]
     assert item["input_tokens"] is None and item["cached_tokens"] is None
@@ -138,8 +183,9 @@ async def test_eviction_is_in_the_same_transaction_as_the_insert(service, clock,
 
     monkeypatch.setattr(store_records, "prune", broken_prune)
     with pytest.raises(RuntimeError):
-        await service.store.write(lambda: store_records.insert_records([make(clock, 9)],
-                                                                       clock.now()))
+        await service.store.write(
+            lambda: store_records.insert_records([make(clock, 9)], clock.now())
+        )
     assert await stored_ids(service) == [1, 2, 3]  # the insert rolled back with the cleanup
 
 
@@ -234,18 +280,25 @@ async def test_stop_flushes_the_queue(tmp_path, secret_store, clock):
 async def test_pages_filters_and_scope(service, clock):
     start = clock.now()
     for n in range(120):
-        service.record(make(
-            clock, n, user_id=1 + n % 2, key_id=10 + n % 3, account_id=1 + n % 4,
-            outcome="success" if n % 5 else "error", model=f"m{n % 2}",
-            started_at=start + n))
+        service.record(
+            make(
+                clock,
+                n,
+                user_id=1 + n % 2,
+                key_id=10 + n % 3,
+                account_id=1 + n % 4,
+                outcome="success" if n % 5 else "error",
+                model=f"m{n % 2}",
+                started_at=start + n,
+            )
+        )
     await service.flush_records()
     log = service.request_log
 
     async def walk(query: HistoryQuery, owner: int | None) -> list[dict]:
         items, cursor = [], None
         while True:
-            page = await log.page(HistoryQuery(**{**query.__dict__, "cursor": cursor}),
-                                  owner=owner)
+            page = await log.page(HistoryQuery(**{**query.__dict__, "cursor": cursor}), owner=owner)
             assert len(page["items"]) <= 50
             items += page["items"]
             cursor = page["next_cursor"]
@@ -285,11 +338,16 @@ def test_migration_adds_the_table_and_keeps_existing_rows(tmp_path):
         assert migrations.current_version(store.db) >= 3
         assert store.db.execute_sql("SELECT name FROM users").fetchall() == [("admin",)]
         sql = store.db.execute_sql(
-            "SELECT sql FROM sqlite_master WHERE name = 'request_records'").fetchone()[0]
+            "SELECT sql FROM sqlite_master WHERE name = 'request_records'"
+        ).fetchone()[0]
         assert "AUTOINCREMENT" in sql
-        indexes = {r[0] for r in store.db.execute_sql(
-            "SELECT name FROM sqlite_master WHERE type = 'index'"
-            " AND tbl_name = 'request_records'")}
+        indexes = {
+            r[0]
+            for r in store.db.execute_sql(
+                "SELECT name FROM sqlite_master WHERE type = 'index'"
+                " AND tbl_name = 'request_records'"
+            )
+        }
         assert {"request_records_user_id", "request_records_started_at"} <= indexes
     finally:
         store.close()

@@ -32,15 +32,30 @@ __all__ = [
 ]
 
 
-def run_trace(trace: Trace, policies: Iterable[str], *, seed: int = 1,
-              accounts: int | None = None, plan: PoolPlan | None = None) -> list[RunResult]:
+def run_trace(
+    trace: Trace,
+    policies: Iterable[str],
+    *,
+    seed: int = 1,
+    accounts: int | None = None,
+    plan: PoolPlan | None = None,
+) -> list[RunResult]:
     """Every policy on the same trace and the same starting accounts."""
     chosen = plan or PLANS.get(trace.name, PLANS["records"])
-    return simulate(trace, policies,
-                    lambda: build_accounts(chosen, trace.start, seed, accounts),
-                    max_concurrency=chosen.max_concurrency)
+    return simulate(
+        trace,
+        policies,
+        lambda: build_accounts(chosen, trace.start, seed, accounts),
+        max_concurrency=chosen.max_concurrency,
+    )
 
 
-def run_builtin(name: str, policies: Iterable[str], *, seed: int = 1, days: float = 7.0,
-                accounts: int | None = None) -> list[RunResult]:
+def run_builtin(
+    name: str,
+    policies: Iterable[str],
+    *,
+    seed: int = 1,
+    days: float = 7.0,
+    accounts: int | None = None,
+) -> list[RunResult]:
     return run_trace(generate(name, seed, days), policies, seed=seed, accounts=accounts)

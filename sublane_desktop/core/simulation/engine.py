@@ -65,8 +65,15 @@ class _Attempt:
 
 
 class Simulation:
-    def __init__(self, trace: Trace, policy: str, accounts: list[SimAccount], *,
-                 max_concurrency: int = 2, sample_every: float = SAMPLE_SECONDS) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        policy: str,
+        accounts: list[SimAccount],
+        *,
+        max_concurrency: int = 2,
+        sample_every: float = SAMPLE_SECONDS,
+    ) -> None:
         if policy not in MODES:
             raise ValueError(f"unknown policy {policy!r}; choose from {', '.join(MODES)}")
         self.trace = trace
@@ -74,9 +81,11 @@ class Simulation:
         self.pool = Pool(self.clock)
         self.pool.scheduler.mode = policy
         self.pool.sync_accounts(
-            AccountState(id=i + 1, name=a.name, provider="anthropic",
-                         max_concurrency=max_concurrency)
-            for i, a in enumerate(accounts))
+            AccountState(
+                id=i + 1, name=a.name, provider="anthropic", max_concurrency=max_concurrency
+            )
+            for i, a in enumerate(accounts)
+        )
         self.upstream = {i + 1: a for i, a in enumerate(accounts)}
         self.result = RunResult(trace.name, policy, trace.seed, requests=len(trace.turns))
         self.sample_every = sample_every
@@ -87,8 +96,11 @@ class Simulation:
         # service's, which the scheduler shares); keyless jobs, which the pool never binds, in
         # one of their own, only for the metric.
         self._keyless = TurnMemory(capacity=1_000_000)
-        self._turned_away: dict[str, float | None] = {"five_hour": None, "seven_day": None,
-                                                      "fable": None}
+        self._turned_away: dict[str, float | None] = {
+            "five_hour": None,
+            "seven_day": None,
+            "fable": None,
+        }
 
     # --- the event queue --------------------------------------------------------------------
 
@@ -130,8 +142,7 @@ class Simulation:
         now = self.clock.now()
         attempt.tries += 1
         self._poll_stale(now)
-        demand = Demand(GROUP, FABLE if turn.fable else MAIN,
-                        turn.stream if turn.keyed else None)
+        demand = Demand(GROUP, FABLE if turn.fable else MAIN, turn.stream if turn.keyed else None)
         try:
             lease = self.pool.acquire(demand)
         except GatewayError as err:
@@ -142,15 +153,21 @@ class Simulation:
             self._retry(attempt, err.retry_after)
             return
         account = self.upstream[lease.account.id]
-        served = account.serve(turn.stream, turn.fable, turn.prefix_tokens, turn.new_tokens,
-                               turn.output_tokens, now, turn.duration)
+        served = account.serve(
+            turn.stream,
+            turn.fable,
+            turn.prefix_tokens,
+            turn.new_tokens,
+            turn.output_tokens,
+            now,
+            turn.duration,
+        )
         for obs in served.observations:
             lease.account.gauges.apply(obs)
         if served.status == 429:
             self.result.http_429 += 1
             self._turn_away(turn, now)
-            outcome = Outcome.FAILURE if served.retry_after is not None else \
-                Outcome.FABLE_FAILURE
+            outcome = Outcome.FAILURE if served.retry_after is not None else Outcome.FABLE_FAILURE
             lease.release(outcome, retry_after=served.retry_after, status=429)
             self._retry(attempt, served.retry_after)
             return
@@ -167,8 +184,7 @@ class Simulation:
         self._push(self.clock.now() + wait, _ARRIVE, attempt)
 
     def _turn_away(self, turn: Turn, now: float) -> None:
-        windows = ("five_hour", "seven_day", "fable") if turn.fable else ("five_hour",
-                                                                          "seven_day")
+        windows = ("five_hour", "seven_day", "fable") if turn.fable else ("five_hour", "seven_day")
         for name in windows:
             self._turned_away[name] = now
 
@@ -180,8 +196,9 @@ class Simulation:
         this = cache_miss.Turn(lease.account.id, now, total, cached)
         # The simulated client writes its whole prompt to the cache every turn (as Claude Code
         # does), so all of it is warm when the answer ends.
-        miss = memory.settle(GROUP, turn.stream, this, ended_at=now + turn.duration,
-                             warm_tokens=total, model=model)
+        miss = memory.settle(
+            GROUP, turn.stream, this, ended_at=now + turn.duration, warm_tokens=total, model=model
+        )
         if is_cache_break(previous, this, miss):
             self.result.cache_breaks += 1
             self.result.reread_tokens += miss.reread_tokens
@@ -199,13 +216,15 @@ class Simulation:
             upstream = self.upstream[account_id]
             upstream.roll(now)
             for name, window in upstream.windows.items():
-                state.gauges.apply(Observation(name, window.utilization, window.resets_at, now,
-                                               "poll"))
+                state.gauges.apply(
+                    Observation(name, window.utilization, window.resets_at, now, "poll")
+                )
 
     def _sample(self) -> None:
         now = self.clock.now()
-        self.result.samples.append(Sample(now, {a.name: a.utilization(now)
-                                                for a in self.upstream.values()}))
+        self.result.samples.append(
+            Sample(now, {a.name: a.utilization(now) for a in self.upstream.values()})
+        )
 
     def _finish(self) -> None:
         now = self.clock.now()
@@ -218,11 +237,17 @@ class Simulation:
         used, wasted, left = quota_fractions(ledger, windows)
         self.result.ledger = ledger
         self.result.quota_used, self.result.quota_wasted, self.result.quota_left = (
-            used, wasted, left)
+            used,
+            wasted,
+            left,
+        )
 
 
-def simulate(trace: Trace, policies: Iterable[str], accounts_for: Any, *,
-             max_concurrency: int = 2) -> list[RunResult]:
+def simulate(
+    trace: Trace, policies: Iterable[str], accounts_for: Any, *, max_concurrency: int = 2
+) -> list[RunResult]:
     """One run per policy, each on fresh accounts from `accounts_for()` (same seed, same start)."""
-    return [Simulation(trace, policy, accounts_for(), max_concurrency=max_concurrency).run()
-            for policy in policies]
+    return [
+        Simulation(trace, policy, accounts_for(), max_concurrency=max_concurrency).run()
+        for policy in policies
+    ]

@@ -14,16 +14,30 @@ from typing import Any
 from sublane_desktop.core import cache_miss
 from sublane_desktop.core.simulation.upstream import SimAccount
 
-JSON_FIELDS = ("trace", "policy", "seed", "requests", "quota_used", "quota_wasted", "http_429",
-               "refused", "cache_breaks", "reread_tokens")
+JSON_FIELDS = (
+    "trace",
+    "policy",
+    "seed",
+    "requests",
+    "quota_used",
+    "quota_wasted",
+    "http_429",
+    "refused",
+    "cache_breaks",
+    "reread_tokens",
+)
 
 
-def is_cache_break(previous: cache_miss.PreviousTurn | None, turn: cache_miss.Turn,
-                   miss: cache_miss.CacheMiss) -> bool:
+def is_cache_break(
+    previous: cache_miss.PreviousTurn | None, turn: cache_miss.Turn, miss: cache_miss.CacheMiss
+) -> bool:
     """A move while the cache was warm: `account_switch`, and the previous turn ended within
     the TTL (after it, the cache had expired anyway and the move broke nothing)."""
-    return (miss.cause == cache_miss.ACCOUNT_SWITCH and previous is not None
-            and turn.started_at - previous.ended_at <= turn.ttl)
+    return (
+        miss.cause == cache_miss.ACCOUNT_SWITCH
+        and previous is not None
+        and turn.started_at - previous.ended_at <= turn.ttl
+    )
 
 
 @dataclass
@@ -56,8 +70,9 @@ class RunResult:
         return {name: getattr(self, name) for name in JSON_FIELDS}
 
 
-def window_ledger(accounts: dict[int, SimAccount], last_turned_away: dict[str, float | None]
-                  ) -> dict[str, dict[str, dict[str, float]]]:
+def window_ledger(
+    accounts: dict[int, SimAccount], last_turned_away: dict[str, float | None]
+) -> dict[str, dict[str, dict[str, float]]]:
     """Per account and window: offered = used + wasted + left, in quota units.
 
     Capacity that reset unused counts as wasted only when traffic that could have used it was
@@ -69,20 +84,29 @@ def window_ledger(accounts: dict[int, SimAccount], last_turned_away: dict[str, f
         rows: dict[str, dict[str, float]] = {}
         for name, window in account.windows.items():
             turned_away = last_turned_away.get(name)
-            wasted = sum(unused for start, _end, unused in window.resets
-                         if turned_away is not None and turned_away >= start)
-            rows[name] = {"offered": window.offered, "used": window.spent, "wasted": wasted,
-                          "left": window.offered - window.spent - wasted}
+            wasted = sum(
+                unused
+                for start, _end, unused in window.resets
+                if turned_away is not None and turned_away >= start
+            )
+            rows[name] = {
+                "offered": window.offered,
+                "used": window.spent,
+                "wasted": wasted,
+                "left": window.offered - window.spent - wasted,
+            }
         ledger[account.name] = rows
     return ledger
 
 
-def quota_fractions(ledger: dict[str, dict[str, dict[str, float]]], windows: tuple[str, ...]
-                    ) -> tuple[float, float, float]:
+def quota_fractions(
+    ledger: dict[str, dict[str, dict[str, float]]], windows: tuple[str, ...]
+) -> tuple[float, float, float]:
     """(used, wasted, left) as fractions of the capacity the `windows` offered."""
     offered = sum(rows[w]["offered"] for rows in ledger.values() for w in windows)
     if offered <= 0:
         return 0.0, 0.0, 0.0
+
     def share(part: str) -> float:
         return round(sum(rows[w][part] for rows in ledger.values() for w in windows) / offered, 4)
 

@@ -34,8 +34,9 @@ FIVE_HOUR_SHARE = 1 / 6
 FABLE_SHARE = 1 / 3
 
 
-def build_accounts(plan: PoolPlan, start: float, seed: int, count: int | None = None
-                   ) -> list[SimAccount]:
+def build_accounts(
+    plan: PoolPlan, start: float, seed: int, count: int | None = None
+) -> list[SimAccount]:
     """Accounts whose weeks reset at staggered times and start partly used (seeded)."""
     rng = random.Random(f"accounts:{seed}")
     n = count or plan.accounts
@@ -48,12 +49,22 @@ def build_accounts(plan: PoolPlan, start: float, seed: int, count: int | None = 
         if fable_reset <= start:
             fable_reset += WEEK
         windows = {
-            "five_hour": Window("five_hour", week_cap * FIVE_HOUR_SHARE, FIVE_HOURS,
-                                start + rng.uniform(0.5, 5.0) * 3600),
-            "seven_day": Window("seven_day", week_cap, WEEK, week_reset,
-                                used=week_cap * rng.uniform(0.1, 0.5)),
-            "fable": Window("fable", week_cap * FABLE_SHARE, WEEK, fable_reset,
-                            used=week_cap * FABLE_SHARE * rng.uniform(0.0, 0.4)),
+            "five_hour": Window(
+                "five_hour",
+                week_cap * FIVE_HOUR_SHARE,
+                FIVE_HOURS,
+                start + rng.uniform(0.5, 5.0) * 3600,
+            ),
+            "seven_day": Window(
+                "seven_day", week_cap, WEEK, week_reset, used=week_cap * rng.uniform(0.1, 0.5)
+            ),
+            "fable": Window(
+                "fable",
+                week_cap * FABLE_SHARE,
+                WEEK,
+                fable_reset,
+                used=week_cap * FABLE_SHARE * rng.uniform(0.0, 0.4),
+            ),
         }
         accounts.append(SimAccount(f"acct-{chr(ord('a') + i)}", windows))
     return accounts

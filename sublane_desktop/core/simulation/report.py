@@ -7,23 +7,40 @@ from collections.abc import Sequence
 from sublane_desktop.core.simulation.metrics import RunResult
 
 COLUMNS = (
-    ("trace", "{:<11}"), ("policy", "{:<11}"), ("requests", "{:>8}"), ("served", "{:>7}"),
-    ("quota used", "{:>10}"), ("wasted", "{:>7}"), ("429s", "{:>6}"), ("refused", "{:>7}"),
-    ("cache breaks", "{:>12}"), ("re-read tokens", "{:>14}"),
+    ("trace", "{:<11}"),
+    ("policy", "{:<11}"),
+    ("requests", "{:>8}"),
+    ("served", "{:>7}"),
+    ("quota used", "{:>10}"),
+    ("wasted", "{:>7}"),
+    ("429s", "{:>6}"),
+    ("refused", "{:>7}"),
+    ("cache breaks", "{:>12}"),
+    ("re-read tokens", "{:>14}"),
 )
 
 
 def _cells(r: RunResult) -> tuple[object, ...]:
-    return (r.trace, r.policy, r.requests, r.served, f"{r.quota_used:.1%}",
-            f"{r.quota_wasted:.1%}", r.http_429, r.refused, r.cache_breaks,
-            f"{r.reread_tokens:,}")
+    return (
+        r.trace,
+        r.policy,
+        r.requests,
+        r.served,
+        f"{r.quota_used:.1%}",
+        f"{r.quota_wasted:.1%}",
+        r.http_429,
+        r.refused,
+        r.cache_breaks,
+        f"{r.reread_tokens:,}",
+    )
 
 
 def table(results: Sequence[RunResult]) -> str:
     head = "  ".join(fmt.format(name) for name, fmt in COLUMNS)
-    rows = ["  ".join(fmt.format(cell) for (_, fmt), cell in zip(COLUMNS, _cells(r),
-                                                                  strict=True))
-            for r in results]
+    rows = [
+        "  ".join(fmt.format(cell) for (_, fmt), cell in zip(COLUMNS, _cells(r), strict=True))
+        for r in results
+    ]
     return "\n".join([head, *rows])
 
 

@@ -99,8 +99,9 @@ class _Builder:
         for _ in range(requests):
             out = int(self.rng.lognormvariate(5.0, 0.6))
             duration = 1.0 + out / 60.0
-            self.turns.append(Turn(t, stream, False, False, prefix,
-                                   self.rng.randint(300, 3000), out, duration))
+            self.turns.append(
+                Turn(t, stream, False, False, prefix, self.rng.randint(300, 3000), out, duration)
+            )
             t += duration + self.rng.uniform(*spacing)
 
     def workday(self, person: Person, day_start: float, hours: tuple[float, float]) -> None:
@@ -127,8 +128,9 @@ class _Builder:
 
     def trace(self, name: str, seed: int, start: float, days: float) -> Trace:
         end = start + days * DAY
-        turns = sorted((t for t in self.turns if start <= t.at < end),
-                       key=lambda t: (t.at, t.stream))
+        turns = sorted(
+            (t for t in self.turns if start <= t.at < end), key=lambda t: (t.at, t.stream)
+        )
         return Trace(name, seed, start, end, tuple(turns))
 
 
@@ -211,8 +213,18 @@ def from_records(rows: Iterable[Mapping[str, Any]], seed: int = 1) -> Trace:
             stream, prefix = f"r{count}", 0
         else:
             stream, prefix = previous[0], min(previous[2], total)
-        turns.append(Turn(at, stream, True, is_fable_model(str(row.get("model") or "")),
-                          prefix, total - prefix, out, duration))
+        turns.append(
+            Turn(
+                at,
+                stream,
+                True,
+                is_fable_model(str(row.get("model") or "")),
+                prefix,
+                total - prefix,
+                out,
+                duration,
+            )
+        )
         last[key] = (stream, at + duration, total + out)
     if not turns:
         raise ValueError("there are no request records to replay")

@@ -91,12 +91,21 @@ class SimAccount:
         return {name: w.utilization for name, w in self.windows.items()}
 
     def headers(self, now: float, rejected: tuple[str, ...] = ()) -> tuple[Observation, ...]:
-        return tuple(Observation(name, w.utilization, w.resets_at, now, "headers",
-                                 rejected=name in rejected)
-                     for name, w in self.windows.items())
+        return tuple(
+            Observation(name, w.utilization, w.resets_at, now, "headers", rejected=name in rejected)
+            for name, w in self.windows.items()
+        )
 
-    def serve(self, stream: str, fable: bool, prefix_tokens: int, new_tokens: int,
-              output_tokens: int, now: float, duration: float = 0.0) -> Served:
+    def serve(
+        self,
+        stream: str,
+        fable: bool,
+        prefix_tokens: int,
+        new_tokens: int,
+        output_tokens: int,
+        now: float,
+        duration: float = 0.0,
+    ) -> Served:
         """Admit or refuse one request at `now`; an admitted one is charged at once, and its
         prompt stays cached for the TTL after its answer ends (`duration` later)."""
         self.roll(now)
@@ -106,8 +115,11 @@ class SimAccount:
             # Anthropic: an account-wide window answers with retry-after; the model-scoped
             # Fable bucket alone does not (R-LANE-7 reads the difference).
             account_wide = [self.windows[n] for n in full if n != "fable"]
-            retry = None if not account_wide else min(
-                RETRY_AFTER_CAP, max(1.0, min(w.resets_at for w in account_wide) - now))
+            retry = (
+                None
+                if not account_wide
+                else min(RETRY_AFTER_CAP, max(1.0, min(w.resets_at for w in account_wide) - now))
+            )
             return Served(429, retry_after=retry, observations=self.headers(now, full))
         observations = self.headers(now)  # headers come first: the level before this request
         entry = self.cache.get(stream)

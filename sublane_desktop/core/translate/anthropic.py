@@ -51,11 +51,22 @@ from sublane_desktop.core.translate.prompt import (
 
 DEFAULT_MAX_TOKENS = 8192
 
-STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
-                "max_tokens": "length", "model_context_window_exceeded": "length",
-                "tool_use": "tool_calls", "refusal": "content_filter"}
-STOP_REASON_FOR = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
-                   "content_filter": "refusal", "error": "end_turn"}
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+STOP_REASON_FOR = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+    "error": "end_turn",
+}
 
 
 # --- client request -> Prompt ---------------------------------------------------------------------
@@ -96,8 +107,9 @@ def prompt_from_messages(body: dict[str, Any], model: str) -> Prompt:
     if isinstance(system, str) and system:
         prompt.system.append(system)
     else:
-        prompt.system.extend(b["text"] for b in as_dicts(system)
-                             if isinstance(b.get("text"), str) and b["text"])
+        prompt.system.extend(
+            b["text"] for b in as_dicts(system) if isinstance(b.get("text"), str) and b["text"]
+        )
     for message in as_dicts(messages):
         role = "assistant" if message.get("role") == "assistant" else "user"
         content = message.get("content")
@@ -113,16 +125,28 @@ def prompt_from_messages(body: dict[str, Any], model: str) -> Prompt:
                 if image is not None:
                     prompt.add(role, image)
             elif kind == "tool_use":
-                prompt.add("assistant", ToolCall(str(block.get("id") or ""),
-                                                 str(block.get("name") or ""),
-                                                 json_text(block.get("input"))))
+                prompt.add(
+                    "assistant",
+                    ToolCall(
+                        str(block.get("id") or ""),
+                        str(block.get("name") or ""),
+                        json_text(block.get("input")),
+                    ),
+                )
             elif kind == "tool_result":
-                prompt.add("user", ToolResult(str(block.get("tool_use_id") or ""),
-                                              _result_content(block.get("content")),
-                                              bool(block.get("is_error"))))
+                prompt.add(
+                    "user",
+                    ToolResult(
+                        str(block.get("tool_use_id") or ""),
+                        _result_content(block.get("content")),
+                        bool(block.get("is_error")),
+                    ),
+                )
             elif kind == "thinking":
-                prompt.add("assistant", Reasoning(str(block.get("thinking") or ""),
-                                                  as_str(block.get("signature"))))
+                prompt.add(
+                    "assistant",
+                    Reasoning(str(block.get("thinking") or ""), as_str(block.get("signature"))),
+                )
             # redacted_thinking, documents, server tool blocks: nothing the other side can take
     prompt.max_tokens = as_int(body.get("max_tokens"))
     prompt.temperature = as_float(body.get("temperature"))
@@ -136,8 +160,12 @@ def prompt_from_messages(body: dict[str, Any], model: str) -> Prompt:
     choice = body.get("tool_choice")
     if isinstance(choice, dict):
         kind = choice.get("type")
-        prompt.tool_choice = {"auto": "auto", "any": "required", "none": "none",
-                              "tool": "tool"}.get(str(kind))
+        prompt.tool_choice = {
+            "auto": "auto",
+            "any": "required",
+            "none": "none",
+            "tool": "tool",
+        }.get(str(kind))
         if kind == "tool":
             prompt.tool_name = as_str(choice.get("name"))
         if choice.get("disable_parallel_tool_use") is True:
@@ -154,8 +182,10 @@ def prompt_from_messages(body: dict[str, Any], model: str) -> Prompt:
 def _image_block(image: Image) -> dict[str, Any]:
     data = split_data_url(image.url)
     if data is not None:
-        return {"type": "image", "source": {"type": "base64", "media_type": data[0],
-                                            "data": data[1]}}
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": data[0], "data": data[1]},
+        }
     if image.url.startswith("data:"):
         raise TranslationError("images must be base64 data: URLs or http(s) URLs")
     return {"type": "image", "source": {"type": "url", "url": image.url}}
@@ -170,8 +200,14 @@ def _content(parts: Sequence[Part]) -> list[dict[str, Any]]:
         elif isinstance(part, Image):
             blocks.append(_image_block(part))
         elif isinstance(part, ToolCall):
-            blocks.append({"type": "tool_use", "id": part.call_id, "name": part.name,
-                           "input": json_object(part.arguments)})
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": part.call_id,
+                    "name": part.name,
+                    "input": json_object(part.arguments),
+                }
+            )
         elif isinstance(part, ToolResult):
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.call_id}
             if any(isinstance(p, Image) for p in part.content):
@@ -184,8 +220,7 @@ def _content(parts: Sequence[Part]) -> list[dict[str, Any]]:
         elif isinstance(part, Reasoning):
             signature = untag_signature(ANTHROPIC_TAG, part.signature)
             if signature is not None:
-                blocks.append({"type": "thinking", "thinking": part.text,
-                               "signature": signature})
+                blocks.append({"type": "thinking", "thinking": part.text, "signature": signature})
     return blocks
 
 
@@ -226,8 +261,10 @@ def messages_request(prompt: Prompt) -> dict[str, Any]:
         if prompt.top_p is not None:
             body["top_p"] = prompt.top_p
     if prompt.tools:
-        body["tools"] = [{"name": t.name, "description": t.description,
-                          "input_schema": t.parameters} for t in prompt.tools]
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in prompt.tools
+        ]
         choice: dict[str, Any] | None = None
         if prompt.tool_choice == "none":
             choice = {"type": "none"}
@@ -266,9 +303,12 @@ class AnthropicReader:
     def _usage(self, usage: Any) -> Usage | None:
         if not isinstance(usage, dict):
             return None
-        for attr, key in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
-                          ("cache_read", "cache_read_input_tokens"),
-                          ("cache_creation", "cache_creation_input_tokens")):
+        for attr, key in (
+            ("input_tokens", "input_tokens"),
+            ("output_tokens", "output_tokens"),
+            ("cache_read", "cache_read_input_tokens"),
+            ("cache_creation", "cache_creation_input_tokens"),
+        ):
             value = as_int(usage.get(key))
             if value is not None and value >= 0:
                 setattr(self, attr, value)
@@ -348,8 +388,12 @@ class AnthropicReader:
 def _anthropic_usage(usage: Usage) -> dict[str, Any]:
     total = usage.input_tokens or 0
     cached = usage.cached_tokens or 0
-    return {"input_tokens": max(0, total - cached), "cache_read_input_tokens": cached,
-            "cache_creation_input_tokens": 0, "output_tokens": usage.output_tokens or 0}
+    return {
+        "input_tokens": max(0, total - cached),
+        "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": 0,
+        "output_tokens": usage.output_tokens or 0,
+    }
 
 
 class AnthropicRenderer:
@@ -368,10 +412,21 @@ class AnthropicRenderer:
         if self.started:
             return []
         self.started = True
-        return [{"type": "message_start", "message": {
-            "id": self.message_id, "type": "message", "role": "assistant", "model": self.model,
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": 0, "output_tokens": 0}}}]
+        return [
+            {
+                "type": "message_start",
+                "message": {
+                    "id": self.message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": self.model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                },
+            }
+        ]
 
     def _close(self) -> list[dict[str, Any]]:
         if self.open is None:
@@ -394,30 +449,54 @@ class AnthropicRenderer:
             if self.open != "text":
                 out += self._block("text", {"type": "text", "text": ""})
             if event.text:
-                out.append({"type": "content_block_delta", "index": self.index,
-                            "delta": {"type": "text_delta", "text": event.text}})
+                out.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": self.index,
+                        "delta": {"type": "text_delta", "text": event.text},
+                    }
+                )
         elif isinstance(event, ReasoningDelta):
             if self.open != "thinking":
-                out += self._block("thinking", {"type": "thinking", "thinking": "",
-                                                "signature": ""})
+                out += self._block(
+                    "thinking", {"type": "thinking", "thinking": "", "signature": ""}
+                )
             if event.text:
-                out.append({"type": "content_block_delta", "index": self.index,
-                            "delta": {"type": "thinking_delta", "thinking": event.text}})
+                out.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": self.index,
+                        "delta": {"type": "thinking_delta", "thinking": event.text},
+                    }
+                )
         elif isinstance(event, ReasoningEnd):
             if self.open != "thinking":
-                out += self._block("thinking", {"type": "thinking", "thinking": "",
-                                                "signature": ""})
+                out += self._block(
+                    "thinking", {"type": "thinking", "thinking": "", "signature": ""}
+                )
             if event.signature:
-                out.append({"type": "content_block_delta", "index": self.index,
-                            "delta": {"type": "signature_delta", "signature": event.signature}})
+                out.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": self.index,
+                        "delta": {"type": "signature_delta", "signature": event.signature},
+                    }
+                )
             out += self._close()
         elif isinstance(event, ToolStart):
-            out += self._block("tool_use", {"type": "tool_use", "id": event.call_id,
-                                            "name": event.name, "input": {}})
+            out += self._block(
+                "tool_use",
+                {"type": "tool_use", "id": event.call_id, "name": event.name, "input": {}},
+            )
         elif isinstance(event, ToolArgs):
             if self.open == "tool_use" and event.text:
-                out.append({"type": "content_block_delta", "index": self.index,
-                            "delta": {"type": "input_json_delta", "partial_json": event.text}})
+                out.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": self.index,
+                        "delta": {"type": "input_json_delta", "partial_json": event.text},
+                    }
+                )
         elif isinstance(event, ToolEnd):
             if self.open == "tool_use":
                 out += self._close()
@@ -429,10 +508,16 @@ class AnthropicRenderer:
             if event.status == "failed":
                 out.append(anthropic_stream_error(event.error_type, event.message))
                 return out
-            out.append({"type": "message_delta",
-                        "delta": {"stop_reason": STOP_REASON_FOR.get(event.reason, "end_turn"),
-                                  "stop_sequence": None},
-                        "usage": _anthropic_usage(self.usage)})
+            out.append(
+                {
+                    "type": "message_delta",
+                    "delta": {
+                        "stop_reason": STOP_REASON_FOR.get(event.reason, "end_turn"),
+                        "stop_sequence": None,
+                    },
+                    "usage": _anthropic_usage(self.usage),
+                }
+            )
             out.append({"type": "message_stop"})
         return out
 
@@ -451,10 +536,18 @@ def anthropic_stream_error(error_type: str | None, message: str | None) -> dict[
     return {"type": "error", "error": {"type": kind, "message": message or "upstream error"}}
 
 
-ANTHROPIC_ERROR_TYPES = frozenset({
-    "invalid_request_error", "authentication_error", "permission_error", "not_found_error",
-    "request_too_large", "rate_limit_error", "api_error", "overloaded_error",
-})
+ANTHROPIC_ERROR_TYPES = frozenset(
+    {
+        "invalid_request_error",
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+        "request_too_large",
+        "rate_limit_error",
+        "api_error",
+        "overloaded_error",
+    }
+)
 
 
 def anthropic_message(transcript: Transcript, model: str, message_id: str) -> dict[str, Any]:
@@ -463,15 +556,29 @@ def anthropic_message(transcript: Transcript, model: str, message_id: str) -> di
         if block.kind == "text":
             content.append({"type": "text", "text": block.text})
         elif block.kind == "reasoning":
-            content.append({"type": "thinking", "thinking": block.text,
-                            "signature": block.signature or ""})
+            content.append(
+                {"type": "thinking", "thinking": block.text, "signature": block.signature or ""}
+            )
         else:
-            content.append({"type": "tool_use", "id": block.call_id, "name": block.name,
-                            "input": json_object(block.text)})
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": block.call_id,
+                    "name": block.name,
+                    "input": json_object(block.text),
+                }
+            )
     reason = transcript.finished.reason if transcript.finished else "stop"
-    return {"id": message_id, "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": STOP_REASON_FOR.get(reason, "end_turn"),
-            "stop_sequence": None, "usage": _anthropic_usage(transcript.usage)}
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": STOP_REASON_FOR.get(reason, "end_turn"),
+        "stop_sequence": None,
+        "usage": _anthropic_usage(transcript.usage),
+    }
 
 
 # Signatures other upstreams made, which Anthropic would refuse (Codex, Gemini).
@@ -488,9 +595,15 @@ def strip_foreign_thinking(body: dict[str, Any]) -> dict[str, Any] | None:
     for message in body.get("messages") or []:
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list):
-            kept = [b for b in content if not (
-                isinstance(b, dict) and b.get("type") == "thinking"
-                and str(b.get("signature") or "").startswith(FOREIGN_TO_ANTHROPIC))]
+            kept = [
+                b
+                for b in content
+                if not (
+                    isinstance(b, dict)
+                    and b.get("type") == "thinking"
+                    and str(b.get("signature") or "").startswith(FOREIGN_TO_ANTHROPIC)
+                )
+            ]
             if len(kept) != len(content):
                 changed = True
                 message = dict(message, content=kept or [{"type": "text", "text": "…"}])

@@ -5,13 +5,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-ANTHROPIC_BY_STATUS = {400: "invalid_request_error", 401: "authentication_error",
-                       403: "permission_error", 404: "not_found_error",
-                       413: "request_too_large", 429: "rate_limit_error",
-                       529: "overloaded_error"}
-OPENAI_BY_STATUS = {400: "invalid_request_error", 401: "authentication_error",
-                    403: "permission_error", 404: "not_found_error",
-                    413: "invalid_request_error", 429: "rate_limit_error"}
+ANTHROPIC_BY_STATUS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+OPENAI_BY_STATUS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+}
 
 
 def read_error(body: bytes) -> tuple[str | None, str]:

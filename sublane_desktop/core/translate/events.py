@@ -65,8 +65,17 @@ class Finished:
     message: str | None = None
 
 
-Event = (Started | TextDelta | ReasoningDelta | ReasoningEnd | ToolStart | ToolArgs | ToolEnd
-         | Usage | Finished)
+Event = (
+    Started
+    | TextDelta
+    | ReasoningDelta
+    | ReasoningEnd
+    | ToolStart
+    | ToolArgs
+    | ToolEnd
+    | Usage
+    | Finished
+)
 
 NOTHING: tuple[Event, ...] = ()
 
@@ -81,6 +90,7 @@ def event_payload(data: str) -> dict[str, Any] | None:
         return None
     return payload if isinstance(payload, dict) else None
 
+
 # Reasoning blobs are only meaningful to the upstream that made them.
 ANTHROPIC_TAG = "sl1.an."
 OPENAI_TAG = "sl1.oa."
@@ -93,15 +103,23 @@ def tag_signature(tag: str, value: str | None) -> str | None:
 
 def untag_signature(tag: str, value: str | None) -> str | None:
     if value and value.startswith(tag) and len(value) > len(tag):
-        return value[len(tag):]
+        return value[len(tag) :]
     return None
 
 
 # Mid-stream upstream errors that say the account (not the request) is in trouble.
-ACCOUNT_ERRORS = frozenset({
-    "overloaded_error", "api_error", "server_error", "rate_limit_error", "rate_limit_exceeded",
-    "usage_limit_reached", "insufficient_quota", "service_unavailable",
-})
+ACCOUNT_ERRORS = frozenset(
+    {
+        "overloaded_error",
+        "api_error",
+        "server_error",
+        "rate_limit_error",
+        "rate_limit_exceeded",
+        "usage_limit_reached",
+        "insufficient_quota",
+        "service_unavailable",
+    }
+)
 
 
 class Tally:
@@ -216,4 +234,3 @@ class Transcript:
     @property
     def tools(self) -> list[Block]:
         return [b for b in self.blocks if b.kind == "tool"]
-

@@ -109,8 +109,11 @@ SCHEMA_KEYS = frozenset(
 
 
 # String formats Gemini's schema accepts per type; any other format is refused with a 400.
-FORMATS = {"string": ("enum", "date-time"), "integer": ("int32", "int64"),
-           "number": ("float", "double")}
+FORMATS = {
+    "string": ("enum", "date-time"),
+    "integer": ("int32", "int64"),
+    "number": ("float", "double"),
+}
 
 
 # --- Prompt -> Gemini request ---------------------------------------------------------------------

@@ -153,6 +153,8 @@ def json_mode_instruction(output_format: dict[str, Any]) -> str:
     """What an upstream without a JSON mode is told instead."""
     schema = output_format.get("schema")
     if isinstance(schema, dict):
-        return ("Reply with only a JSON object, no prose and no code fence, matching this JSON"
-                " schema: " + json.dumps(schema, separators=(",", ":")))
+        return (
+            "Reply with only a JSON object, no prose and no code fence, matching this JSON"
+            " schema: " + json.dumps(schema, separators=(",", ":"))
+        )
     return "Reply with only a JSON object, no prose and no code fence."

@@ -45,8 +45,11 @@ from sublane_desktop.core.translate.prompt import (
 )
 
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
-INCOMPLETE_REASONS = {"max_output_tokens": "length", "max_tokens": "length",
-                      "content_filter": "content_filter"}
+INCOMPLETE_REASONS = {
+    "max_output_tokens": "length",
+    "max_tokens": "length",
+    "content_filter": "content_filter",
+}
 
 
 # --- client request -> Prompt ---------------------------------------------------------------------
@@ -97,24 +100,38 @@ def prompt_from_responses(body: dict[str, Any], model: str) -> Prompt:
                 for part in parts:
                     prompt.add("assistant" if role == "assistant" else "user", part)
         elif kind == "function_call":
-            prompt.add("assistant", ToolCall(str(item.get("call_id") or ""),
-                                             str(item.get("name") or ""),
-                                             json_text(item.get("arguments"))))
+            prompt.add(
+                "assistant",
+                ToolCall(
+                    str(item.get("call_id") or ""),
+                    str(item.get("name") or ""),
+                    json_text(item.get("arguments")),
+                ),
+            )
         elif kind == "function_call_output":
             output = item.get("output")
-            prompt.add("user", ToolResult(str(item.get("call_id") or ""),
-                                          _parts(output if output is not None else "")))
+            prompt.add(
+                "user",
+                ToolResult(
+                    str(item.get("call_id") or ""), _parts(output if output is not None else "")
+                ),
+            )
         elif kind == "reasoning":
-            summary = "\n\n".join(s["text"] for s in as_dicts(item.get("summary"))
-                                  if isinstance(s.get("text"), str))
+            summary = "\n\n".join(
+                s["text"] for s in as_dicts(item.get("summary")) if isinstance(s.get("text"), str)
+            )
             prompt.add("assistant", Reasoning(summary, as_str(item.get("encrypted_content"))))
         # item_reference, built-in tool calls: nothing the other side can take
     for tool in as_dicts(body.get("tools")):
         if tool.get("type") == "function" and isinstance(tool.get("name"), str):
             params = tool.get("parameters")
-            prompt.tools.append(Tool(tool["name"], str(tool.get("description") or ""),
-                                     params if isinstance(params, dict)
-                                     else {"type": "object", "properties": {}}))
+            prompt.tools.append(
+                Tool(
+                    tool["name"],
+                    str(tool.get("description") or ""),
+                    params if isinstance(params, dict) else {"type": "object", "properties": {}},
+                )
+            )
     choice = body.get("tool_choice")
     if choice in ("auto", "none", "required"):
         prompt.tool_choice = choice
@@ -155,8 +172,10 @@ def _reasoning_item(part: Reasoning) -> dict[str, Any] | None:
     if blob is None:
         return None
     item_id, _, encrypted = blob.partition(".")
-    item: dict[str, Any] = {"type": "reasoning", "summary": (
-        [{"type": "summary_text", "text": part.text}] if part.text else [])}
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "summary": ([{"type": "summary_text", "text": part.text}] if part.text else []),
+    }
     if item_id:
         item["id"] = item_id
     item["encrypted_content"] = encrypted
@@ -181,27 +200,41 @@ def responses_request(prompt: Prompt) -> dict[str, Any]:
                 continue
             _flush(items, pending, turn.role)
             if isinstance(part, ToolCall):
-                items.append({"type": "function_call", "call_id": part.call_id,
-                              "name": part.name, "arguments": part.arguments or "{}"})
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": part.call_id,
+                        "name": part.name,
+                        "arguments": part.arguments or "{}",
+                    }
+                )
             elif isinstance(part, ToolResult):
                 if any(isinstance(p, Image) for p in part.content):
                     output: Any = _input_content(part.content, "user")
                 else:
                     output = "".join(p.text for p in part.content if isinstance(p, Text))
-                items.append({"type": "function_call_output", "call_id": part.call_id,
-                              "output": output})
+                items.append(
+                    {"type": "function_call_output", "call_id": part.call_id, "output": output}
+                )
             elif isinstance(part, Reasoning):
                 item = _reasoning_item(part)
                 if item is not None:
                     items.append(item)
         _flush(items, pending, turn.role)
-    body: dict[str, Any] = {"model": prompt.model, "input": items, "stream": True,
-                            "store": False}
+    body: dict[str, Any] = {"model": prompt.model, "input": items, "stream": True, "store": False}
     if prompt.system:
         body["instructions"] = "\n\n".join(prompt.system)
     if prompt.tools:
-        body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
-                          "parameters": t.parameters, "strict": False} for t in prompt.tools]
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": False,
+            }
+            for t in prompt.tools
+        ]
         if prompt.tool_choice == "tool" and prompt.tool_name:
             body["tool_choice"] = {"type": "function", "name": prompt.tool_name}
         elif prompt.tool_choice in ("auto", "none", "required"):
@@ -244,9 +277,16 @@ class ResponsesReader:
     """
 
     # Events a pass-through may leave unread once the first output has been seen.
-    BULK = frozenset({"response.output_text.delta", "response.function_call_arguments.delta",
-                      "response.reasoning_summary_text.delta", "response.reasoning_text.delta",
-                      "response.refusal.delta", "response.custom_tool_call_input.delta"})
+    BULK = frozenset(
+        {
+            "response.output_text.delta",
+            "response.function_call_arguments.delta",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_text.delta",
+            "response.refusal.delta",
+            "response.custom_tool_call_input.delta",
+        }
+    )
 
     def __init__(self) -> None:
         self.response: dict[str, Any] | None = None
@@ -311,8 +351,11 @@ class ResponsesReader:
         if kind == "reasoning":
             out: list[Event] = []
             if not streamed:
-                text = "\n\n".join(s["text"] for s in as_dicts(item.get("summary"))
-                                   if isinstance(s.get("text"), str))
+                text = "\n\n".join(
+                    s["text"]
+                    for s in as_dicts(item.get("summary"))
+                    if isinstance(s.get("text"), str)
+                )
                 if text:
                     out.append(ReasoningDelta(text))
             encrypted = item.get("encrypted_content")
@@ -320,8 +363,11 @@ class ResponsesReader:
             out.append(ReasoningEnd(tag_signature(OPENAI_TAG, blob)))
             return tuple(out)
         if kind == "message" and not streamed:
-            text = "".join(c.get("text") or "" for c in as_dicts(item.get("content"))
-                           if c.get("type") == "output_text")
+            text = "".join(
+                c.get("text") or ""
+                for c in as_dicts(item.get("content"))
+                if c.get("type") == "output_text"
+            )
             return (TextDelta(text),) if text else NOTHING
         return NOTHING
 
@@ -350,18 +396,37 @@ def _usage_json(usage: Usage) -> dict[str, Any] | None:
         return None
     inp, out = usage.input_tokens or 0, usage.output_tokens or 0
     cached = usage.cached_tokens or 0
-    return {"input_tokens": inp, "input_tokens_details": {"cached_tokens": cached},
-            "output_tokens": out, "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": inp + out}
+    return {
+        "input_tokens": inp,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": out,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": inp + out,
+    }
 
 
 def response_shell(response_id: str, model: str, created_at: int) -> dict[str, Any]:
-    return {"id": response_id, "object": "response", "created_at": created_at,
-            "status": "in_progress", "model": model, "output": [], "usage": None,
-            "error": None, "incomplete_details": None, "instructions": None, "metadata": {},
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-            "temperature": None, "top_p": None, "text": {"format": {"type": "text"}},
-            "reasoning": None, "store": False}
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at,
+        "status": "in_progress",
+        "model": model,
+        "output": [],
+        "usage": None,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "temperature": None,
+        "top_p": None,
+        "text": {"format": {"type": "text"}},
+        "reasoning": None,
+        "store": False,
+    }
 
 
 def _finish_shell(shell: dict[str, Any], end: Finished | None, usage: Usage) -> str:
@@ -369,13 +434,16 @@ def _finish_shell(shell: dict[str, Any], end: Finished | None, usage: Usage) -> 
     shell["usage"] = _usage_json(usage)
     if end is None or end.status == "failed":
         shell["status"] = "failed"
-        shell["error"] = {"code": (end.error_type if end else None) or "server_error",
-                          "message": (end.message if end else None) or "upstream error"}
+        shell["error"] = {
+            "code": (end.error_type if end else None) or "server_error",
+            "message": (end.message if end else None) or "upstream error",
+        }
         return "response.failed"
     if end.reason in ("length", "content_filter"):
         shell["status"] = "incomplete"
         shell["incomplete_details"] = {
-            "reason": "max_output_tokens" if end.reason == "length" else "content_filter"}
+            "reason": "max_output_tokens" if end.reason == "length" else "content_filter"
+        }
         return "response.incomplete"
     shell["status"] = "completed"
     return "response.completed"
@@ -384,8 +452,13 @@ def _finish_shell(shell: dict[str, Any], end: Finished | None, usage: Usage) -> 
 class ResponsesRenderer:
     """Neutral events as Responses SSE event payloads, in the order the API sends them."""
 
-    def __init__(self, model: str, response_id: str, created_at: int,
-                 new_id: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        response_id: str,
+        created_at: int,
+        new_id: Callable[[str], str] | None = None,
+    ) -> None:
         self.shell = response_shell(response_id, model, created_at)
         self.seq = 0
         self.started = False
@@ -408,8 +481,10 @@ class ResponsesRenderer:
         if self.started:
             return []
         self.started = True
-        return [self._ev("response.created", response=_copy(self.shell)),
-                self._ev("response.in_progress", response=_copy(self.shell))]
+        return [
+            self._ev("response.created", response=_copy(self.shell)),
+            self._ev("response.in_progress", response=_copy(self.shell)),
+        ]
 
     @property
     def _index(self) -> int:
@@ -423,21 +498,55 @@ class ResponsesRenderer:
         index = self._index
         if item["type"] == "message":
             part = item["content"][0]
-            out.append(self._ev("response.output_text.done", item_id=item["id"],
-                                output_index=index, content_index=0, text=part["text"],
-                                logprobs=[]))
-            out.append(self._ev("response.content_part.done", item_id=item["id"],
-                                output_index=index, content_index=0, part=dict(part)))
+            out.append(
+                self._ev(
+                    "response.output_text.done",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    text=part["text"],
+                    logprobs=[],
+                )
+            )
+            out.append(
+                self._ev(
+                    "response.content_part.done",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    part=dict(part),
+                )
+            )
         elif item["type"] == "reasoning":
             if item["summary"]:
                 part = item["summary"][0]
-                out.append(self._ev("response.reasoning_summary_text.done", item_id=item["id"],
-                                    output_index=index, summary_index=0, text=part["text"]))
-                out.append(self._ev("response.reasoning_summary_part.done", item_id=item["id"],
-                                    output_index=index, summary_index=0, part=dict(part)))
+                out.append(
+                    self._ev(
+                        "response.reasoning_summary_text.done",
+                        item_id=item["id"],
+                        output_index=index,
+                        summary_index=0,
+                        text=part["text"],
+                    )
+                )
+                out.append(
+                    self._ev(
+                        "response.reasoning_summary_part.done",
+                        item_id=item["id"],
+                        output_index=index,
+                        summary_index=0,
+                        part=dict(part),
+                    )
+                )
         elif item["type"] == "function_call":
-            out.append(self._ev("response.function_call_arguments.done", item_id=item["id"],
-                                output_index=index, arguments=item["arguments"]))
+            out.append(
+                self._ev(
+                    "response.function_call_arguments.done",
+                    item_id=item["id"],
+                    output_index=index,
+                    arguments=item["arguments"],
+                )
+            )
         item["status"] = "completed"
         if item["type"] == "reasoning":
             item.pop("status")
@@ -453,8 +562,9 @@ class ResponsesRenderer:
     def _open(self, item: dict[str, Any]) -> list[dict[str, Any]]:
         out = self._close()
         self.item = item
-        out.append(self._ev("response.output_item.added", output_index=self._index,
-                            item=_copy(item)))
+        out.append(
+            self._ev("response.output_item.added", output_index=self._index, item=_copy(item))
+        )
         return out
 
     def render(self, event: Event) -> list[dict[str, Any]]:
@@ -464,47 +574,99 @@ class ResponsesRenderer:
         item = self.item
         if isinstance(event, TextDelta):
             if item is None or item["type"] != "message":
-                out += self._open({"type": "message", "id": self._new_id("msg"),
-                                   "status": "in_progress", "role": "assistant", "content": []})
+                out += self._open(
+                    {
+                        "type": "message",
+                        "id": self._new_id("msg"),
+                        "status": "in_progress",
+                        "role": "assistant",
+                        "content": [],
+                    }
+                )
                 item = self._current()
                 part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-                out.append(self._ev("response.content_part.added", item_id=item["id"],
-                                    output_index=self._index, content_index=0, part=dict(part)))
+                out.append(
+                    self._ev(
+                        "response.content_part.added",
+                        item_id=item["id"],
+                        output_index=self._index,
+                        content_index=0,
+                        part=dict(part),
+                    )
+                )
                 item["content"].append(part)
             if event.text:
                 item["content"][0]["text"] += event.text
-                out.append(self._ev("response.output_text.delta", item_id=item["id"],
-                                    output_index=self._index, content_index=0,
-                                    delta=event.text, logprobs=[]))
+                out.append(
+                    self._ev(
+                        "response.output_text.delta",
+                        item_id=item["id"],
+                        output_index=self._index,
+                        content_index=0,
+                        delta=event.text,
+                        logprobs=[],
+                    )
+                )
         elif isinstance(event, (ReasoningDelta, ReasoningEnd)):
             if item is None or item["type"] != "reasoning":
-                out += self._open({"type": "reasoning", "id": self._new_id("rs"),
-                                   "summary": [], "status": "in_progress"})
+                out += self._open(
+                    {
+                        "type": "reasoning",
+                        "id": self._new_id("rs"),
+                        "summary": [],
+                        "status": "in_progress",
+                    }
+                )
                 item = self._current()
             if isinstance(event, ReasoningDelta) and event.text:
                 if not item["summary"]:
                     part = {"type": "summary_text", "text": ""}
-                    out.append(self._ev("response.reasoning_summary_part.added",
-                                        item_id=item["id"], output_index=self._index,
-                                        summary_index=0, part=dict(part)))
+                    out.append(
+                        self._ev(
+                            "response.reasoning_summary_part.added",
+                            item_id=item["id"],
+                            output_index=self._index,
+                            summary_index=0,
+                            part=dict(part),
+                        )
+                    )
                     item["summary"].append(part)
                 item["summary"][0]["text"] += event.text
-                out.append(self._ev("response.reasoning_summary_text.delta", item_id=item["id"],
-                                    output_index=self._index, summary_index=0,
-                                    delta=event.text))
+                out.append(
+                    self._ev(
+                        "response.reasoning_summary_text.delta",
+                        item_id=item["id"],
+                        output_index=self._index,
+                        summary_index=0,
+                        delta=event.text,
+                    )
+                )
             elif isinstance(event, ReasoningEnd):
                 if event.signature:
                     item["encrypted_content"] = event.signature
                 out += self._close()
         elif isinstance(event, ToolStart):
-            out += self._open({"type": "function_call", "id": self._new_id("fc"),
-                               "call_id": event.call_id, "name": event.name, "arguments": "",
-                               "status": "in_progress"})
+            out += self._open(
+                {
+                    "type": "function_call",
+                    "id": self._new_id("fc"),
+                    "call_id": event.call_id,
+                    "name": event.name,
+                    "arguments": "",
+                    "status": "in_progress",
+                }
+            )
         elif isinstance(event, ToolArgs):
             if item is not None and item["type"] == "function_call" and event.text:
                 item["arguments"] += event.text
-                out.append(self._ev("response.function_call_arguments.delta", item_id=item["id"],
-                                    output_index=self._index, delta=event.text))
+                out.append(
+                    self._ev(
+                        "response.function_call_arguments.delta",
+                        item_id=item["id"],
+                        output_index=self._index,
+                        delta=event.text,
+                    )
+                )
         elif isinstance(event, ToolEnd):
             if item is not None and item["type"] == "function_call":
                 out += self._close()
@@ -532,8 +694,9 @@ def _copy(value: dict[str, Any]) -> dict[str, Any]:
     return copied
 
 
-def responses_object(transcript: Transcript, model: str, response_id: str,
-                     created_at: int) -> dict[str, Any]:
+def responses_object(
+    transcript: Transcript, model: str, response_id: str, created_at: int
+) -> dict[str, Any]:
     """A whole Responses answer: replays the fold through the renderer, so both agree."""
     renderer = ResponsesRenderer(model, response_id, created_at)
     for block in transcript.blocks:
@@ -562,7 +725,13 @@ def strip_foreign_reasoning(body: dict[str, Any]) -> dict[str, Any] | None:
     items = body.get("input")
     if not isinstance(items, list):
         return None
-    kept = [i for i in items if not (
-        isinstance(i, dict) and i.get("type") == "reasoning"
-        and str(i.get("encrypted_content") or "").startswith(FOREIGN_TO_OPENAI))]
+    kept = [
+        i
+        for i in items
+        if not (
+            isinstance(i, dict)
+            and i.get("type") == "reasoning"
+            and str(i.get("encrypted_content") or "").startswith(FOREIGN_TO_OPENAI)
+        )
+    ]
     return dict(body, input=kept) if len(kept) != len(items) else None

@@ -44,8 +44,9 @@ def secret_from_text(text: str) -> dict[str, Any]:
         try:
             value = json.loads(text)
         except ValueError:
-            raise CredentialError("the pasted text starts like JSON but is not valid JSON"
-                                  ) from None
+            raise CredentialError(
+                "the pasted text starts like JSON but is not valid JSON"
+            ) from None
         return value
     if any(c.isspace() for c in text):
         raise CredentialError("an API key is one word: no spaces or line breaks")
@@ -68,12 +69,15 @@ class AddAccountDialog(QDialog):
         self.import_codex.setToolTip("Reads ~/.codex/auth.json")
         self.import_codex.clicked.connect(lambda: self._import("codex"))
         self.import_gemini = QPushButton("Import Gemini CLI login")
-        self.import_gemini.setToolTip("Reads ~/.gemini/oauth_creds.json (an Antigravity "
-                                      "account: Gemini and Claude models)")
+        self.import_gemini.setToolTip(
+            "Reads ~/.gemini/oauth_creds.json (an Antigravity account: Gemini and Claude models)"
+        )
         self.import_gemini.clicked.connect(lambda: self._import("gemini"))
         self.import_antigravity = QPushButton("Import Antigravity account…")
-        self.import_antigravity.setToolTip("Choose an Antigravity account file (JSON with "
-                                           "access_token, refresh_token and project_id)")
+        self.import_antigravity.setToolTip(
+            "Choose an Antigravity account file (JSON with "
+            "access_token, refresh_token and project_id)"
+        )
         self.import_antigravity.clicked.connect(self._import_antigravity_file)
         grid = QGridLayout(imports)
         grid.addWidget(self.import_claude, 0, 0)
@@ -104,8 +108,9 @@ class AddAccountDialog(QDialog):
         form.addRow("Secret", secret_row)
         # Below the form, not in a form row: a wrapped label in a row overlapped the Secret
         # box once an error line pushed the layout (issue 14).
-        self.keyring_note = QLabel("The secret goes to the system keyring, never to SubLane's "
-                                   "database.")
+        self.keyring_note = QLabel(
+            "The secret goes to the system keyring, never to SubLane's database."
+        )
         self.keyring_note.setWordWrap(True)
 
         self.error = error_label()
@@ -126,8 +131,13 @@ class AddAccountDialog(QDialog):
         set_default_size(self, 520, 0)
 
     def _busy(self, busy: bool) -> None:
-        for widget in (self.import_claude, self.import_codex, self.import_gemini,
-                       self.import_antigravity, self.add_button):
+        for widget in (
+            self.import_claude,
+            self.import_codex,
+            self.import_gemini,
+            self.import_antigravity,
+            self.add_button,
+        ):
             widget.setEnabled(not busy)
 
     def _import(self, which: str, path: Path | None = None) -> None:
@@ -138,8 +148,11 @@ class AddAccountDialog(QDialog):
         """Ask for the account file (a separate step so tests can answer it)."""
         start = Path.home() / LOGIN_FILES["antigravity"]
         chosen, _ = QFileDialog.getOpenFileName(
-            self, "Antigravity account file", str(start if start.exists() else Path.home()),
-            "JSON files (*.json);;All files (*)")
+            self,
+            "Antigravity account file",
+            str(start if start.exists() else Path.home()),
+            "JSON files (*.json);;All files (*)",
+        )
         return Path(chosen) if chosen else None
 
     def _import_antigravity_file(self) -> None:
@@ -158,10 +171,16 @@ class AddAccountDialog(QDialog):
         except CredentialError as exc:
             show_error(self.error, str(exc))
             return
-        self._watch(self._bridge.add_account(
-            self.provider.currentText(), name, secret, group=self.group.text().strip()
-            or "default", base_url=self.base_url.text().strip() or None,
-            max_concurrency=self.limit.value()))
+        self._watch(
+            self._bridge.add_account(
+                self.provider.currentText(),
+                name,
+                secret,
+                group=self.group.text().strip() or "default",
+                base_url=self.base_url.text().strip() or None,
+                max_concurrency=self.limit.value(),
+            )
+        )
 
     def _watch(self, reply: Any) -> None:
         if reply is None:

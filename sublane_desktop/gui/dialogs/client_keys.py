@@ -110,8 +110,14 @@ class ClientKeysDialog(QDialog):
         self.table.setRowCount(len(self.keys))
         for row, key in enumerate(self.keys):
             created = time.strftime("%Y-%m-%d %H:%M", time.localtime(key.get("created_at") or 0))
-            cells = (key.get("name"), key.get("prefix", "") + "…", key.get("user"),
-                     key.get("group"), created, "revoked" if key.get("revoked") else "active")
+            cells = (
+                key.get("name"),
+                key.get("prefix", "") + "…",
+                key.get("user"),
+                key.get("group"),
+                created,
+                "revoked" if key.get("revoked") else "active",
+            )
             for column, value in enumerate(cells):
                 item = QTableWidgetItem(str(value or ""))
                 if key.get("revoked"):
@@ -157,10 +163,13 @@ class ClientKeysDialog(QDialog):
         key = self.selected_key()
         if key is None:
             return
-        box = QMessageBox(QMessageBox.Icon.Question, "Revoke key",
-                          f"Revoke {key['name']} ({key['prefix']}…)? Tools using it get 401 "
-                          "from now on.",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            "Revoke key",
+            f"Revoke {key['name']} ({key['prefix']}…)? Tools using it get 401 from now on.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+            self,
+        )
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         box.setWindowModality(Qt.WindowModality.WindowModal)
         box.finished.connect(lambda result: self._revoke_answered(box, key["id"], result))

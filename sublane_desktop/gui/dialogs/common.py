@@ -54,8 +54,13 @@ class CodeView(QPlainTextEdit):
     def _fit(self) -> None:
         lines = max(1, int(self.document().documentLayout().documentSize().height()))
         margins = self.contentsMargins()
-        height = (self.fontMetrics().lineSpacing() * lines + 2 * int(self.document().documentMargin())
-                  + margins.top() + margins.bottom() + 2)
+        height = (
+            self.fontMetrics().lineSpacing() * lines
+            + 2 * int(self.document().documentMargin())
+            + margins.top()
+            + margins.bottom()
+            + 2
+        )
         if height != self.height():
             self.setFixedHeight(height)
 
@@ -88,6 +93,7 @@ def secret_field(name: str, parent: QWidget | None = None) -> tuple[SecretEdit, 
     toggle.setText("Show")
     toggle.setCheckable(True)
     toggle.setAccessibleName(f"Show {name.lower()}")
+
     def reveal(shown: bool) -> None:
         edit.setEchoMode(QLineEdit.EchoMode.Normal if shown else QLineEdit.EchoMode.Password)
         toggle.setText("Hide" if shown else "Show")

@@ -66,8 +66,9 @@ class SettingsDialog(QDialog):
         self.poll_floor = QSpinBox()
         self.poll_floor.setRange(0, 86400)
         self.poll_floor.setSuffix(" s")
-        self.poll_floor.setToolTip("At most one quota read per account this often "
-                                   "(Refresh ignores it)")
+        self.poll_floor.setToolTip(
+            "At most one quota read per account this often (Refresh ignores it)"
+        )
         self.start_at_login = QCheckBox("Start SubLane when I log in")
 
         form = QFormLayout()
@@ -81,8 +82,9 @@ class SettingsDialog(QDialog):
         form.addRow("", self.start_at_login)
 
         self.error = error_label()
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save
-                                        | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
@@ -124,11 +126,13 @@ class SettingsDialog(QDialog):
         endpoint = self._bridge.endpoint_url()
         if value != int(self._loaded.get("server.port", value)):
             where = "a free port" if value == 0 else f"port {value}"
-            self.port_note.setText(f"Serving on {endpoint} until SubLane restarts; "
-                                   f"then on {where}.")
+            self.port_note.setText(
+                f"Serving on {endpoint} until SubLane restarts; then on {where}."
+            )
         else:
-            self.port_note.setText(f"Serving on {endpoint}. A new port applies after "
-                                   "SubLane restarts.")
+            self.port_note.setText(
+                f"Serving on {endpoint}. A new port applies after SubLane restarts."
+            )
 
     def save(self) -> None:
         changes = self.changes()

@@ -70,8 +70,9 @@ class ToolPage(QWidget):
         return [v.toPlainText() for v in self.views]
 
     def show_snippets(self) -> None:
-        for view, snippet in zip(self.views, snippets(self.tool.id, self._bridge.endpoint_url(),
-                                                      self.key), strict=False):
+        for view, snippet in zip(
+            self.views, snippets(self.tool.id, self._bridge.endpoint_url(), self.key), strict=False
+        ):
             view.setPlainText(snippet.text)
 
     def create_key(self) -> None:
@@ -88,8 +89,10 @@ class ToolPage(QWidget):
         self.key = key
         self.create_button.setEnabled(True)
         self.create_button.setText("Create another key")
-        self.key_note.setText(f"Key {info.get('prefix', '')}… named {info.get('name')!r} "
-                              "is in the lines below. Copy them now: it is shown only once.")
+        self.key_note.setText(
+            f"Key {info.get('prefix', '')}… named {info.get('name')!r} "
+            "is in the lines below. Copy them now: it is shown only once."
+        )
         self.show_snippets()
 
     def _failed(self, message: str) -> None:
