@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -161,17 +163,56 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture
-async def harness(tmp_path: Path, upstream: FakeAnthropic, secret_store: SecretStore):
+def fake_env(
+    upstream: FakeAnthropic,
+    codex: FakeCodex | None = None,
+    google: FakeAntigravity | None = None,
+) -> dict[str, str]:
+    """Every upstream base URL the service reads, pointed at the fakes the test runs."""
+    env = {"SUBLANE_ANTHROPIC_BASE_URL": upstream.url, "SUBLANE_OAUTH_BASE_URL": upstream.url}
+    if codex is not None:
+        env["SUBLANE_CODEX_BASE_URL"] = env["SUBLANE_OPENAI_BASE_URL"] = codex.url
+    if google is not None:
+        env["SUBLANE_ANTIGRAVITY_BASE_URL"] = env["SUBLANE_GOOGLE_OAUTH_BASE_URL"] = google.url
+    return env
+
+
+@contextlib.asynccontextmanager
+async def started_harness(
+    tmp_path: Path,
+    secret_store: SecretStore,
+    upstream: FakeAnthropic,
+    *,
+    codex: FakeCodex | None = None,
+    google: FakeAntigravity | None = None,
+    clock: FakeClock | None = None,
+) -> AsyncIterator[Harness]:
+    """A started service on the fakes (and a fake clock, when given); stopped afterwards."""
     service = Service(
         tmp_path / "data",
         port=0,
+        clock=clock,
         secret_store=secret_store,
-        env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url, "SUBLANE_OAUTH_BASE_URL": upstream.url},
+        env=fake_env(upstream, codex, google),
     )
     await service.start()
-    yield Harness(service, upstream)
-    await service.stop(drain_timeout=2)
+    h = Harness(service, upstream)
+    if codex is not None:
+        h.codex = codex
+    if google is not None:
+        h.google = google
+    if clock is not None:
+        h.clock = clock
+    try:
+        yield h
+    finally:
+        await service.stop(drain_timeout=2)
+
+
+@pytest.fixture
+async def harness(tmp_path: Path, upstream: FakeAnthropic, secret_store: SecretStore):
+    async with started_harness(tmp_path, secret_store, upstream) as h:
+        yield h
 
 
 @pytest.fixture
@@ -187,22 +228,19 @@ async def codex_harness(
     tmp_path: Path, upstream: FakeAnthropic, codex_upstream: FakeCodex, secret_store: SecretStore
 ):
     """A started service whose Anthropic, Codex and OpenAI base URLs are the fakes."""
-    service = Service(
-        tmp_path / "data",
-        port=0,
-        secret_store=secret_store,
-        env={
-            "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-            "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
-            "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
-            "SUBLANE_OAUTH_BASE_URL": upstream.url,
-        },
-    )
-    await service.start()
-    h = Harness(service, upstream)
-    h.codex = codex_upstream
-    yield h
-    await service.stop(drain_timeout=2)
+    async with started_harness(tmp_path, secret_store, upstream, codex=codex_upstream) as h:
+        yield h
+
+
+@pytest.fixture
+async def clocked_codex_harness(
+    tmp_path: Path, upstream: FakeAnthropic, codex_upstream: FakeCodex, secret_store: SecretStore
+):
+    """The same on a fake clock (`h.clock`), for rules that turn on time."""
+    async with started_harness(
+        tmp_path, secret_store, upstream, codex=codex_upstream, clock=FakeClock()
+    ) as h:
+        yield h
 
 
 @pytest.fixture
@@ -221,22 +259,8 @@ async def antigravity_harness(
     secret_store: SecretStore,
 ):
     """A started service whose Antigravity and Google OAuth base URLs are the fake."""
-    service = Service(
-        tmp_path / "data",
-        port=0,
-        secret_store=secret_store,
-        env={
-            "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-            "SUBLANE_OAUTH_BASE_URL": upstream.url,
-            "SUBLANE_ANTIGRAVITY_BASE_URL": antigravity_upstream.url,
-            "SUBLANE_GOOGLE_OAUTH_BASE_URL": antigravity_upstream.url,
-        },
-    )
-    await service.start()
-    h = Harness(service, upstream)
-    h.google = antigravity_upstream
-    h.clients = []  # SDK clients the test opened: closed here, not by a late garbage collector
-    yield h
-    for client in h.clients:
-        await client.close()
-    await service.stop(drain_timeout=2)
+    async with started_harness(tmp_path, secret_store, upstream, google=antigravity_upstream) as h:
+        h.clients = []  # SDK clients the test opened: closed here, not by a late collector
+        yield h
+        for client in h.clients:
+            await client.close()

@@ -44,26 +44,8 @@ def body(*, one_hour: bool = False) -> dict:
 
 
 @pytest.fixture
-async def desk(tmp_path: Path, upstream, codex_upstream, secret_store):
-    clock = FakeClock()
-    service = Service(
-        tmp_path / "data",
-        port=0,
-        clock=clock,
-        secret_store=secret_store,
-        env={
-            "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-            "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
-            "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
-            "SUBLANE_OAUTH_BASE_URL": upstream.url,
-        },
-    )
-    await service.start()
-    h = Harness(service, upstream)
-    h.codex = codex_upstream
-    h.clock = clock
-    yield h
-    await service.stop(drain_timeout=2)
+def desk(clocked_codex_harness):
+    return clocked_codex_harness
 
 
 async def say(h, key: str, *, one_hour: bool = False, **headers: str) -> None:

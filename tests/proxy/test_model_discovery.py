@@ -3,39 +3,16 @@ a metadata operation on the global cap (R-POOL-11). The clients are the real SDK
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import anthropic
 import openai
 import pytest
 
 from sublane_desktop.core.catalog import CACHE_SECONDS, STATIC_MODELS
-from sublane_desktop.core.clock import FakeClock
-from sublane_desktop.service import Service
-from tests.conftest import Harness
 
 
 @pytest.fixture
-async def h(tmp_path: Path, upstream, codex_upstream, secret_store):
-    clock = FakeClock()
-    service = Service(
-        tmp_path / "data",
-        port=0,
-        clock=clock,
-        secret_store=secret_store,
-        env={
-            "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-            "SUBLANE_CODEX_BASE_URL": codex_upstream.url,
-            "SUBLANE_OPENAI_BASE_URL": codex_upstream.url,
-            "SUBLANE_OAUTH_BASE_URL": upstream.url,
-        },
-    )
-    await service.start()
-    harness = Harness(service, upstream)
-    harness.codex = codex_upstream
-    harness.clock = clock
-    yield harness
-    await service.stop(drain_timeout=2)
+def h(clocked_codex_harness):
+    return clocked_codex_harness
 
 
 async def ids(h, key: str) -> list[str]:
