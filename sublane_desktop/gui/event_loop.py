@@ -11,11 +11,22 @@ between turns. Delayed callbacks (call_later / call_at) keep qasync's timers.
 A socket that became readable or writable runs its callback straight from the notifier (qasync
 first queues it as one more timer callback): the notifier is off while the callback runs and
 back on afterwards if the callback left it in place, as in qasync.
+
+Delayed callbacks (call_later / call_at) live in a heap of asyncio TimerHandles behind one
+precise QTimer armed for the earliest deadline, as asyncio keeps them. qasync starts a Qt timer
+per delayed callback and cannot stop it when the handle is cancelled; nearly every delayed
+callback of a proxied request is a timeout that is cancelled (phase deadlines, keep-alive,
+aiohttp's read timeouts), so each request left several live Qt timers behind for up to two
+minutes: tens of thousands at a few hundred requests a second, each insertion into Qt's sorted
+timer list slower than the last. Here a cancelled timer costs nothing until it reaches the head
+of the heap, and the heap is compacted when most of it is cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import math
 import os
 from collections import deque
 from typing import Any
@@ -23,7 +34,7 @@ from typing import Any
 os.environ.setdefault("QT_API", "pyside6")
 
 import qasync
-from PySide6.QtCore import QSocketNotifier, QTimer
+from PySide6.QtCore import QSocketNotifier, Qt, QTimer
 
 Notifiers = dict[Any, QSocketNotifier]
 
@@ -42,6 +53,12 @@ class DesktopEventLoop(qasync.QEventLoop):
         self._drain_timer.setSingleShot(True)
         self._drain_timer.setInterval(0)
         self._drain_timer.timeout.connect(self._drain)
+        self._timers: list[asyncio.TimerHandle] = []
+        self._armed_for = math.inf  # the deadline the delay timer is set for
+        self._delay_timer = QTimer()
+        self._delay_timer.setSingleShot(True)
+        self._delay_timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._delay_timer.timeout.connect(self._run_due)
 
     def call_soon(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:
         self._check_closed()
@@ -60,6 +77,78 @@ class DesktopEventLoop(qasync.QEventLoop):
                 handle._run()
         if self._ready_now:
             self._drain_timer.start()
+
+    # delayed callbacks --------------------------------------------------------------------------
+
+    def call_later(
+        self, delay: float, callback: Any, *args: Any, context: Any = None
+    ) -> asyncio.TimerHandle:
+        return self.call_at(self.time() + delay, callback, *args, context=context)
+
+    def call_at(
+        self, when: float, callback: Any, *args: Any, context: Any = None
+    ) -> asyncio.TimerHandle:
+        self._check_closed()
+        if asyncio.iscoroutinefunction(callback):
+            raise TypeError("coroutines cannot be used with call_at")
+        if not callable(callback):
+            raise TypeError(f"callback must be callable: {type(callback).__name__}")
+        handle = asyncio.TimerHandle(when, callback, args, self, context=context)
+        handle._scheduled = True
+        heapq.heappush(self._timers, handle)
+        if when < self._armed_for:  # a later deadline waits for the earlier one's turn
+            self._arm()
+        return handle
+
+    def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
+        if handle._scheduled:
+            self._timer_cancelled_count += 1
+            if self._timer_cancelled_count > 100 and 2 * self._timer_cancelled_count > len(
+                self._timers
+            ):
+                self._compact()
+
+    def _compact(self) -> None:
+        live = []
+        for handle in self._timers:
+            if handle._cancelled:
+                handle._scheduled = False
+            else:
+                live.append(handle)
+        heapq.heapify(live)
+        self._timers = live
+        self._timer_cancelled_count = 0
+
+    def _arm(self) -> None:
+        timers = self._timers
+        while timers and timers[0]._cancelled:
+            heapq.heappop(timers)._scheduled = False
+            self._timer_cancelled_count = max(0, self._timer_cancelled_count - 1)
+        if not timers:
+            self._armed_for = math.inf
+            self._delay_timer.stop()
+            return
+        when = timers[0]._when
+        self._armed_for = when
+        self._delay_timer.start(max(0, math.ceil((when - self.time()) * 1000)))
+
+    def _run_due(self) -> None:
+        # Qt rounds to whole milliseconds: what falls due within one counts as due now.
+        end = self.time() + 0.001
+        timers = self._timers
+        due = []
+        while timers and timers[0]._when <= end:
+            handle = heapq.heappop(timers)
+            handle._scheduled = False
+            if handle._cancelled:
+                self._timer_cancelled_count = max(0, self._timer_cancelled_count - 1)
+            else:
+                due.append(handle)
+        self._armed_for = math.inf
+        self._arm()  # before running: a callback may schedule an earlier deadline itself
+        for handle in due:
+            if not handle._cancelled:
+                handle._run()
 
     # sockets ------------------------------------------------------------------------------------
 
@@ -108,4 +197,6 @@ class DesktopEventLoop(qasync.QEventLoop):
         if not self.is_running():
             self._drain_timer.stop()
             self._ready_now.clear()
+            self._delay_timer.stop()
+            self._timers.clear()
         super().close()

@@ -59,3 +59,37 @@ def test_http_round_trips_over_its_sockets(loop):
             await runner.cleanup()
 
     assert loop.run_until_complete(asyncio.wait_for(main(), 30)) == list(range(50))
+
+
+def test_delayed_callbacks_run_in_deadline_order_and_cancelled_ones_never(loop):
+    seen: list[str] = []
+
+    async def main() -> None:
+        done = asyncio.Event()
+        loop.call_later(0.03, seen.append, "late")
+        loop.call_later(0.01, seen.append, "early")
+        loop.call_later(0.02, seen.append, "cancelled").cancel()
+        loop.call_at(loop.time() + 0.015, seen.append, "middle")
+        loop.call_later(0.04, done.set)
+        await done.wait()
+
+    loop.run_until_complete(asyncio.wait_for(main(), 10))
+    assert seen == ["early", "middle", "late"]
+
+
+def test_timeouts_fire_and_cancelled_timeouts_leave_nothing_behind(loop):
+    """A proxied request sets and cancels several long timeouts; they must not pile up."""
+
+    async def main() -> bool:
+        for _ in range(5000):  # what a burst of requests leaves: two-minute timeouts, cancelled
+            async with asyncio.timeout(120):
+                await asyncio.sleep(0)
+        try:
+            async with asyncio.timeout(0.01):
+                await asyncio.Event().wait()
+        except TimeoutError:
+            return True
+        return False
+
+    assert loop.run_until_complete(asyncio.wait_for(main(), 30)) is True
+    assert len(loop._timers) < 200  # compacted: no heap of dead two-minute timers
