@@ -94,41 +94,36 @@ class DesktopEventLoop(qasync.QEventLoop):
         if not callable(callback):
             raise TypeError(f"callback must be callable: {type(callback).__name__}")
         handle = asyncio.TimerHandle(when, callback, args, self, context=context)
-        handle._scheduled = True
         heapq.heappush(self._timers, handle)
         if when < self._armed_for:  # a later deadline waits for the earlier one's turn
             self._arm()
         return handle
 
     def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
-        if handle._scheduled:
-            self._timer_cancelled_count += 1
-            if self._timer_cancelled_count > 100 and 2 * self._timer_cancelled_count > len(
-                self._timers
-            ):
-                self._compact()
+        # TimerHandle.cancel reports here. A handle cancelled after it ran is counted too; that
+        # only brings the next compaction forward, which resets the count.
+        self._timer_cancelled_count += 1
+        if self._timer_cancelled_count > 100 and 2 * self._timer_cancelled_count > len(
+            self._timers
+        ):
+            self._compact()
 
     def _compact(self) -> None:
-        live = []
-        for handle in self._timers:
-            if handle._cancelled:
-                handle._scheduled = False
-            else:
-                live.append(handle)
+        live = [handle for handle in self._timers if not handle.cancelled()]
         heapq.heapify(live)
         self._timers = live
         self._timer_cancelled_count = 0
 
     def _arm(self) -> None:
         timers = self._timers
-        while timers and timers[0]._cancelled:
-            heapq.heappop(timers)._scheduled = False
+        while timers and timers[0].cancelled():
+            heapq.heappop(timers)
             self._timer_cancelled_count = max(0, self._timer_cancelled_count - 1)
         if not timers:
             self._armed_for = math.inf
             self._delay_timer.stop()
             return
-        when = timers[0]._when
+        when = timers[0].when()
         self._armed_for = when
         self._delay_timer.start(max(0, math.ceil((when - self.time()) * 1000)))
 
@@ -137,17 +132,16 @@ class DesktopEventLoop(qasync.QEventLoop):
         end = self.time() + 0.001
         timers = self._timers
         due = []
-        while timers and timers[0]._when <= end:
+        while timers and timers[0].when() <= end:
             handle = heapq.heappop(timers)
-            handle._scheduled = False
-            if handle._cancelled:
+            if handle.cancelled():
                 self._timer_cancelled_count = max(0, self._timer_cancelled_count - 1)
             else:
                 due.append(handle)
         self._armed_for = math.inf
         self._arm()  # before running: a callback may schedule an earlier deadline itself
         for handle in due:
-            if not handle._cancelled:
+            if not handle.cancelled():
                 handle._run()
 
     # sockets ------------------------------------------------------------------------------------
