@@ -9,8 +9,7 @@ drain; anything it schedules waits for the next turn of the Qt loop, so widgets 
 between turns. Delayed callbacks (call_later / call_at) keep qasync's timers.
 
 A socket that became readable or writable runs its callback straight from the notifier (qasync
-first queues it as one more timer callback): the notifier is off while the callback runs and
-back on afterwards if the callback left it in place, as in qasync.
+first queues it as one more timer callback).
 
 Delayed callbacks (call_later / call_at) live in a heap of asyncio TimerHandles behind one
 precise QTimer armed for the earliest deadline, as asyncio keeps them. qasync starts a Qt timer
@@ -53,6 +52,7 @@ class DesktopEventLoop(qasync.QEventLoop):
         self._drain_timer.setSingleShot(True)
         self._drain_timer.setInterval(0)
         self._drain_timer.timeout.connect(self._drain)
+        self._drain_armed = False  # a Python flag: QTimer.isActive() per call_soon is a Qt call
         self._timers: list[asyncio.TimerHandle] = []
         self._armed_for = math.inf  # the deadline the delay timer is set for
         self._delay_timer = QTimer()
@@ -66,17 +66,18 @@ class DesktopEventLoop(qasync.QEventLoop):
             raise TypeError("coroutines cannot be used with call_soon")
         handle = asyncio.Handle(callback, args, self, context=context)
         self._ready_now.append(handle)
-        if not self._drain_timer.isActive():
+        if not self._drain_armed:
+            self._drain_armed = True
             self._drain_timer.start()
         return handle
 
     def _drain(self) -> None:
+        # Disarmed first: what these callbacks schedule arms the timer for the next Qt turn.
+        self._drain_armed = False
         for _ in range(len(self._ready_now)):
             handle = self._ready_now.popleft()
             if not handle._cancelled:
                 handle._run()
-        if self._ready_now:
-            self._drain_timer.start()
 
     # delayed callbacks --------------------------------------------------------------------------
 
@@ -177,15 +178,14 @@ class DesktopEventLoop(qasync.QEventLoop):
     def _socket_ready(
         notifiers: Notifiers, notifier: QSocketNotifier, fd: Any, handle: asyncio.Handle
     ) -> None:
+        # The callback runs now, inside the notifier's signal, so the notifier can stay on (qasync
+        # turns it off and on around every callback because it runs the callback later: two Qt
+        # calls and two epoll_ctl per wake-up). Level-triggered: data the callback leaves
+        # unread wakes it again on the next turn, as in asyncio.
         if notifiers.get(fd) is not notifier:
             notifier.setEnabled(False)  # replaced or removed meanwhile
             return
-        notifier.setEnabled(False)
-        try:
-            handle._run()
-        finally:
-            if notifiers is not None and notifiers.get(fd) is notifier:
-                notifier.setEnabled(True)
+        handle._run()
 
     def close(self) -> None:
         if not self.is_running():
