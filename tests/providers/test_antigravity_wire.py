@@ -142,3 +142,102 @@ def test_the_refresh_form_names_the_client_that_issued_the_login():
         == gemini_secret
     )
     assert ag.refresh_form({"refresh_token": "r"})["client_id"] == ag.CLIENTS["antigravity"][0]
+
+
+@pytest.mark.parametrize(
+    ("system", "machine", "agent"),
+    [
+        ("Linux", "x86_64", "linux/amd64"),
+        ("Darwin", "aarch64", "darwin/arm64"),
+        ("Windows", "RISCV64", "windows/riscv64"),  # unknown machines go as they are
+        ("", "", "linux/amd64"),  # a platform that names nothing reads as the common one
+    ],
+)
+def test_the_user_agent_names_the_platform_as_antigravity_does(monkeypatch, system, machine, agent):
+    monkeypatch.setattr(ag.platform, "system", lambda: system)
+    monkeypatch.setattr(ag.platform, "machine", lambda: machine)
+    assert ag.user_agent() == f"antigravity/{ag.VERSION} {agent}"
+
+
+def test_request_headers_carry_the_token_and_ask_for_the_right_answer():
+    streamed = ag.upstream_headers({"access_token": "ya29.t"}, stream=True)
+    assert streamed == {
+        "authorization": "Bearer ya29.t",
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "user-agent": ag.user_agent(),
+    }
+    assert ag.upstream_headers({}, stream=False)["accept"] == "application/json"
+    assert ag.upstream_headers({}, stream=False)["authorization"] == "Bearer "
+
+
+def test_urls_keep_the_base_as_typed_without_its_trailing_slash():
+    assert ag.base_for("https://gw.corp/BOX/", ag.DEFAULT_BASE_URL) == "https://gw.corp/BOX"
+    assert ag.base_for(None, "https://cloud/") == "https://cloud"
+    assert ag.method_url("https://gw/BOX/", "loadCodeAssist") == (
+        "https://gw/BOX/v1internal:loadCodeAssist"
+    )
+    assert ag.endpoint("https://gw/BOX/", True) == (
+        "https://gw/BOX/v1internal:streamGenerateContent?alt=sse"
+    )
+    assert ag.endpoint("https://gw/BOX/", False) == "https://gw/BOX/v1internal:generateContent"
+    assert ag.envelope("p", "gemini-3-flash", {})["model"] == "gemini-3-flash"
+
+
+def test_the_model_list_call_is_a_post_for_the_logins_project():
+    url, headers, body = ag.models_call("https://gw/", {"access_token": "t", "project_id": "p-7"})
+    assert url == "https://gw/v1internal:fetchAvailableModels"
+    assert headers["authorization"] == "Bearer t" and headers["accept"] == "application/json"
+    assert body == {"project": "p-7"}
+    assert ag.models_call("https://gw", {"access_token": "t"})[2] == {"project": ""}
+    assert ag.available_models(None) == [] and ag.available_models({"models": []}) == []
+
+
+def test_hours_and_odd_google_error_details():
+    assert ag.parse_duration("2h") == 7200.0
+    body = {
+        "error": {
+            "details": [
+                "not a detail",
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "12s"},
+                {"metadata": {"quotaResetDelay": "90s"}},  # RetryInfo comes first
+                {"metadata": "odd"},
+            ],
+            "message": "m" * 600,
+            "status": "S" * 80,
+        }
+    }
+    error = ag.read_google_error(json.dumps(body).encode(), 429)
+    assert error.retry_after == 12.0
+    assert error.message == "m" * 500 and error.status == "S" * 64
+    bare = ag.read_google_error(b'{"error": {"code": 429}}', 429)
+    assert bare == ag.GoogleError(None, "upstream HTTP 429", None)
+
+
+def test_quota_edges_unreadable_models_are_skipped_not_fatal():
+    body = {
+        "models": {
+            "chat_20706": {"quotaInfo": {"remainingFraction": 0.1}},  # not a family model
+            "claude-opus-4-5-thinking": {"quotaInfo": {"remainingFraction": -0.5}},  # nonsense
+            "claude-sonnet-4-5": {"quotaInfo": {"remainingFraction": 1.0, "resetTime": 5}},
+            "gemini-3-flash": {"quotaInfo": {}},  # neither fraction nor reset: says nothing
+            "gemini-3-pro-high": {
+                "quotaInfo": {"remainingFraction": 0.25, "resetTime": "2027-01-15T09:00:00Z"}
+            },
+        }
+    }
+    found = {o.window: o for o in ag.quota_observations(body, NOW)}
+    assert set(found) == {"claude", "gemini_pro"}
+    assert found["claude"].utilization == 0.0 and found["claude"].resets_at is None
+    assert not found["claude"].rejected
+    assert found["gemini_pro"].resets_at == 1_800_003_600.0  # 2027-01-15T09:00:00Z
+
+
+def test_a_login_with_its_own_client_refreshes_with_that_client():
+    form = ag.refresh_form({"refresh_token": "r", "client_id": "own", "client_secret": "s3"})
+    assert (form["client_id"], form["client_secret"]) == ("own", "s3")
+    # an unknown client without a secret falls back to the default client's secret
+    assert (
+        ag.refresh_form({"refresh_token": "r", "client_id": "own"})["client_secret"]
+        == ag.CLIENTS[ag.DEFAULT_CLIENT][1]
+    )

@@ -179,3 +179,101 @@ def test_subscription_bodies_get_what_the_backend_insists_on():
     kept = codex.shape_body({"model": "m", "input": "hi", "instructions": "Codex prompt"}, SUB, "m")
     assert kept["instructions"] == "Codex prompt"
     assert codex.shape_body({"model": "m", "input": "hi"}, KEY, "m")["input"] == "hi"
+
+
+def test_bases_lose_their_trailing_slash_and_a_v1_base_is_not_doubled():
+    assert codex.base_for("https://gw.corp/codex/", SUB, CODEX_BASE, OPENAI_BASE) == (
+        "https://gw.corp/codex"
+    )
+    assert codex.base_for(None, SUB, CODEX_BASE + "/", OPENAI_BASE) == CODEX_BASE
+    assert codex.base_for(None, KEY, CODEX_BASE, OPENAI_BASE + "/") == OPENAI_BASE
+    assert codex.endpoint("https://gw.corp/v1/", KEY) == "https://gw.corp/v1/responses"
+
+
+def test_requests_are_json_and_stream_unless_asked_not_to():
+    streamed = codex.upstream_headers({}, SUB)
+    assert streamed["content-type"] == "application/json"
+    assert streamed["accept"] == "text/event-stream"
+    whole = codex.upstream_headers({}, KEY, stream=False)
+    assert whole["content-type"] == "application/json" and whole["accept"] == "application/json"
+
+
+def test_a_credential_without_its_token_sends_an_empty_bearer_never_a_placeholder():
+    assert codex.upstream_headers({}, {})["authorization"] == "Bearer "
+
+
+@pytest.mark.parametrize(
+    "base, credential, url",
+    [
+        (CODEX_BASE + "/", SUB, f"{CODEX_BASE}/models?client_version={codex.CLIENT_VERSION}"),
+        ("https://api.openai.com/", KEY, "https://api.openai.com/v1/models"),
+        ("https://gw.corp/v1", KEY, "https://gw.corp/v1/models"),
+    ],
+)
+def test_model_discovery_asks_the_right_list_with_the_accounts_credential(base, credential, url):
+    got_url, headers = codex.models_call(base, credential)
+    assert got_url == url
+    assert headers["accept"] == "application/json" and "content-type" not in headers
+    token = credential.get("access_token") or credential["api_key"]
+    assert headers["authorization"] == f"Bearer {token}"
+
+
+def test_a_compaction_body_names_the_upstream_model_and_is_not_streamed():
+    body = {"model": "codex/gpt-5.4", "input": [], "stream": True}
+    assert codex.compact_body(body, "gpt-5.4") == {"model": "gpt-5.4", "input": []}
+    assert body["stream"] is True  # the caller's dict is not touched
+
+
+def test_quota_windows_at_their_edges():
+    obs = codex.quota_from_headers(
+        {
+            "x-codex-primary-used-percent": "0",
+            "x-codex-primary-window-minutes": "1",
+            "x-codex-primary-reset-at": "0.5",
+            "x-codex-secondary-used-percent": "0.5",
+            "x-codex-secondary-window-minutes": "-300",
+            "x-codex-secondary-reset-at": "-100",
+        },
+        5.0,
+    )
+    assert obs.five_hour == codex.QuotaWindow(0.0, 1, 0.5)  # an idle window is still read
+    assert obs.seven_day == codex.QuotaWindow(0.005, None, None)
+
+
+def test_usage_limit_waits_must_be_positive():
+    assert (
+        codex.usage_limit_retry_after(
+            b'{"error":{"type":"usage_limit_reached","resets_in_seconds":0.5}}', 0.0
+        )
+        == 0.5
+    )
+    assert (
+        codex.usage_limit_retry_after(
+            b'{"error":{"type":"usage_limit_reached","resets_in_seconds":0}}', 0.0
+        )
+        is None
+    )
+
+
+def test_usage_of_json_ignores_odd_shapes():
+    assert codex.usage_of_json(b"[]") == (None, None, None)
+    odd = {"usage": {"input_tokens": "7", "output_tokens": True, "input_tokens_details": 5}}
+    assert codex.usage_of_json(json.dumps(odd).encode()) == (None, None, None)
+
+
+def test_only_leading_system_messages_are_hoisted():
+    shaped = codex.shape_body(
+        {
+            "model": "m",
+            "input": [
+                {"role": "system", "content": ["stray", {"type": "input_text", "text": "Rules."}]},
+                {"type": "reasoning", "role": "developer", "content": "kept"},
+                {"role": "system", "content": "late"},
+            ],
+        },
+        SUB,
+        "m",
+    )
+    assert shaped["instructions"] == "Rules."
+    assert [item["content"] for item in shaped["input"]] == ["kept", "late"]
+    assert codex.shape_body({"model": "m"}, SUB, "m")["input"] == []
