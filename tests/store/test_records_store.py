@@ -352,3 +352,82 @@ def test_migration_adds_the_table_and_keeps_existing_rows(tmp_path):
     finally:
         store.close()
     assert list(tmp_path.glob("old.db.v2.*.bak"))  # backed up before migrating
+
+
+async def test_misses_by_cause_over_a_window_and_for_one_person(service, clock):
+    """R-CF-2: the forensics totals, the time window and the personal view's scope."""
+    t0 = clock.now()
+    service.record(make(clock, 1, input_tokens=1000))  # a hit: input, no miss
+    service.record(make(clock, 2, cache_miss="ttl_expired", reread_tokens=300, input_tokens=400))
+    service.record(
+        make(clock, 3, cache_miss="ttl_expired", reread_tokens=100, user_id=2, input_tokens=100)
+    )
+    service.record(make(clock, 4, cache_miss="account_switch", reread_tokens=50, account_id=None))
+    clock.advance(600)
+    service.record(make(clock, 5, cache_miss="first_turn", reread_tokens=9, input_tokens=10))
+    await service.flush_records()
+
+    everyone = await service.request_log.misses(owner=None)
+    assert everyone["input_tokens"] == 1000 + 400 + 100 + 50 + 10
+    causes = {c["cause"]: c for c in everyone["causes"]}
+    assert (causes["ttl_expired"]["count"], causes["ttl_expired"]["reread_tokens"]) == (2, 400)
+    assert causes["account_switch"]["count"] == 1 and causes["prefix_changed"]["count"] == 0
+    assert everyone["reread_tokens"] == 459
+    assert everyone["accounts"] == [
+        {
+            "account_id": 1,
+            "account_name": "deleted",
+            "cause": "first_turn",
+            "count": 1,
+            "reread_tokens": 9,
+        },
+        {
+            "account_id": 1,
+            "account_name": "deleted",
+            "cause": "ttl_expired",
+            "count": 2,
+            "reread_tokens": 400,
+        },
+    ]
+
+    mine = await service.request_log.misses(owner=1, until=t0 + 1)
+    assert "accounts" not in mine  # a personal view has no per-account split
+    assert mine["input_tokens"] == 1000 + 400 + 50 and mine["until"] == t0 + 1
+    causes = {c["cause"]: c for c in mine["causes"]}
+    assert causes["ttl_expired"]["reread_tokens"] == 300 and causes["first_turn"]["count"] == 0
+
+    later = await service.request_log.misses(owner=None, since=t0 + 1)
+    assert later["input_tokens"] == 10 and later["from"] == t0 + 1
+
+
+async def test_the_trace_for_a_replay_lists_every_retained_attempt_oldest_first(service, clock):
+    service.record(make(clock, 1, model="claude-a", duration_ms=10))
+    clock.advance(5)
+    service.record(make(clock, 2, model="claude-b", outcome="error", input_tokens=None))
+    await service.flush_records()
+    rows = await service.store.read(lambda: store_records.trace_rows(clock.now()))
+    assert rows == [
+        {
+            "id": 1,
+            "started_at": clock.now() - 5,
+            "key_id": 1,
+            "model": "claude-a",
+            "duration_ms": 10,
+            "input_tokens": 50,
+            "output_tokens": 7,
+            "cached_tokens": 30,
+            "outcome": "success",
+        },
+        {
+            "id": 2,
+            "started_at": clock.now(),
+            "key_id": 1,
+            "model": "claude-b",
+            "duration_ms": 120,
+            "input_tokens": None,
+            "output_tokens": 7,
+            "cached_tokens": 30,
+            "outcome": "error",
+        },
+    ]
+    assert await service.store.read(store_records.admin_user_id) == 1
