@@ -10,7 +10,7 @@ import pytest
 from sublane_desktop.core.translate import anthropic as an
 from sublane_desktop.core.translate import chat
 from sublane_desktop.core.translate import responses as rs
-from sublane_desktop.core.translate.errors import read_error
+from sublane_desktop.core.translate.errors import anthropic_type_for, openai_type_for, read_error
 from sublane_desktop.core.translate.events import (
     ANTHROPIC_TAG,
     NOTHING,
@@ -26,8 +26,23 @@ from sublane_desktop.core.translate.events import (
     ToolStart,
     Transcript,
     Usage,
+    event_payload,
+    tag_signature,
+    untag_signature,
 )
-from sublane_desktop.core.translate.prompt import TranslationError
+from sublane_desktop.core.translate.prompt import (
+    Image,
+    Text,
+    TranslationError,
+    as_int,
+    as_str,
+    effort_for_budget,
+    json_mode_instruction,
+    json_object,
+    json_text,
+    split_data_url,
+    text_of,
+)
 
 PNG = "data:image/png;base64,iVBORw0KGgo="
 TOOL = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -883,3 +898,77 @@ def test_json_modes():
     assert an.messages_request(plain)["system"] == (
         "Reply with only a JSON object, no prose and no code fence."
     )
+
+
+# --- the small shared rules every translation leans on --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("budget", "effort"),
+    [(None, "low"), (2048, "low"), (2049, "medium"), (8192, "medium"), (8193, "high")],
+)
+def test_a_thinking_budget_reads_as_a_reasoning_effort(budget, effort):
+    assert effort_for_budget(budget) == effort
+
+
+def test_values_are_taken_only_in_their_own_type():
+    assert as_int(3) == 3 and as_int(True) is None and as_int("3") is None
+    assert as_str("x") == "x" and as_str(3) is None
+    assert json_text(None) == "{}" and json_text({"a": [1, 2]}) == '{"a":[1,2]}'
+    assert json_object('{"a": 1}') == {"a": 1}
+    assert json_object("not json") == {"_raw": "not json"}  # tool arguments are never lost
+    assert json_object("[1]") == {"_value": [1]}
+    assert text_of([Text("a"), Image(PNG), Text("b")]) == "ab"
+
+
+def test_data_urls_split_into_media_type_and_data():
+    assert split_data_url("data:image/png;base64,AA==") == ("image/png", "AA==")
+    assert split_data_url("data:;base64,AA") == ("application/octet-stream", "AA")
+    assert split_data_url("data:text/plain;base64,a,b") == ("text/plain", "a,b")
+    assert split_data_url("data:text/plain,hi") is None
+    assert split_data_url("https://x/a.png") is None
+
+
+def test_a_json_schema_instruction_carries_the_schema_compactly():
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert json_mode_instruction({"schema": schema}) == (
+        "Reply with only a JSON object, no prose and no code fence, matching this JSON schema: "
+        '{"type":"object","properties":{"a":{"type":"string"}}}'
+    )
+
+
+def test_event_payloads_and_signature_tags():
+    assert event_payload('{"a": 1}') == {"a": 1}
+    assert event_payload("") is None and event_payload("[1]") is None
+    assert event_payload("x") is None and event_payload('{"a":') is None
+    assert tag_signature(OPENAI_TAG, "") is None and tag_signature(OPENAI_TAG, None) is None
+    assert tag_signature(OPENAI_TAG, "s") == OPENAI_TAG + "s"
+    assert untag_signature(OPENAI_TAG, OPENAI_TAG) is None  # a bare tag carries nothing
+    assert untag_signature(OPENAI_TAG, OPENAI_TAG + "s") == "s"
+
+
+def test_tally_records_cache_writes_and_names_every_ending():
+    tally = Tally()
+    assert tally.input_tokens is None and not tally.first_output
+    tally.feed([Usage(10, 2, 3, 4)])
+    assert (tally.input_tokens, tally.output_tokens, tally.cached_tokens) == (10, 2, 3)
+    assert tally.written_tokens == 4
+    tally.feed([Finished("incomplete", "stop")])
+    assert tally.verdict() == ("incomplete", None, False)
+    tally.feed([Finished("failed", "error")])
+    assert tally.verdict() == ("error", "upstream_failed", False)
+
+
+@pytest.mark.parametrize(
+    ("status", "anthropic_type", "openai_type"),
+    [
+        (400, "invalid_request_error", "invalid_request_error"),
+        (413, "request_too_large", "invalid_request_error"),
+        (429, "rate_limit_error", "rate_limit_error"),
+        (529, "overloaded_error", "server_error"),
+        (502, "api_error", "server_error"),
+    ],
+)
+def test_an_error_status_has_a_type_in_each_client_protocol(status, anthropic_type, openai_type):
+    assert anthropic_type_for(status) == anthropic_type
+    assert openai_type_for(status) == openai_type

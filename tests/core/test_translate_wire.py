@@ -24,8 +24,12 @@ from sublane_desktop.core.translate import responses as rs
 from sublane_desktop.core.translate.events import (
     Finished,
     ReasoningDelta,
+    ReasoningEnd,
     Started,
     TextDelta,
+    ToolArgs,
+    ToolEnd,
+    ToolStart,
     Transcript,
     Usage,
 )
@@ -247,6 +251,114 @@ ODD_RESPONSES = [
     },
 ]
 
+
+# Upstream Responses streams as a real upstream may send them: refusals, reasoning text,
+# items that arrive whole without deltas, missing ids and deltas, errors in every spelling.
+def _rs(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, **fields}
+
+
+UPSTREAM_RESPONSES = {
+    "deltas_and_refusal": [
+        _rs("response.created", response={"model": "gpt-5.4"}),
+        _rs("response.output_item.added", item={"type": "reasoning"}),
+        _rs("response.reasoning_text.delta", delta="raw "),
+        _rs("response.reasoning_summary_part.added", summary_index=0),
+        _rs("response.reasoning_summary_text.delta", delta="sum"),
+        _rs("response.reasoning_summary_part.added", summary_index=1),
+        _rs("response.reasoning_summary_text.delta"),
+        _rs("response.output_item.done", item={"type": "reasoning", "summary": [{"text": "x"}]}),
+        _rs("response.output_item.added", item={"type": "message"}),
+        _rs("response.refusal.delta", delta="No."),
+        _rs("response.output_text.delta"),
+        _rs(
+            "response.output_item.done",
+            item={"type": "message", "content": [{"type": "output_text", "text": "dup"}]},
+        ),
+        _rs("response.output_item.added", item={"type": "function_call"}),
+        _rs("response.function_call_arguments.delta"),
+        _rs("response.function_call_arguments.delta", delta="{}"),
+        _rs("response.output_item.done", item={"type": "function_call", "arguments": "{}"}),
+        _rs("response.completed", response={"usage": {"input_tokens": 5, "output_tokens": 2}}),
+    ],
+    "whole_items": [
+        _rs("response.created", response={"id": "resp_9"}),
+        _rs("response.output_item.added", item="odd"),
+        _rs("response.output_item.added", item={"type": "reasoning"}),
+        _rs(
+            "response.output_item.done",
+            item={
+                "type": "reasoning",
+                "summary": [{"text": "a"}, {"text": 5}, {"text": "b"}],
+                "encrypted_content": "E",
+            },
+        ),
+        _rs("response.output_item.added", item={"type": "reasoning", "id": "rs_1"}),
+        _rs(
+            "response.output_item.done",
+            item={"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "F"},
+        ),
+        _rs("response.output_item.added", item={"type": "message"}),
+        _rs(
+            "response.output_item.done",
+            item={
+                "type": "message",
+                "content": [
+                    {"type": "output_text", "text": "Hel"},
+                    {"type": "refusal", "refusal": "skip"},
+                    {"type": "output_text"},
+                    {"type": "output_text", "text": "lo"},
+                ],
+            },
+        ),
+        _rs("response.output_item.added", item={"type": "message"}),
+        _rs("response.output_item.done", item={"type": "message", "content": []}),
+        _rs(
+            "response.output_item.added",
+            item={"type": "function_call", "call_id": "c1", "name": "f"},
+        ),
+        _rs("response.output_item.done", item={"type": "function_call", "arguments": '{"a":1}'}),
+        _rs("response.output_item.done", item=None),
+        _rs("response.output_item.done", item={"type": "web_search_call"}),
+        _rs("response.incomplete", response={"incomplete_details": {"reason": "content_filter"}}),
+    ],
+    "incomplete_unknown_reason": [
+        _rs("response.created", response="odd"),
+        _rs("response.incomplete", response={"incomplete_details": "odd"}),
+    ],
+    "failed_with_code": [
+        _rs("response.failed", response={"error": {"code": "c" * 80, "message": "broke"}}),
+    ],
+    "failed_with_type": [_rs("response.failed", response={"error": {"type": "server_error"}})],
+    "failed_bare": [_rs("response.failed", response="odd")],
+    "error_event": [_rs("error", error={"type": "overloaded", "message": "later"})],
+    "error_flat": [_rs("error", code="x" * 80)],
+    "error_bare": [_rs("error")],
+    "junk": [_rs("response.in_progress"), {"no": "type"}],
+}
+
+# A fold fed out of the usual order: a second Started, split reasoning, arguments after the
+# call ended, text after a tool call.
+QUIRKS = [
+    Started("msg_a", "model-a"),
+    Started("msg_b", "model-b"),
+    ReasoningDelta("thin"),
+    ReasoningDelta("king"),
+    ReasoningEnd("sig"),
+    ReasoningDelta("again"),
+    TextDelta("Hi"),
+    ToolStart("c1", "f"),
+    ToolArgs("{}"),
+    TextDelta("between"),
+    ToolArgs("lost"),
+    ToolStart("c2", "g"),
+    ToolEnd(),
+    ToolArgs("late"),
+    TextDelta("after"),
+    Usage(1, 2, 3),
+    Finished("completed", "stop"),
+]
+
 ENDINGS = {"full": NEUTRAL, "cut_short": CUT_SHORT, "failed": FAILED}
 
 
@@ -280,6 +392,9 @@ def whole_answers() -> dict[str, Any]:
         cases[f"chat_{ending}"] = chat.chat_completion(transcript, "m", "chatcmpl-1", 7)
         cases[f"anthropic_{ending}"] = an.anthropic_message(transcript, "m", "msg_x")
         cases[f"responses_{ending}"] = rs.responses_object(transcript, "m", "resp_1", 9)
+    transcript = Transcript()
+    transcript.feed(QUIRKS)
+    cases["transcript_quirks"] = dataclasses.asdict(transcript)
     cases["errors"] = [
         an.anthropic_stream_error("overloaded_error", "busy"),
         an.anthropic_stream_error(None, None),
@@ -330,6 +445,9 @@ def readers() -> dict[str, Any]:
         cases[f"responses_{ending}"] = _events(read_all(rs.ResponsesReader(), sse(rendered)))
         rendered = render_all(an.AnthropicRenderer("m", "msg_x"), events)
         cases[f"anthropic_{ending}"] = _events(read_all(an.AnthropicReader(), sse(rendered)))
+    for name, payloads in UPSTREAM_RESPONSES.items():
+        frames = [(p.get("type"), json.dumps(p)) for p in payloads] + [(None, "not json")]
+        cases[f"upstream_responses_{name}"] = _events(read_all(rs.ResponsesReader(), frames))
     return cases
 
 

@@ -13,8 +13,9 @@ from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.service import Service
 from sublane_desktop.store import migrations
 from sublane_desktop.store import records as store_records
+from sublane_desktop.store import repositories as repo
 from sublane_desktop.store.connection import Store
-from sublane_desktop.store.models import RecordRow
+from sublane_desktop.store.models import Account, RecordRow
 
 
 @pytest.fixture
@@ -431,3 +432,74 @@ async def test_the_trace_for_a_replay_lists_every_retained_attempt_oldest_first(
         },
     ]
     assert await service.store.read(store_records.admin_user_id) == 1
+
+
+async def test_filter_choices_are_what_the_callers_history_holds(service, clock):
+    """The Requests window's choices (R-REC-6): a person sees only their own outcomes, models
+    and keys; the administrator also sees users and accounts, deleted ones by that name."""
+
+    def setup():
+        admin = repo.ensure_admin()
+        alice = repo.add_user("alice")
+        team = repo.get_or_create_group("team")
+        mine, _ = repo.create_key("laptop", admin, team)
+        hers, _ = repo.create_key("phone", alice, team)
+        repo.revoke_key(str(hers.id))
+        work = repo.add_account("anthropic", "work", "oauth", team)
+        gone = repo.add_account("codex", "old", "api_key", team)
+        Account.update(deleted_at=1.0).where(Account.id == gone.id).execute()
+        return admin.id, alice.id, mine, hers, work.id, gone.id
+
+    admin, alice, mine, hers, work, gone = await service.store.write(setup)
+    service.record(make(clock, 1, user_id=admin, key_id=mine.id, account_id=work, model="m-b"))
+    service.record(
+        make(clock, 2, user_id=admin, key_id=mine.id, account_id=work, model="m-a", outcome="error")
+    )
+    service.record(
+        make(
+            clock,
+            3,
+            user_id=alice,
+            key_id=hers.id,
+            account_id=gone,
+            model="m-c",
+            outcome="rejected",
+            cache_miss="ttl_expired",
+        )
+    )
+    service.record(make(clock, 4, user_id=99, key_id=77, account_id=55, model="m-d"))
+    await service.flush_records()
+
+    everyone = await service.request_log.filters(owner=None)
+    assert everyone["outcomes"] == ["success", "error", "rejected"]  # in the spec's order
+    assert everyone["models"] == ["m-a", "m-b", "m-c", "m-d"]
+    assert everyone["cache_misses"] == ["ttl_expired"]
+    assert everyone["keys"] == [
+        {
+            "id": mine.id,
+            "name": "laptop",
+            "prefix": mine.prefix,
+            "revoked": False,
+            "user_id": admin,
+        },
+        {"id": hers.id, "name": "phone", "prefix": hers.prefix, "revoked": True, "user_id": alice},
+        {"id": 77, "name": "deleted", "prefix": "", "revoked": True, "user_id": None},
+    ]
+    assert everyone["users"] == [
+        {"id": admin, "name": "admin"},
+        {"id": alice, "name": "alice"},
+        {"id": 99, "name": "deleted"},
+    ]
+    assert everyone["accounts"] == [
+        {"id": work, "name": "work", "deleted": False},
+        {"id": gone, "name": "deleted", "deleted": True},
+        {"id": 55, "name": "deleted", "deleted": True},
+    ]
+
+    hers_only = await service.request_log.filters(owner=alice)
+    assert hers_only == {
+        "outcomes": ["rejected"],
+        "models": ["m-c"],
+        "cache_misses": ["ttl_expired"],
+        "keys": [{"id": hers.id, "name": "phone", "prefix": hers.prefix, "revoked": True}],
+    }
