@@ -10,11 +10,13 @@ reported so the list can be pruned. Timeouts count as killed: the tests noticed.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import sys
 import tomllib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 KILLED = {1, 3, 24, 36, -24, 152, 255}  # mutmut's exit codes for killed and timed out
@@ -22,15 +24,31 @@ SURVIVED = {0}
 NO_TESTS = {5, 33}
 
 
+def config() -> dict[str, Any]:
+    return dict(tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"])
+
+
 def equivalents() -> dict[str, str]:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
-    return dict(config["tool"]["mutmut"].get("equivalent", {}))
+    return dict(config().get("equivalent", {}))
+
+
+def in_scope(source: str) -> bool:
+    """As mutmut decides (fnmatch, `*` spans folders): a file mutated before the scope
+    changed keeps its verdicts in mutants/, but no longer counts."""
+    settings = config()
+    only = settings.get("only_mutate") or ["*"]
+    skip = settings.get("do_not_mutate", [])
+    return any(fnmatch.fnmatch(source, p) for p in only) and not any(
+        fnmatch.fnmatch(source, p) for p in skip
+    )
 
 
 def verdicts() -> dict[str, int | None]:
     found: dict[str, int | None] = {}
     for meta in sorted((ROOT / "mutants").rglob("*.py.meta")):
-        found.update(json.loads(meta.read_text("utf-8")).get("exit_code_by_key", {}))
+        source = meta.relative_to(ROOT / "mutants").as_posix().removesuffix(".meta")
+        if in_scope(source):
+            found.update(json.loads(meta.read_text("utf-8")).get("exit_code_by_key", {}))
     return found
 
 

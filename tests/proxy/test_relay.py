@@ -4,11 +4,21 @@ account, which headers may go on the wire, and how SSE frames are written."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
+from multidict import CIMultiDict
 
 from sublane_desktop.core.pool import Outcome
-from sublane_desktop.proxy.relay import data_frame, named_frame, outcome_for_status, sendable
+from sublane_desktop.proxy.relay import (
+    WRITE_STALL_SECONDS,
+    StallGuard,
+    data_frame,
+    named_frame,
+    outcome_for_status,
+    passback_headers,
+    sendable,
+)
 
 
 @pytest.mark.parametrize(
@@ -39,3 +49,90 @@ def test_sse_frames_are_named_after_their_type_or_carry_data_verbatim():
     assert named_frame(payload) == f"event: message_stop\ndata: {json.dumps(payload)}\n\n".encode()
     assert data_frame({"a": 1}) == b'data: {"a": 1}\n\n'
     assert data_frame("[DONE]") == b"data: [DONE]\n\n"
+
+
+def _attempt(status: int, headers: dict[str, str]) -> SimpleNamespace:
+    return SimpleNamespace(
+        upstream=SimpleNamespace(status=status, headers=CIMultiDict(headers)),
+        request_id="req_ours",
+        client_wait=lambda: 7,
+    )
+
+
+def test_an_anthropic_client_sees_the_quota_headers_and_our_request_id_only():
+    upstream = {
+        "Content-Type": "text/event-stream",
+        "request-id": "req_theirs",
+        "anthropic-organization-id": "org",
+        "anthropic-ratelimit-unified-5h-utilization": "0.4",
+        "Retry-After": "3600",
+        "set-cookie": "a=b",
+        "x-codex-primary-used-percent": "5",
+    }
+    assert passback_headers(_attempt(200, upstream), "anthropic") == {
+        "Content-Type": "text/event-stream",
+        "upstream-request-id": "req_theirs",
+        "anthropic-organization-id": "org",
+        "anthropic-ratelimit-unified-5h-utilization": "0.4",
+        "X-Request-ID": "req_ours",
+    }
+
+
+def test_a_codex_client_sees_the_codex_headers_and_a_bounded_wait_on_a_429():
+    upstream = {
+        "x-request-id": "theirs",
+        "x-codex-primary-used-percent": "5",
+        "openai-model": "gpt-5.4",
+        "retry-after": "99999",
+        "anthropic-ratelimit-unified-5h-utilization": "0.4",
+    }
+    assert passback_headers(_attempt(429, upstream), "codex") == {
+        "upstream-request-id": "theirs",
+        "x-codex-primary-used-percent": "5",
+        "openai-model": "gpt-5.4",
+        "X-Request-ID": "req_ours",
+        "Retry-After": "7",  # the attempt's own bounded wait, never the raw upstream value
+    }
+    assert "Retry-After" in passback_headers(_attempt(503, {}), "codex")
+    assert "Retry-After" not in passback_headers(_attempt(500, {}), "codex")
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+async def test_a_client_that_takes_nothing_for_the_bound_is_let_go():
+    transport, stalls = _Transport(), []
+    guard = StallGuard(transport, lambda: stalls.append(True))
+    now = [1000.0]
+    guard.time = lambda: now[0]  # the guard's clock, moved by hand
+    guard.start()
+    assert guard._handle is not None
+    guard._check()  # no write in progress: nothing to judge, checked again later
+    assert not stalls and guard._handle is not None
+
+    async def stuck_write() -> None:  # runs while the write is in progress
+        assert guard.since == 1000.0
+        now[0] += WRITE_STALL_SECONDS - 1
+        guard._check()
+        assert not stalls and not transport.aborted
+        now[0] += 1
+        guard._check()
+        assert stalls == [True] and transport.aborted
+
+    await guard.write(stuck_write())
+    assert stalls == [True]
+    assert guard.since is None  # a finished write is no longer timed
+    guard.stop()
+    assert guard._handle is None
+
+
+async def test_a_stall_guard_without_a_transport_never_runs():
+    guard = StallGuard(None, lambda: None)
+    guard.start()
+    assert guard._handle is None
+    guard.stop()
