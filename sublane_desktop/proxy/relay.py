@@ -19,8 +19,8 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Any, Protocol
 
 import aiohttp
@@ -136,18 +136,24 @@ class StallGuard:
             self.since = None
 
 
-async def _request_sent(session: Any, context: SimpleNamespace, params: Any) -> None:
-    sent = getattr(context.trace_request_ctx, "headers_sent", None)
-    if sent is not None:
-        sent()
+# Set by `Attempt._post` around one upstream request: what to call once it has a connection.
+_connected: ContextVar[Callable[[], None] | None] = ContextVar("sublane_connected", default=None)
 
 
-def header_clock() -> aiohttp.TraceConfig:
-    """The upstream session's hook that starts a model request's header timeout when the
-    request has gone out, so the connect and header phases are timed apart (R-FT-1)."""
-    config = aiohttp.TraceConfig()
-    config.on_request_headers_sent.append(_request_sent)
-    return config
+class ClockedConnector(aiohttp.TCPConnector):
+    """The upstream session's connector. Once a request has its connection (new or pooled),
+    its header clock starts, so the connect and header phases are timed apart (R-FT-1).
+
+    A context variable carries the per-request hook; aiohttp's request tracing would do the
+    same but sends every tracing signal of every request through it, which cost more than
+    the timing itself (bench_proxy)."""
+
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> Any:
+        connection = await super().connect(req, traces, timeout)
+        started = _connected.get()
+        if started is not None:
+            started()
+        return connection
 
 
 class HeadersTimeout(Exception):
@@ -358,27 +364,26 @@ class Attempt:
         timeout = aiohttp.ClientTimeout(
             total=None, connect=None, sock_connect=limits.connect, sock_read=None
         )
-        # The header clock starts once the request is out (header_clock below); until then
-        # only connecting can take time, and that has its own, shorter limit.
+        # The header clock starts once the request has its connection (ClockedConnector);
+        # until then only connecting can take time, and that has its own, shorter limit.
         waiting = asyncio.timeout(limits.connect + limits.headers)
         loop = asyncio.get_running_loop()
 
-        def sent() -> None:
+        def connected() -> None:
             waiting.reschedule(loop.time() + limits.headers)
 
+        hook = _connected.set(connected)
         try:
             async with waiting:
                 return await self.service.http.post(
-                    call.url,
-                    data=call.body,
-                    headers=call.headers,
-                    timeout=timeout,
-                    trace_request_ctx=SimpleNamespace(headers_sent=sent),
+                    call.url, data=call.body, headers=call.headers, timeout=timeout
                 )
         except TimeoutError:
             if waiting.expired():
                 raise HeadersTimeout() from None
             raise  # aiohttp's own connect timeout: unreachable
+        finally:
+            _connected.reset(hook)
 
     def _correlated(self, call: UpstreamCall) -> UpstreamCall:
         """An unbound request carries a fresh random correlation id upstream (R-POOL-6).

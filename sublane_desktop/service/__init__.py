@@ -157,7 +157,7 @@ class Service:
     async def _start(self) -> None:
         import aiohttp
 
-        from sublane_desktop.proxy.relay import header_clock
+        from sublane_desktop.proxy.relay import ClockedConnector
         from sublane_desktop.proxy.server import ProxyServer, build_app
 
         if self.port is not None:
@@ -186,9 +186,11 @@ class Service:
         self._tick = spawn(self._evaluation_tick(), name="scheduler-tick")
         self.http = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, connect=15, sock_read=600),
-            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+            connector=ClockedConnector(limit=0, ttl_dns_cache=300),
             skip_auto_headers=("User-Agent",),
-            trace_configs=[header_clock()],
+            # A relay keeps no cookies: one account's upstream cookies must never ride along
+            # on another account's requests (and the jar's bookkeeping costs every request).
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
         max_body = int(settings.get("proxy.max_body_bytes", DEFAULT_MAX_BODY))
         if self.port is None:

@@ -126,6 +126,17 @@ async def test_an_upstream_that_never_answers_is_a_504_within_the_header_timeout
     assert_cooled(h, name)
 
 
+async def test_the_header_clock_starts_when_the_request_has_its_connection(ready):
+    """Connect and header phases are timed apart (R-FT-1): a generous connect allowance does
+    not add to the wait for headers once the upstream has taken the request."""
+    h, key = ready
+    await h.service.update_settings({"upstream.connect_timeout_s": 60})
+    script_fault(h, "claude", "hang")
+    status, _, raw, elapsed = await call(h, key, "/v1/messages", CLAUDE)
+    assert status == 504 and json.loads(raw)["error"]["code"] == "upstream_timeout"
+    assert elapsed < TIMEOUT + SLACK  # not connect + headers (61 s)
+
+
 async def test_a_socket_turn_whose_upstream_never_answers_gets_an_error_event(ready):
     h, key = ready
     h.codex.script(None, CodexReply(kind="hang"))
