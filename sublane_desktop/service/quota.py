@@ -21,6 +21,11 @@ from sublane_desktop.core.tasks import spawn
 from sublane_desktop.providers import anthropic_quota, codex, codex_quota
 from sublane_desktop.store import quota as quota_store
 
+# Header readings wait this long before they are saved and shown, so a busy proxy saves one
+# batch (latest reading per window) instead of a database write per response; far below
+# anything a person watching a gauge could notice.
+OBSERVATION_LINGER_S = 0.1
+
 if TYPE_CHECKING:
     from sublane_desktop.service import Service
 
@@ -89,6 +94,7 @@ class QuotaFeed:
             self._obs_flush = spawn(self._flush(), name="quota-observations")
 
     async def _flush(self) -> None:
+        await asyncio.sleep(OBSERVATION_LINGER_S)
         while self._pending_obs:
             batch, self._pending_obs = self._pending_obs, {}
             for account_id, (revision, pending) in batch.items():
