@@ -21,6 +21,7 @@ from sublane_desktop.core.translate import anthropic as an
 from sublane_desktop.core.translate import chat
 from sublane_desktop.core.translate import gemini as gm
 from sublane_desktop.core.translate import responses as rs
+from sublane_desktop.core.translate.errors import read_error
 from sublane_desktop.core.translate.events import (
     Finished,
     ReasoningDelta,
@@ -359,6 +360,66 @@ QUIRKS = [
     Finished("completed", "stop"),
 ]
 
+UPSTREAM_ANTHROPIC = {
+    "odd_blocks": [
+        {"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": -1}}},
+        {"type": "message_start", "message": "odd"},
+        {"type": "content_block_start", "content_block": {"type": "thinking", "thinking": "pre"}},
+        {"type": "content_block_delta", "delta": {"type": "signature_delta"}},
+        {"type": "content_block_delta", "delta": {"type": "signature_delta", "signature": "A"}},
+        {"type": "content_block_delta", "delta": {"type": "signature_delta", "signature": "B"}},
+        {"type": "content_block_delta", "delta": {"type": "thinking_delta"}},
+        {"type": "content_block_stop"},
+        {"type": "content_block_start", "content_block": {"type": "thinking", "signature": "S0"}},
+        {"type": "content_block_stop"},
+        {"type": "content_block_start", "content_block": {"type": "text", "text": "pre"}},
+        {"type": "content_block_delta", "delta": {"type": "text_delta"}},
+        {"type": "content_block_delta", "delta": "odd"},
+        {"type": "content_block_delta", "delta": {"type": "citations_delta"}},
+        {"type": "content_block_stop"},
+        {"type": "content_block_start", "content_block": {"type": "tool_use"}},
+        {"type": "content_block_delta", "delta": {"type": "input_json_delta"}},
+        {"type": "content_block_stop"},
+        {"type": "content_block_start", "content_block": "odd"},
+        {"type": "content_block_start", "content_block": {"type": "redacted_thinking"}},
+        {"type": "content_block_stop"},
+        {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": "odd"},
+        {"type": "message_delta", "delta": "odd", "usage": {"output_tokens": 4}},
+        {"type": "message_stop"},
+    ],
+    "no_input_count": [
+        {"type": "message_start", "message": {"id": "m", "usage": {"output_tokens": 1}}},
+        {"type": "message_delta", "delta": {"stop_reason": "refusal"}},
+        {"type": "message_stop"},
+    ],
+    "unknown_stop": [
+        {"type": "message_delta", "delta": {"stop_reason": "pause_turn"}},
+        {"type": "message_stop"},
+    ],
+    "plain_stop": [{"type": "message_stop"}],
+    "error": [{"type": "error", "error": {"type": "overloaded_error" + "x" * 60, "message": "m"}}],
+    "error_without_message": [{"type": "error", "error": {"type": "api_error"}}],
+    "error_bare": [{"type": "error", "error": "odd"}],
+}
+
+ERROR_BODIES = [
+    b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+    b'{"error":{"code":"rate_limit_exceeded","message":"slow"}}',
+    b'{"error":{"type":"' + b"t" * 80 + b'"}}',
+    b'{"error":{"message":"only a message"}}',
+    b'{"error":{}}',
+    b'{"error":"flat text"}',
+    b'{"detail":{"code":"usage_limit_reached","message":"wait"}}',
+    b'{"detail":{"type":"bad"}}',
+    b'{"detail":{}}',
+    b'{"detail":"Not Found"}',
+    b'{"other":1}',
+    b"[1, 2]",
+    b"<html>" + b"x" * 400,
+    b"   ",
+    b"\xff\xfe",
+]
+
 ENDINGS = {"full": NEUTRAL, "cut_short": CUT_SHORT, "failed": FAILED}
 
 
@@ -445,6 +506,10 @@ def readers() -> dict[str, Any]:
         cases[f"responses_{ending}"] = _events(read_all(rs.ResponsesReader(), sse(rendered)))
         rendered = render_all(an.AnthropicRenderer("m", "msg_x"), events)
         cases[f"anthropic_{ending}"] = _events(read_all(an.AnthropicReader(), sse(rendered)))
+    for name, payloads in UPSTREAM_ANTHROPIC.items():
+        frames = [(p.get("type"), json.dumps(p)) for p in payloads] + [("ping", "")]
+        cases[f"upstream_anthropic_{name}"] = _events(read_all(an.AnthropicReader(), frames))
+    cases["error_bodies"] = [list(read_error(body)) for body in ERROR_BODIES]
     for name, payloads in UPSTREAM_RESPONSES.items():
         frames = [(p.get("type"), json.dumps(p)) for p in payloads] + [(None, "not json")]
         cases[f"upstream_responses_{name}"] = _events(read_all(rs.ResponsesReader(), frames))

@@ -32,3 +32,54 @@ def test_model_discovery_uses_the_accounts_credential_and_version():
 )
 def test_an_error_body_gives_its_type_or_nothing(body, kind):
     assert anthropic.error_type_of(body) == kind
+
+
+def test_betas_merge_once_each_in_order():
+    assert anthropic.merge_betas("a, b", None, "b,c,,", "") == "a,b,c"
+    assert anthropic.merge_betas(None) == ""
+
+
+def test_requests_carry_the_accounts_credential_and_the_clients_betas():
+    client = {"anthropic-beta": "context-1m", "x-api-key": "sl-client", "cookie": "c=1"}
+    oauth = anthropic.upstream_headers(
+        client, {"access_token": "sk-ant-oat01-t"}, extra_betas=["extra"]
+    )
+    assert oauth == {
+        "anthropic-beta": f"context-1m,extra,{anthropic.OAUTH_BETA}",
+        "anthropic-version": anthropic.API_VERSION,  # the client sent none: ours
+        "content-type": "application/json",
+        "authorization": "Bearer sk-ant-oat01-t",
+    }
+    keyed = anthropic.upstream_headers(
+        {"anthropic-version": "2024-01-01"}, {"api_key": "sk-ant-api"}, extra_betas=[]
+    )
+    assert keyed == {
+        "anthropic-version": "2024-01-01",  # the client's own, forwarded unchanged
+        "content-type": "application/json",
+        "x-api-key": "sk-ant-api",
+    }
+
+
+def test_usage_counts_are_taken_as_sent_and_total_input_adds_the_cache():
+    usage = anthropic.Usage()
+    usage.absorb(
+        {
+            "input_tokens": 10,
+            "output_tokens": 2,
+            "cache_read_input_tokens": 30,
+            "cache_creation_input_tokens": 5,
+        }
+    )
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read, usage.cache_creation) == (
+        10,
+        2,
+        30,
+        5,
+    )
+    assert usage.total_input == 45
+    usage.absorb({"output_tokens": 9, "input_tokens": -1, "cache_read_input_tokens": True})
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read) == (10, 9, 30)
+    usage.absorb("odd")
+    assert usage.output_tokens == 9
+    assert anthropic.Usage().total_input is None
+    assert anthropic.Usage(input_tokens=4).total_input == 4

@@ -10,6 +10,7 @@ from sublane_desktop.providers.anthropic_quota import (
     account_wide_rejection,
     header_observations,
     usage_observations,
+    usage_url,
 )
 
 NOW = 1_800_000_000.0
@@ -143,3 +144,53 @@ def test_no_header_combination_crashes_or_poisons_a_gauge(headers):
 def test_no_usage_body_crashes(body):
     for obs in usage_observations(body, NOW):
         assert 0 <= obs.utilization <= 10
+
+
+def test_header_windows_are_read_independently_and_the_status_loosely():
+    headers = {
+        P + "7d-utilization": "0.5",  # no 5h reading: the others are still read
+        P + "7d-status": " Rejected ",
+        P + "7d_oi-utilization": "0.2",
+    }
+    obs = {o.window: o for o in header_observations(headers, NOW)}
+    assert set(obs) == {"seven_day", "fable"}
+    assert obs["seven_day"].rejected and not obs["fable"].rejected
+
+
+def test_the_usage_url_sits_under_the_accounts_base():
+    assert usage_url("https://api.anthropic.com/") == "https://api.anthropic.com/api/oauth/usage"
+    assert usage_url("https://gw.corp/BOX/") == "https://gw.corp/BOX/api/oauth/usage"
+
+
+def test_usage_rows_in_every_spelling_and_at_the_edges():
+    body = {
+        "five_hour": {"utilization": 0, "resets_at": "2027-01-15T09:00:00Z"},
+        "seven_day": {"utilization": 1000, "resets_at": 1_800_000_000},  # not ISO: no reset
+        "limits": [
+            "odd",
+            {"kind": 7},
+            {"kind": "weekly_scoped", "percent": 99, "scope": {"model": {"display_name": "Opus"}}},
+            {"kind": "weekly_scoped", "percent": 50, "scope": "odd"},
+            {
+                "kind": "weekly_scoped",
+                "percent": 5,
+                "scope": {"model": {"display_name": " fable "}},
+            },
+            {"kind": "session", "percent": 20, "resets_at": "2027-01-15T10:00:00Z"},
+            {"kind": "weekly_all", "percent": 30},
+            {"kind": "monthly", "percent": 40},
+        ],
+    }
+    obs = {o.window: o for o in usage_observations(body, NOW)}
+    assert set(obs) == {"five_hour", "seven_day", "fable"}
+    assert obs["five_hour"].utilization == 0.2  # the limits row is the newer spelling
+    assert obs["five_hour"].resets_at == NOW + 7200
+    assert obs["seven_day"].utilization == 0.3 and obs["fable"].utilization == 0.05
+    assert all(o.source == "poll" and not o.rejected for o in obs.values())
+    edges = {
+        o.window: o
+        for o in usage_observations({k: body[k] for k in ("five_hour", "seven_day")}, NOW)
+    }
+    assert edges["five_hour"].utilization == 0.0 and edges["five_hour"].resets_at == NOW + 3600
+    assert edges["seven_day"].utilization == 10.0 and edges["seven_day"].resets_at is None
+    assert usage_observations({"five_hour": {"utilization": 1000.5}}, NOW) == []
