@@ -1,6 +1,10 @@
 """R-UI-7: a forecast only when a window would run out before its reset."""
 
+import pytest
+
 from sublane_desktop.core.forecast import (
+    MIN_SPAN_S,
+    RESET_DROP,
     UsageTrail,
     approx_duration,
     burn_rate,
@@ -84,3 +88,34 @@ def test_trail_keeps_an_hour_and_ignores_late_readings():
     assert trail.points(1, "five_hour") == [(NOW - 10 * MIN, 0.4), (NOW, 0.5)]
     trail.forget(1)
     assert trail.points(1, "five_hour") == []
+
+
+def test_the_period_starts_after_a_real_drop_only():
+    steady = [(0.0, 0.1), (60.0, 0.2)]
+    assert current_period(steady) == steady  # no reset: the first reading counts
+    noise = [(0.0, 0.5), (60.0, 0.5 - RESET_DROP)]
+    assert current_period(noise) == noise  # a drop of exactly the noise bound is no reset
+    assert current_period([(0.0, 0.5), (60.0, 0.1), (120.0, 0.2)]) == [(60.0, 0.1), (120.0, 0.2)]
+
+
+def test_the_burn_rate_needs_its_span_end_to_end():
+    assert burn_rate([(0.0, 0.1), (MIN_SPAN_S, 0.2)]) == pytest.approx(0.1 / MIN_SPAN_S)
+    assert burn_rate([(0.0, 0.1), (100.0, 0.2), (200.0, 0.3)]) == pytest.approx(0.001)
+
+
+def test_a_reading_exactly_an_hour_old_still_counts():
+    now = 10_000.0
+    assert forecast([(now - 3600, 0.0), (now, 0.5)], None, now) is not None
+
+
+def test_running_out_the_moment_it_resets_is_no_danger():
+    now = 10_000.0
+    points = [(now - 3600, 0.0), (now, 0.5)]
+    at = forecast(points, None, now).runs_out_at
+    assert forecast(points, at, now) is None
+    assert forecast(points, at + 1, now) is not None
+
+
+def test_a_whole_day_reads_as_days():
+    assert approx_duration(86_400) == "1d"
+    assert approx_duration(86_400 - 60) == "23h 59m"

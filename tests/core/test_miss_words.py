@@ -7,8 +7,11 @@ from sublane_desktop.core.miss_words import (
     compact_tokens,
     explain,
     idle_words,
+    reread_today,
+    reread_today_by_account,
     summary_lines,
     switch_warning,
+    switched_today,
 )
 
 
@@ -94,3 +97,47 @@ def test_the_misses_summary_table() -> None:
     assert lines[2].split() == ["account", "switch", "1", "48,000", "4.8%"]
     assert lines[5].split() == ["all", "misses", "5", "60,000", "6.0%"]
     assert lines[-1] == "of 1,000,000 input tokens in the window"
+
+
+def test_token_counts_in_a_few_characters_at_every_edge() -> None:
+    assert [
+        compact_tokens(n)
+        for n in (999, 1_000, 999_499, 999_500, 1_000_000, 1_000_001, 1_050_000, 2_000_000)
+    ] == ["999", "1k", "999k", "1M", "1M", "1M", "1.1M", "2M"]
+    assert compact_tokens(10_000_000) == "10M"  # a round ten keeps its zero
+
+
+SUMMARY = {
+    "causes": [
+        {"cause": "first_turn", "count": 2, "reread_tokens": 0},
+        {"cause": "account_switch", "count": 3, "reread_tokens": 48_213},
+        {"cause": "ttl_expired", "count": 1, "reread_tokens": 1_250_000},
+        {"cause": "prefix_changed", "count": 0, "reread_tokens": 0},
+    ],
+    "accounts": [
+        {"account_name": "work", "cause": "account_switch", "count": 3, "reread_tokens": 48_213},
+        {"account_name": "lab", "cause": "ttl_expired", "count": 1, "reread_tokens": 1_250_000},
+        {"account_name": "idle", "cause": "first_turn", "count": 2, "reread_tokens": 0},
+        {"account_name": "new", "cause": "future_cause", "count": 1, "reread_tokens": 5},
+    ],
+}
+
+
+def test_the_accounts_window_line_and_its_tooltip() -> None:
+    assert reread_today(SUMMARY) == "Read again today: account switch 48k · cache expired 1.2M"
+    assert reread_today(None) == "" and reread_today({}) == ""
+    assert reread_today({"causes": SUMMARY["causes"][:1]}) == (
+        "No cache miss made input be read again today"
+    )
+    assert reread_today_by_account(SUMMARY) == (
+        "lab: cache expired 1.2M (1 turns)\n"
+        "work: account switch 48k (3 turns)\n"
+        "new: future_cause 5 (1 turns)"
+    )
+    assert reread_today_by_account(None) == ""
+
+
+def test_switch_tokens_today() -> None:
+    assert switched_today(SUMMARY) == 48_213
+    assert switched_today({"causes": [{"cause": "account_switch"}]}) == 0
+    assert switched_today(None) == 0 and switched_today({"causes": SUMMARY["causes"][:1]}) == 0

@@ -1,11 +1,14 @@
-"""The relay's own rules, checked without a server: how an upstream status reads for the
-account, which headers may go on the wire, and how SSE frames are written."""
+"""The relay's own rules: how an upstream status reads for the account, which headers may go
+on the wire and back to the client, the stall guard and SSE frames, checked without a server;
+then the translated paths (a rendered stream, a folded answer, the Antigravity envelope) end
+to end, so the mutation run reaches them from this file."""
 
 from __future__ import annotations
 
 import json
 from types import SimpleNamespace
 
+import anthropic
 import pytest
 from multidict import CIMultiDict
 
@@ -19,6 +22,8 @@ from sublane_desktop.proxy.relay import (
     passback_headers,
     sendable,
 )
+from tests.fake_codex import CodexReply
+from tests.openai_helpers import oai, raw_sse, records
 
 
 @pytest.mark.parametrize(
@@ -136,3 +141,83 @@ async def test_a_stall_guard_without_a_transport_never_runs():
     guard.start()
     assert guard._handle is None
     guard.stop()
+
+
+# --- the translated paths, end to end through the relay --------------------------------------------
+
+ASK = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+async def codex_ready(codex_harness):
+    h = codex_harness
+    await h.add_codex_account("sub", "tok-sub")
+    return h, await h.create_key()
+
+
+async def test_a_codex_stream_is_rendered_for_a_chat_client_as_it_arrives(codex_ready):
+    h, key = codex_ready
+    status, headers, events = await raw_sse(
+        h,
+        key,
+        "/v1/chat/completions",
+        {"model": "gpt-5.4", "messages": ASK, "stream": True, "max_tokens": 50},
+    )
+    assert status == 200 and headers["x-request-id"].startswith("req_")
+    assert events[-1] == (None, "[DONE]")
+    text = "".join(d["choices"][0]["delta"].get("content") or "" for _, d in events[:-1])
+    assert text == "Hello from the fake Codex upstream."
+    seen = h.codex.seen[-1]
+    assert seen.path.endswith("/responses") and seen.token == "tok-sub"
+    assert seen.body["model"] == "gpt-5.4" and seen.body["stream"] is True
+    assert seen.body["instructions"] == "Be brief."
+    assert seen.headers["Accept"] == "text/event-stream"
+    record = records(h)[-1]
+    assert (record.provider, record.protocol, record.outcome) == ("codex", "openai-chat", "success")
+    assert record.input_tokens == 20 and record.first_token_ms is not None
+
+
+async def test_a_codex_answer_is_folded_whole_for_a_client_that_did_not_stream(codex_ready):
+    h, key = codex_ready
+    h.codex.script("tok-sub", CodexReply(terminal="incomplete"))
+    completion = await oai(h, key).chat.completions.create(model="gpt-5.4", messages=ASK)
+    assert completion.choices[0].message.content == "Hello from the fake Codex upstream."
+    assert completion.choices[0].finish_reason == "length"
+    record = records(h)[-1]
+    assert (record.outcome, record.error_code) == ("incomplete", "length")
+    assert (record.input_tokens, record.output_tokens) == (20, 9)
+
+
+async def test_a_failed_codex_stream_ends_in_the_clients_error_shape_and_blames_the_account(
+    codex_ready,
+):
+    h, key = codex_ready
+    h.codex.script("tok-sub", CodexReply(terminal="failed", error_code="server_error"))
+    status, _, events = await raw_sse(
+        h, key, "/v1/chat/completions", {"model": "gpt-5.4", "messages": ASK, "stream": True}
+    )
+    assert status == 200
+    assert events[-1][1]["error"]["code"] == "server_error"
+    assert (None, "[DONE]") not in events
+    record = records(h)[-1]
+    assert (record.outcome, record.error_code) == ("error", "server_error")
+
+
+async def test_an_antigravity_call_is_the_v1internal_envelope_with_the_logins_project(
+    antigravity_harness,
+):
+    h = antigravity_harness
+    await h.add_antigravity_account("google", "ya29.g")
+    key = await h.create_key()
+    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    h.clients.append(client)
+    message = await client.messages.create(
+        model="antigravity/claude-opus-4-5", max_tokens=64, messages=ASK[1:]
+    )
+    assert message.content[0].text == "Hello from the fake Antigravity upstream."
+    seen = h.google.seen[-1]
+    assert seen.path == "/v1internal:generateContent" and seen.token == "ya29.g"
+    assert seen.body["project"] == "proj-fake-1"
+    assert seen.body["model"] == "claude-opus-4-5-thinking"  # the served name
+    assert seen.headers["User-Agent"].startswith("antigravity/")
+    assert records(h)[-1].provider == "antigravity"
