@@ -276,3 +276,29 @@ async def test_the_published_readings_are_the_ones_read():
     up.answer = [Observation("fable", 0.3, None, clock.now(), "poll")]
     await settle(refresher.want([Acc(1)]))
     assert up.published == [(1, 1, up.answer)]
+
+
+async def test_an_account_already_being_read_does_not_hold_up_the_next_one():
+    refresher, up, _clock = make()
+    up.gate = asyncio.Event()
+    first = refresher.want([Acc(1)])
+    await until(lambda: up.in_flight == 1, "the first read in flight")
+    again = refresher.want([Acc(1), Acc(2)])  # 1 coalesces; 2 behind it still starts
+    assert again[0] is first[0] and len(again) == 2
+    await until(lambda: up.in_flight == 2, "the second read in flight")
+    up.gate.set()
+    await settle(again)
+    assert up.reads == [1, 2]
+
+
+async def test_reset_usage_while_a_read_waits_for_the_cap_does_not_break_that_read():
+    pool = Pool(FakeClock(), cap=1)
+    pool.sync_accounts([AccountState(id=1, name="acc1", provider="anthropic", max_concurrency=1)])
+    refresher, up, _clock = make(pool)
+    lease = pool.acquire(Demand(group_id=1, route=CLAUDE))
+    tasks = refresher.want([Acc(1)])
+    refresher.lift_floor()  # a person resets usage before the read got its turn
+    assert await settle(tasks) == [False]  # skipped for the full cap, not crashed
+    assert up.reads == [] and refresher.running == 0
+    lease.release(Outcome.SUCCESS)
+    assert await settle(refresher.want([Acc(1)])) == [True]
