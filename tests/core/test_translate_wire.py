@@ -402,6 +402,55 @@ UPSTREAM_ANTHROPIC = {
     "error_bare": [{"type": "error", "error": "odd"}],
 }
 
+
+def _gm(*parts: Any, finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"response": {"candidates": [candidate], **extra}, "traceId": "tr-1"}
+
+
+UPSTREAM_GEMINI = {
+    "thoughts_calls_and_usage": [
+        _gm({"thought": True}, modelVersion="gemini-3-pro-high"),
+        _gm({"thought": True, "text": "plan", "thoughtSignature": "sig-t"}),
+        _gm({"thought": True, "text": " more", "thoughtSignature": ""}),
+        _gm({"text": "Hi"}, {"text": ""}, {"text": 5}, "odd"),
+        _gm(
+            {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": "sig-c"},
+            {"functionCall": {"id": "own", "args": "odd"}},
+            usageMetadata={"promptTokenCount": 10, "candidatesTokenCount": 3},
+        ),
+        _gm(
+            finish="STOP",
+            usageMetadata={
+                "promptTokenCount": 12,
+                "thoughtsTokenCount": 4,
+                "cachedContentTokenCount": 6,
+            },
+        ),
+        _gm({"text": "after the end"}),
+    ],
+    "thought_then_length": [
+        {
+            "candidates": [{"content": {"parts": [{"thought": True, "text": "t"}]}}],
+            "responseId": "r2",
+        },
+        _gm(finish="MAX_TOKENS", usageMetadata={"candidatesTokenCount": 2}),
+    ],
+    "safety": [_gm({"text": "no"}, finish="SAFETY", usageMetadata={"thoughtsTokenCount": 1})],
+    "unknown_finish": [_gm(finish="SOMETHING_NEW", usageMetadata={"cachedContentTokenCount": 3})],
+    "malformed_call": [_gm(finish="MALFORMED_FUNCTION_CALL")],
+    "malformed_with_message": [_gm(finish="UNEXPECTED_TOOL_CALL", finishMessage_unused=1)],
+    "error_status": [
+        {"error": {"status": "RESOURCE_EXHAUSTED", "message": "quota"}},
+        _gm({"text": "x"}),
+    ],
+    "error_code": [{"error": {"code": 500}}],
+    "error_bare": [{"error": {}}],
+    "no_candidates": [{"response": {"candidates": []}}, {"response": "odd", "candidates": "odd"}],
+}
+
 ERROR_BODIES = [
     b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
     b'{"error":{"code":"rate_limit_exceeded","message":"slow"}}',
@@ -509,6 +558,16 @@ def readers() -> dict[str, Any]:
     for name, payloads in UPSTREAM_ANTHROPIC.items():
         frames = [(p.get("type"), json.dumps(p)) for p in payloads] + [("ping", "")]
         cases[f"upstream_anthropic_{name}"] = _events(read_all(an.AnthropicReader(), frames))
+    for name, payloads in UPSTREAM_GEMINI.items():
+        frames = [(None, json.dumps(p)) for p in payloads] + [(None, "")]
+        cases[f"upstream_gemini_{name}"] = _events(read_all(gm.GeminiReader(), frames))
+    whole = json.dumps([p for p in UPSTREAM_GEMINI["thoughts_calls_and_usage"]]).encode()
+    cases["gemini_whole_array"] = _events(list(gm.GeminiReader("call_w").feed_whole(whole)))
+    one = json.dumps(UPSTREAM_GEMINI["safety"][0]).encode()
+    cases["gemini_whole_object"] = _events(list(gm.GeminiReader().feed_whole(one)))
+    cases["gemini_whole_junk"] = [
+        _events(list(gm.GeminiReader().feed_whole(body))) for body in (b"[oops", b"[]", b"{}")
+    ]
     cases["error_bodies"] = [list(read_error(body)) for body in ERROR_BODIES]
     for name, payloads in UPSTREAM_RESPONSES.items():
         frames = [(p.get("type"), json.dumps(p)) for p in payloads] + [(None, "not json")]
