@@ -264,3 +264,11 @@ async def antigravity_harness(
         yield h
         for client in h.clients:
             await client.close()
+
+
+@pytest.fixture(scope="session")
+def qapp_cls():
+    """pytest-qt's application is the desktop's own class, as `sublane` makes it."""
+    from sublane_desktop.gui.main import DesktopApplication
+
+    return DesktopApplication

@@ -75,7 +75,10 @@ class Bridge(QObject):
         self._coalesce = QTimer(self)
         self._coalesce.setSingleShot(True)
         self._coalesce.setInterval(COALESCE_MS)
-        self._coalesce.timeout.connect(self.refresh_snapshot)
+        self._coalesce.timeout.connect(self._coalesced)
+        # Python flags, not QTimer.isActive(): bus events come per request, on the proxy's loop.
+        self._coalesce_armed = False
+        self._misses_armed = False
         self._tick = QTimer(self)
         self._tick.setInterval(tick_ms)
         self._tick.timeout.connect(self._on_tick)
@@ -85,7 +88,7 @@ class Bridge(QObject):
         self._misses_timer = QTimer(self)
         self._misses_timer.setSingleShot(True)
         self._misses_timer.setInterval(MISSES_COALESCE_MS)
-        self._misses_timer.timeout.connect(self.refresh_misses)
+        self._misses_timer.timeout.connect(self._misses_due)
         self._unsubscribe = service.bus.subscribe("*", self._on_event)
 
     def close(self) -> None:
@@ -93,6 +96,7 @@ class Bridge(QObject):
         self._tick.stop()
         self._coalesce.stop()
         self._misses_timer.stop()
+        self._coalesce_armed = self._misses_armed = False
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -101,12 +105,22 @@ class Bridge(QObject):
         if topic == "accounts.settings":
             self.settingsChanged.emit()
         if topic.startswith("accounts"):
-            if not self._coalesce.isActive():
+            if not self._coalesce_armed:
+                self._coalesce_armed = True
                 self._coalesce.start()
         elif topic == "records.added":
             self.recordAdded.emit(payload)
-            if self._misses_day is not None and not self._misses_timer.isActive():
+            if self._misses_day is not None and not self._misses_armed:
+                self._misses_armed = True
                 self._misses_timer.start()
+
+    def _coalesced(self) -> None:
+        self._coalesce_armed = False
+        self.refresh_snapshot()
+
+    def _misses_due(self) -> None:
+        self._misses_armed = False
+        self.refresh_misses()
 
     def refresh_snapshot(self) -> bool:
         """Re-read the in-memory runtime; emit accountsChanged when it differs."""

@@ -54,7 +54,7 @@ def run(service_factory: Callable[..., Any], data_dir: Path) -> int:
     os.environ["QT_API"] = "pyside6"
 
     existing = QApplication.instance()
-    app = existing if isinstance(existing, QApplication) else QApplication(sys.argv)
+    app = existing if isinstance(existing, QApplication) else DesktopApplication(sys.argv)
     app.setApplicationName("SubLane")
     app.setDesktopFileName("sublane")  # Wayland maps windows to sublane.desktop by this
     app.setQuitOnLastWindowClosed(False)
@@ -72,8 +72,12 @@ def run(service_factory: Callable[..., Any], data_dir: Path) -> int:
 
     loop = DesktopEventLoop(app)
     asyncio.set_event_loop(loop)
-    quit_interceptor = _QuitInterceptor(desktop.quit_requested.set)
-    app.installEventFilter(quit_interceptor)
+    quit_interceptor: _QuitInterceptor | None = None
+    if isinstance(app, DesktopApplication):
+        app.on_quit = desktop.quit_requested.set
+    else:  # someone else made the application: only a filter can see its Quit event
+        quit_interceptor = _QuitInterceptor(desktop.quit_requested.set)
+        app.installEventFilter(quit_interceptor)
     # Ctrl-C in the launching terminal, and SIGTERM from a session or service manager, quit
     # like the Quit item: drain, remove server.json, exit 0 (R-FT-8).
     restore_signals = on_stop_signals(loop, desktop.request_quit)
@@ -92,7 +96,10 @@ def run(service_factory: Callable[..., Any], data_dir: Path) -> int:
         restore_signals()
         if wake is not None:
             wake.stop()
-        app.removeEventFilter(quit_interceptor)
+        if quit_interceptor is not None:
+            app.removeEventFilter(quit_interceptor)
+        elif isinstance(app, DesktopApplication):
+            app.on_quit = None
         instance.close()
         loop.close()
         asyncio.set_event_loop(None)
@@ -105,6 +112,24 @@ def _python_wakeup_timer() -> QTimer:
     timer.timeout.connect(lambda: None)
     timer.start(200)
     return timer
+
+
+class DesktopApplication(QApplication):
+    """The application object, which turns Qt's own quit requests (app.quit(), a session
+    ending, the Dock's Quit) into our graceful quit instead of an immediate exit.
+
+    The Quit event is sent to the application object itself, so `event()` sees it. An event
+    filter on the application would see every event of every object instead, each one
+    wrapped for Python: socket wake-ups and timers of the proxy included (bench_proxy --tray).
+    """
+
+    on_quit: Callable[[], None] | None = None
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Quit and self.on_quit is not None:
+            self.on_quit()
+            return True
+        return super().event(event)
 
 
 class _QuitInterceptor(QObject):

@@ -109,6 +109,19 @@ class TwoLineDelegate(QStyledItemDelegate):
         super().__init__(parent)
         self._link = link
         self._monospace = monospace_second
+        # Fonts and metrics for the last font seen: every visible cell asks on every repaint,
+        # and the live table repaints on the loop the proxy shares.
+        self._fonts_for: str | None = None
+        self._fonts: tuple[QFontMetrics, QFont, QFontMetrics] | None = None
+
+    def _metrics(self, font: QFont) -> tuple[QFontMetrics, QFont, QFontMetrics]:
+        """(the main line's metrics, the second line's font, its metrics) for `font`."""
+        key = font.key()
+        if self._fonts is None or key != self._fonts_for:
+            small = self._second_font(font)
+            self._fonts = (QFontMetrics(font), small, QFontMetrics(small))
+            self._fonts_for = key
+        return self._fonts
 
     def _second_font(self, font: QFont) -> QFont:
         small = QFont(font)
@@ -149,9 +162,7 @@ class TwoLineDelegate(QStyledItemDelegate):
         else:
             second_color = opt.palette.color(group, QPalette.ColorRole.PlaceholderText)
 
-        big = QFontMetrics(opt.font)
-        small_font = self._second_font(opt.font)
-        small = QFontMetrics(small_font)
+        big, small_font, small = self._metrics(opt.font)
         height = big.height() + (small.height() if second else 0)
         top = rect.top() + max(0, (rect.height() - height) // 2)
         painter.save()
@@ -181,8 +192,7 @@ class TwoLineDelegate(QStyledItemDelegate):
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         first, second = _lines(index)
-        big = QFontMetrics(opt.font)
-        small = QFontMetrics(self._second_font(opt.font))
+        big, _, small = self._metrics(opt.font)
         width = (
             max(big.horizontalAdvance(first), small.horizontalAdvance(second))
             + 2 * _text_margin(opt.widget)

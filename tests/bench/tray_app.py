@@ -30,7 +30,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data-dir", type=Path, required=True)
     args = parser.parse_args()
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = QApplication.instance() or gui_main.DesktopApplication(sys.argv[:1])
 
     def open_windows(service: object) -> None:
         shown = [
