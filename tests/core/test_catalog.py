@@ -66,3 +66,12 @@ def test_model_ids_reads_every_known_list_shape_and_nothing_else():
     assert model_ids({"models": {"gemini-3-pro-high": {}, "": {}}}) == ["gemini-3-pro-high"]
     for junk in (None, [], "x", {"data": "x"}, {"models": 3}, {}):
         assert model_ids(junk) == []
+
+
+def test_an_unknown_provider_lists_nothing_and_odd_ids_are_dropped():
+    catalog = ModelCatalog(FakeClock())
+    assert catalog.models("someday") == ()
+    catalog.learn("someday", None)
+    assert catalog.models("someday") == ()
+    catalog.learn("codex", ["gpt-5.4", "", 5, None, "gpt-5.4", "gpt-5"])
+    assert catalog.models("codex") == ("gpt-5.4", "gpt-5")

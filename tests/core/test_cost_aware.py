@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from sublane_desktop.core.cache_miss import Turn
+from sublane_desktop.core.cache_miss import PreviousTurn, Turn
 from sublane_desktop.core.clock import FakeClock
-from sublane_desktop.core.cost_aware import CACHE_TTL
+from sublane_desktop.core.cost_aware import CACHE_TTL, warm_chance
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
@@ -201,3 +201,17 @@ def test_new_conversations_fill_the_perishable_account_only_up_to_its_slots():
     assert [turn(pool, clock, f"s{i}").id for i in range(4)] == [2, 2, 1, 1]
     clock.advance(CACHE_TTL)  # the swarm is over: its conversations no longer count
     assert turn(pool, clock, "later").id == 2
+
+
+def test_a_prefix_is_warm_only_where_the_last_turn_left_it_and_only_within_the_ttl():
+    now = 10_000.0
+
+    def last(account_id: int = 1, ago: float = 0.0, warm: int = 1) -> PreviousTurn:
+        return PreviousTurn(account_id, now - ago, 5_000, warm)
+
+    assert warm_chance(None, 1, now) == 1.0  # nothing known: assume warm, moving is the risk
+    assert warm_chance(last(), 1, now) == 1.0  # even one warm token counts
+    assert warm_chance(last(ago=CACHE_TTL), 1, now) == 1.0  # the last second of the TTL
+    assert warm_chance(last(ago=CACHE_TTL + 1), 1, now) == 0.0
+    assert warm_chance(last(account_id=2), 1, now) == 0.0
+    assert warm_chance(last(warm=0), 1, now) == 0.0
