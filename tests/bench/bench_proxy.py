@@ -613,6 +613,53 @@ async def bench_side_by_side(upstream_url: str, tmp: Path) -> dict[str, Any]:
     return result
 
 
+def target_figures(report: dict[str, Any]) -> dict[str, float]:
+    """The figures the --tray targets judge, from one run."""
+    side = report["side_by_side"]
+    c1, c8 = side["c1"], side["c8"]
+    return {
+        "tray/serve p50 overhead c1": c1["tray"]["overhead_p50_ms"]
+        / max(1e-9, c1["serve"]["overhead_p50_ms"]),
+        "tray/serve p50 overhead c8": c8["tray"]["overhead_p50_ms"]
+        / max(1e-9, c8["serve"]["overhead_p50_ms"]),
+        "tray p99 overhead c8 ms": c8["tray"]["overhead_p99_ms"],
+        "serve - bare p50 c8 ms": c8["serve"]["p50_ms"] - c8["bare relay"]["p50_ms"],
+        "serve CPU ms/req c8": c8["serve"]["cpu_ms_per_request"],
+        "tray CPU ms/req c8": c8["tray"]["cpu_ms_per_request"],
+        "bare CPU ms/req c8": c8["bare relay"]["cpu_ms_per_request"],
+    }
+
+
+def target_medians(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    figures = [target_figures(r) for r in runs]
+    return {
+        name: {
+            "median": statistics.median(f[name] for f in figures),
+            "min": min(f[name] for f in figures),
+            "max": max(f[name] for f in figures),
+        }
+        for name in figures[0]
+    }
+
+
+def render_medians(medians: dict[str, dict[str, float]], n: int) -> str:
+    limits = {
+        "tray/serve p50 overhead c1": TRAY_TARGET_RATIO,
+        "tray/serve p50 overhead c8": TRAY_TARGET_RATIO,
+        "tray p99 overhead c8 ms": TRAY_TARGET_P99_C8_MS,
+        "serve - bare p50 c8 ms": SERVE_VS_BARE_C8_MS,
+    }
+    lines = ["", f"Medians over {n} runs (min - max):"]
+    for name, m in medians.items():
+        target = (
+            f"  target <= {limits[name]:g} {verdict(m['median'] <= limits[name])}"
+            if name in limits
+            else ""
+        )
+        lines.append(f"  {name:<28} {m['median']:>7.2f}  ({m['min']:.2f} - {m['max']:.2f}){target}")
+    return "\n".join(lines)
+
+
 def render_side_by_side(report: dict[str, Any]) -> str:
     env = report["environment"]
     side = report["side_by_side"]
@@ -867,10 +914,23 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: the tray app, `serve` and a bare aiohttp relay side by "
         "side against the same fake upstream",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --tray: N whole runs, each printed, then the median of each target figure "
+        "(a shared or virtual machine swings from run to run)",
+    )
     args = parser.parse_args(argv)
     if args.tray:
-        report = asyncio.run(run_side_by_side())
-        print(render_side_by_side(report))
+        runs = []
+        for _ in range(max(1, args.repeat)):
+            runs.append(asyncio.run(run_side_by_side()))
+            print(render_side_by_side(runs[-1]), flush=True)
+        report = runs[-1] if len(runs) == 1 else {"runs": runs, "medians": target_medians(runs)}
+        if len(runs) > 1:
+            print(render_medians(report["medians"], len(runs)))
     else:
         report = asyncio.run(run(args))
         print(render(report))
