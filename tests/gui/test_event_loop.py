@@ -93,3 +93,26 @@ def test_timeouts_fire_and_cancelled_timeouts_leave_nothing_behind(loop):
 
     assert loop.run_until_complete(asyncio.wait_for(main(), 30)) is True
     assert len(loop._timers) < 200  # compacted: no heap of dead two-minute timers
+
+
+def test_callbacks_that_keep_scheduling_callbacks_still_let_qt_run(loop):
+    """A drain continues with what its callbacks schedule, but only for a moment: a busy
+    proxy must not starve the widgets (painting, clicks) or Qt's own timers."""
+    from PySide6.QtCore import QTimer
+
+    qt_ran = asyncio.Event()
+    spins = 0
+
+    def spin() -> None:
+        nonlocal spins
+        spins += 1
+        if not qt_ran.is_set():
+            loop.call_soon(spin)
+
+    async def main() -> int:
+        QTimer.singleShot(5, qt_ran.set)  # a Qt timer, not the loop's
+        loop.call_soon(spin)
+        await qt_ran.wait()
+        return spins
+
+    assert loop.run_until_complete(asyncio.wait_for(main(), 10)) > 0
