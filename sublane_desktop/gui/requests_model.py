@@ -188,6 +188,16 @@ def cache_tooltip(record: Record) -> str:
     return f"{why[:1].upper()}{why[1:]}\n{counts}" if why else counts
 
 
+# The roles data() answers, as the plain ints Qt passes.
+_DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+_ALIGNMENT = int(Qt.ItemDataRole.TextAlignmentRole)
+_FOREGROUND = int(Qt.ItemDataRole.ForegroundRole)
+_TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+_RECORD = int(RecordRole)
+_REQUEST_ID = int(RequestIdRole)
+_ANSWERED = frozenset({_DISPLAY, _ALIGNMENT, _FOREGROUND, _TOOLTIP, _RECORD, _REQUEST_ID})
+
+
 # --- the model --------------------------------------------------------------------------------
 
 
@@ -195,6 +205,7 @@ class RequestsModel(QAbstractTableModel):
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self._records: list[Record] = []
+        self._texts: dict[tuple[int, int], str] = {}
 
     # Qt overrides (camelCase is Qt's)
     def rowCount(self, parent: Index = _ROOT) -> int:
@@ -217,36 +228,48 @@ class RequestsModel(QAbstractTableModel):
             return _alignment(column)
         return None
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or not 0 <= index.row() < len(self._records):
+    def data(self, index: Index, role: int = _DISPLAY) -> Any:
+        # Asked for every role of every visible cell on each repaint, on the loop the proxy
+        # shares: roles this model does not answer leave at the first line, and a cell's text
+        # is made once per page (records are immutable; times are clock times, not "ago").
+        if role not in _ANSWERED:
             return None
-        record = self._records[index.row()]
-        column = Column(index.column())
-        if role == Qt.ItemDataRole.DisplayRole:
-            return cell_text(record, column)
-        if role == RecordRole:
+        row = index.row()
+        if not index.isValid() or not 0 <= row < len(self._records):
+            return None
+        record = self._records[row]
+        column = index.column()
+        if role == _DISPLAY:
+            text = self._texts.get((row, column))
+            if text is None:
+                text = self._texts[row, column] = cell_text(record, Column(column))
+            return text
+        if role == _RECORD:
             return record
-        if role == RequestIdRole:
+        if role == _REQUEST_ID:
             return record.get("request_id")
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            return _alignment(column)
-        if role == Qt.ItemDataRole.ForegroundRole and column == Column.OUTCOME:
-            return OUTCOME_COLORS.get(record.get("outcome") or "")
-        if role == Qt.ItemDataRole.ForegroundRole and column == Column.CACHE_HIT:
-            cause = record.get("cache_miss")
-            if cause in LABELS:
-                return FIRST_TURN_COLOR if cause == "first_turn" else MISS_COLOR
-        if role == Qt.ItemDataRole.ToolTipRole:
-            if column == Column.STARTED:
-                return f"{record.get('request_id')}\n{full_time(record.get('started_at'))}"
+        if role == _ALIGNMENT:
+            return _ALIGNMENTS[column]
+        if role == _FOREGROUND:
+            if column == Column.OUTCOME:
+                return OUTCOME_COLORS.get(record.get("outcome") or "")
             if column == Column.CACHE_HIT:
-                return cache_tooltip(record)
+                cause = record.get("cache_miss")
+                if cause in LABELS:
+                    return FIRST_TURN_COLOR if cause == "first_turn" else MISS_COLOR
+            return None
+        # the tooltip
+        if column == Column.STARTED:
+            return f"{record.get('request_id')}\n{full_time(record.get('started_at'))}"
+        if column == Column.CACHE_HIT:
+            return cache_tooltip(record)
         return None
 
     # Ours
     def set_records(self, records: Sequence[Record]) -> None:
         self.beginResetModel()
         self._records = list(records)
+        self._texts.clear()
         self.endResetModel()
 
     def record(self, row: int) -> Record:
@@ -268,3 +291,6 @@ class RequestsModel(QAbstractTableModel):
 def _alignment(column: Column) -> Qt.AlignmentFlag:
     horizontal = Qt.AlignmentFlag.AlignRight if column in NUMERIC else Qt.AlignmentFlag.AlignLeft
     return horizontal | Qt.AlignmentFlag.AlignVCenter
+
+
+_ALIGNMENTS = [_alignment(column) for column in Column]
