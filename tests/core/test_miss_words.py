@@ -141,3 +141,26 @@ def test_switch_tokens_today() -> None:
     assert switched_today(SUMMARY) == 48_213
     assert switched_today({"causes": [{"cause": "account_switch"}]}) == 0
     assert switched_today(None) == 0 and switched_today({"causes": SUMMARY["causes"][:1]}) == 0
+
+
+def test_the_cli_table_of_misses_in_full() -> None:
+    summary = {
+        "input_tokens": 200_000,
+        "reread_tokens": 50_000,
+        "causes": [
+            {"cause": "account_switch", "count": 3, "reread_tokens": 48_000, "share": 0.24},
+            {"cause": "future_cause", "count": 1, "reread_tokens": 2_000, "share": 0.01},
+        ],
+    }
+    assert summary_lines(summary) == [
+        "CAUSE             COUNT      RE-READ  SHARE OF INPUT",
+        "account switch        3       48,000           24.0%",
+        "future_cause          1        2,000            1.0%",
+        "all misses            4       50,000           25.0%",
+        "of 200,000 input tokens in the window",
+    ]
+    assert summary_lines({}) == [
+        "CAUSE             COUNT      RE-READ  SHARE OF INPUT",
+        "all misses            0            0            0.0%",
+        "of 0 input tokens in the window",
+    ]
