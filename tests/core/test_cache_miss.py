@@ -265,3 +265,27 @@ def test_the_memory_forgets_the_oldest_conversation_and_model_beyond_its_bounds(
         memory.settle(1, "new", turn(), ended_at=T0 + 50 + n, warm_tokens=10, model=f"model-{n}")
     assert memory.previous(1, "new", "m") is None  # the least recently used model went
     assert memory.previous(1, "new", f"model-{MODELS_PER_CONVERSATION}") is not None
+
+
+def test_conversations_still_going_are_counted_per_account_by_their_latest_turn() -> None:
+    memory = TurnMemory()
+    now = T0 + 1_000
+
+    def end(digest: str, account: int, ago: float, model: str = "m") -> None:
+        memory.settle(
+            1,
+            digest,
+            Turn(account, now - ago - 1, 100, 0),
+            ended_at=now - ago,
+            warm_tokens=100,
+            model=model,
+        )
+
+    end("old", 3, 500)  # long settled: not going
+    end("edge", 2, 60)  # exactly the bound ago: no longer going
+    end("two-models", 1, 400, model="haiku")
+    end("two-models", 1, 5, model="opus")  # its latest turn is recent: going
+    end("fresh", 1, 10)
+    end("other", 2, 59)
+    assert memory.active(now, 60) == {1: 2, 2: 1}
+    assert memory.active(now, 1) == {}
