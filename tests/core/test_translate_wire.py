@@ -555,6 +555,12 @@ def readers() -> dict[str, Any]:
         cases[f"responses_{ending}"] = _events(read_all(rs.ResponsesReader(), sse(rendered)))
         rendered = render_all(an.AnthropicRenderer("m", "msg_x"), events)
         cases[f"anthropic_{ending}"] = _events(read_all(an.AnthropicReader(), sse(rendered)))
+    return cases
+
+
+def upstream() -> dict[str, Any]:
+    """What each reader makes of upstream answers of every shape, and of error bodies."""
+    cases: dict[str, Any] = {}
     for name, payloads in UPSTREAM_ANTHROPIC.items():
         frames = [(p.get("type"), json.dumps(p)) for p in payloads] + [("ping", "")]
         cases[f"upstream_anthropic_{name}"] = _events(read_all(an.AnthropicReader(), frames))
@@ -580,6 +586,7 @@ GROUPS = {
     "whole_answers": whole_answers,
     "requests": requests,
     "readers": readers,
+    "upstream": upstream,
 }
 
 
