@@ -179,12 +179,39 @@ async def _whole_answer(attempt: Attempt, headers: dict[str, str]) -> web.Respon
         attempt.record.outcome = "success"
         attempt.take_counts(*codex.usage_of_json(data))
     else:
-        attempt.note_error(data)
+        kind, message = attempt.note_error(data)
         if upstream.status in WAIT_STATUSES:
             # the body's reset time (note_error) is better than the header's wait
             headers["Retry-After"] = str(attempt.client_wait())
+        if not _openai_shaped(data):
+            # The ChatGPT backend answers FastAPI-style (`{"detail": ...}`); an OpenAI client
+            # reads `error.message`, so the answer is put into that shape, same status.
+            headers.pop("Content-Length", None)
+            headers.pop("Content-Type", None)
+            headers.pop("content-type", None)
+            return web.json_response(
+                {
+                    "error": {
+                        "type": openai_type_for(upstream.status),
+                        "code": kind or f"http_{upstream.status}",
+                        "message": message,
+                        "param": None,
+                    },
+                    "request_id": attempt.request_id,
+                },
+                status=upstream.status,
+                headers=headers,
+            )
     headers.pop("Content-Length", None)
     return web.Response(status=upstream.status, body=data, headers=headers)
+
+
+def _openai_shaped(data: bytes) -> bool:
+    try:
+        payload = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(payload, dict) and isinstance(payload.get("error"), dict)
 
 
 class CompactRoute:

@@ -445,3 +445,16 @@ async def test_client_disconnect_mid_stream_releases_once(ready):
     )
     gate.set()
     await oai(h, key).responses.create(model="gpt-5.4", input="hi")
+
+
+async def test_a_chatgpt_backend_refusal_reaches_the_sdk_as_an_openai_error(ready):
+    """The ChatGPT backend answers FastAPI-style (`{"detail": ...}`); an OpenAI client gets
+    `error.message` with the backend's reason and the same status (found by the route fuzz)."""
+    h, key = ready
+    with pytest.raises(openai.BadRequestError) as caught:
+        await oai(h, key).responses.create(model="gpt-5.4", instructions="be brief")
+    body = caught.value.body
+    assert caught.value.status_code == 400
+    assert body["message"] == "Input must be a list"  # the SDK hands over the `error` object
+    assert body["type"] == "invalid_request_error"
+    assert caught.value.response.json()["request_id"].startswith("req_")
