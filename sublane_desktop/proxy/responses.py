@@ -35,7 +35,7 @@ from sublane_desktop.core.translate.events import ANTHROPIC_TAG, GEMINI_TAG, Tal
 from sublane_desktop.core.translate.prompt import TranslationError
 from sublane_desktop.providers import codex
 from sublane_desktop.proxy import SERVICE
-from sublane_desktop.proxy.errors import openai_error, where
+from sublane_desktop.proxy.errors import openai_error, upstream_error, where
 from sublane_desktop.proxy.intake import authenticate, json_body, parse_json_object
 from sublane_desktop.proxy.relay import (
     Attempt,
@@ -185,23 +185,14 @@ async def _whole_answer(attempt: Attempt, headers: dict[str, str]) -> web.Respon
             headers["Retry-After"] = str(attempt.client_wait())
         if not _openai_shaped(data):
             # The ChatGPT backend answers FastAPI-style (`{"detail": ...}`); an OpenAI client
-            # reads `error.message`, so the answer is put into that shape, same status.
-            headers.pop("Content-Length", None)
-            headers.pop("Content-Type", None)
-            headers.pop("content-type", None)
-            return web.json_response(
-                {
-                    "error": {
-                        "type": openai_type_for(upstream.status),
-                        "code": kind or f"http_{upstream.status}",
-                        "message": message,
-                        "param": None,
-                    },
-                    "request_id": attempt.request_id,
-                },
-                status=upstream.status,
-                headers=headers,
+            # reads `error.message`, so the answer is retold in that shape, same status.
+            response = upstream_error(
+                "openai", upstream.status, kind, message, attempt.request_id, attempt.client_wait()
             )
+            for name, value in headers.items():  # the quota headers still pass back
+                if name.lower() not in ("content-type", "content-length"):
+                    response.headers.setdefault(name, value)
+            return response
     headers.pop("Content-Length", None)
     return web.Response(status=upstream.status, body=data, headers=headers)
 
