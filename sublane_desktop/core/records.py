@@ -11,14 +11,40 @@ MODEL_MAX = 128
 ERROR_CODE_MAX = 64
 
 
-@dataclass
+class _CleanModel:
+    """The model field: every write, the constructor's included, goes through clean_text and
+    the length cap (R-REC-2, R-FT-10). A descriptor rather than a `__setattr__` hook, so the
+    other twenty-odd fields are plain attribute writes: a record is made per request."""
+
+    def __get__(self, record: object, owner: type | None = None) -> str:
+        if record is None:
+            raise AttributeError("model")  # no class-level default: the field stays required
+        return record.__dict__["_model"]  # type: ignore[no-any-return]
+
+    def __set__(self, record: object, value: object) -> None:
+        record.__dict__["_model"] = clean_text(value)[:MODEL_MAX]
+
+
+class _CleanErrorCode:
+    """The error_code field: every write goes through sanitize_code (R-REC-2, R-FT-10)."""
+
+    def __get__(self, record: object, owner: type | None = None) -> str | None:
+        if record is None:
+            return None  # the field's default
+        return record.__dict__["_error_code"]  # type: ignore[no-any-return]
+
+    def __set__(self, record: object, value: object) -> None:
+        record.__dict__["_error_code"] = None if value is None else sanitize_code(value)
+
+
+@dataclass(kw_only=True)  # model has a descriptor, so field order can't mark it required
 class RequestRecord:
     request_id: str
     user_id: int
     key_id: int
     group_id: int
     provider: str
-    model: str
+    model: _CleanModel = _CleanModel()
     protocol: str  # anthropic | openai-responses | openai-chat
     operation: str  # messages | count_tokens | responses | compact | chat
     started_at: float
@@ -26,7 +52,7 @@ class RequestRecord:
     duration_ms: int | None = None
     first_token_ms: int | None = None
     outcome: str = "success"
-    error_code: str | None = None
+    error_code: _CleanErrorCode = _CleanErrorCode()
     upstream_status: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -39,15 +65,6 @@ class RequestRecord:
     previous_account_id: int | None = None
     idle_seconds: float | None = None
     id: int | None = None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Every write of a client- or upstream-made string goes through its cleaner, so no
-        # code path can store one raw (R-REC-2, R-FT-10).
-        if name == "model":
-            value = clean_text(value)[:MODEL_MAX]
-        elif name == "error_code" and value is not None:
-            value = sanitize_code(value)
-        super().__setattr__(name, value)
 
     def to_row(self) -> dict[str, Any]:
         row = asdict(self)

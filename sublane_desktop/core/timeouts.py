@@ -8,6 +8,7 @@ applies to the next request without a restart.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +28,28 @@ class UpstreamTimeouts:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> UpstreamTimeouts:
-        def value(key: str) -> float:
-            try:
-                return validate(key, settings.get(key, DEFAULTS[key]))
-            except ValueError:  # a hand-edited database: the default beats no limit at all
-                return DEFAULTS[key]
+        connect, headers, idle = (settings.get(key, DEFAULTS[key]) for key in _KEYS)
+        try:
+            return _checked(connect, headers, idle)  # read per request: check values once
+        except TypeError:  # an unhashable value from a hand-edited database
+            return _check(connect, headers, idle)
 
-        return cls(value(CONNECT), value(HEADERS), value(IDLE))
+
+_KEYS = (CONNECT, HEADERS, IDLE)
+
+
+def _check(*given: Any) -> UpstreamTimeouts:
+    def value(key: str, raw: Any) -> float:
+        try:
+            return validate(key, raw)
+        except ValueError:  # a hand-edited database: the default beats no limit at all
+            return DEFAULTS[key]
+
+    return UpstreamTimeouts(*(value(key, raw) for key, raw in zip(_KEYS, given, strict=True)))
+
+
+# typed: 1, 1.0 and True are separate entries (True is refused, 1 is one second)
+_checked = functools.lru_cache(maxsize=16, typed=True)(_check)
 
 
 def validate(key: str, value: Any) -> float:

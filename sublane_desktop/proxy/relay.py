@@ -15,9 +15,9 @@ way, so the record is kept the same way on every route (core/translate/events.Ta
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
-import uuid
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -35,7 +35,7 @@ from sublane_desktop.core.errors import (
     bounded_retry_after,
     parse_retry_after,
 )
-from sublane_desktop.core.ids import new_request_id
+from sublane_desktop.core.ids import new_request_id, random_hex
 from sublane_desktop.core.pool import Demand, Lease, Outcome
 from sublane_desktop.core.records import RequestRecord, sanitize_code
 from sublane_desktop.core.routing import BETA_1M, ModelRoute
@@ -154,6 +154,13 @@ class ClockedConnector(aiohttp.TCPConnector):
         if started is not None:
             started()
         return connection
+
+
+@functools.lru_cache(maxsize=8)
+def _connect_timeout(seconds: float) -> aiohttp.ClientTimeout:
+    """aiohttp's part of the phase timeouts: connecting only (the header clock and the body's
+    idle watch are ours). One object per setting, not one per request."""
+    return aiohttp.ClientTimeout(total=None, connect=None, sock_connect=seconds, sock_read=None)
 
 
 class HeadersTimeout(Exception):
@@ -361,9 +368,7 @@ class Attempt:
         """One upstream request up to its response headers, under the connect and header
         timeouts (R-FT-1). The body's idle timeout is the readers' (`_idle_watch`)."""
         limits = self.timeouts
-        timeout = aiohttp.ClientTimeout(
-            total=None, connect=None, sock_connect=limits.connect, sock_read=None
-        )
+        timeout = _connect_timeout(limits.connect)
         # The header clock starts once the request has its connection (ClockedConnector);
         # until then only connecting can take time, and that has its own, shorter limit.
         waiting = asyncio.timeout(limits.connect + limits.headers)
@@ -392,7 +397,7 @@ class Attempt:
         the id is made per attempt and never stored anywhere.
         """
         if self.lease is not None and not self.lease.bound:
-            call.headers[CORRELATION_HEADER] = uuid.uuid4().hex
+            call.headers[CORRELATION_HEADER] = random_hex(16)
         call.headers = sendable(call.headers)
         return call
 
@@ -429,11 +434,14 @@ class Attempt:
         """The whole upstream body. An upstream that drops it or falls silent for the idle
         timeout raises GatewayError (recorded; the account is blamed)."""
         assert self.upstream is not None
+        content = self.upstream.content
+        if content.is_eof():  # a small answer came in whole with its headers: no wait at all
+            return content.read_nowait()
         chunks: list[bytes] = []
         idle = self.timeouts.idle
         try:
             async with asyncio.timeout(idle) as watch:
-                async for chunk in self.upstream.content.iter_any():
+                async for chunk in content.iter_any():
                     watch.reschedule(asyncio.get_running_loop().time() + idle)
                     chunks.append(chunk)
         except TimeoutError:

@@ -45,7 +45,16 @@ def test_a_records_row_has_its_fields_but_never_an_id_it_has_not_been_given():
     from sublane_desktop.core.records import RequestRecord
 
     record = RequestRecord(
-        "req_1", 1, 2, 3, "anthropic", "claude-x", "anthropic", "messages", 10.0, id=77
+        request_id="req_1",
+        user_id=1,
+        key_id=2,
+        group_id=3,
+        provider="anthropic",
+        model="claude-x",
+        protocol="anthropic",
+        operation="messages",
+        started_at=10.0,
+        id=77,
     )
     row = record.to_row()
     assert "id" not in row and row["request_id"] == "req_1" and row["key_id"] == 2
