@@ -117,8 +117,13 @@ def _blocks(value: Any) -> Iterable[Mapping[str, Any]]:
                 yield item
 
 
-def _asks_one_hour(body: Mapping[str, Any]) -> bool:
-    """Whether any cache breakpoint of an Anthropic request asks for the 1-hour cache."""
+def _asks_one_hour(body: Mapping[str, Any], raw: bytes | None = None) -> bool:
+    """Whether any cache breakpoint of an Anthropic request asks for the 1-hour cache.
+
+    `raw`, the body as sent, lets a request whose text holds no "1h" at all, written out or
+    escaped, skip walking every block of a long conversation."""
+    if raw is not None and b"1h" not in raw and b"\\u" not in raw:
+        return False
     places: list[Any] = [body, body.get("system"), body.get("tools")]
     messages = body.get("messages")
     if isinstance(messages, list):
@@ -131,10 +136,10 @@ def _asks_one_hour(body: Mapping[str, Any]) -> bool:
     return False
 
 
-def cache_ttl(provider: str, body: Mapping[str, Any]) -> float:
+def cache_ttl(provider: str, body: Mapping[str, Any], raw: bytes | None = None) -> float:
     """How long the provider keeps this request's prompt cache warm after use, in seconds."""
     if provider == "anthropic":
-        return ANTHROPIC_LONG_TTL if _asks_one_hour(body) else DEFAULT_TTL
+        return ANTHROPIC_LONG_TTL if _asks_one_hour(body, raw) else DEFAULT_TTL
     if provider == "codex" and body.get("prompt_cache_retention") == "24h":
         return OPENAI_LONG_TTL
     return DEFAULT_TTL

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -66,6 +67,11 @@ def route_model(model: object) -> ModelRoute | None:
     """Where a requested model goes, or None when no provider serves it."""
     if not isinstance(model, str) or not model or len(model) > 256:
         return None
+    return _route(model)
+
+
+@functools.lru_cache(maxsize=512)  # asked per request, of a handful of names; routes are frozen
+def _route(model: str) -> ModelRoute | None:
     prefix, bare, suffix = _split(model.strip())
     if not bare:
         return None

@@ -12,6 +12,7 @@ the record writer cleans every string once more, so nothing a client sends costs
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from aiohttp import web
@@ -64,6 +65,7 @@ async def json_body(request: web.Request) -> tuple[dict[str, Any], bytes]:
 
 
 MAX_DEPTH = 64
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # control characters, DEL included
 
 
 def parse_json_object(raw: bytes | str, what: str = "message") -> dict[str, Any]:
@@ -84,9 +86,7 @@ def parse_json_object(raw: bytes | str, what: str = "message") -> dict[str, Any]
     if not isinstance(body, dict):
         raise GatewayError("invalid_request", f"{what} must be a JSON object")
     model = body.get("model")
-    if isinstance(model, str) and (
-        clean_text(model) != model or any(ord(c) < 32 or c == "\x7f" for c in model)
-    ):
+    if isinstance(model, str) and (clean_text(model) != model or _CONTROL.search(model)):
         raise GatewayError(
             "invalid_request",
             "model must be printable text (no control characters or unpaired surrogates)",

@@ -89,6 +89,7 @@ class MessagesRoute:
             operation=self.operation,
             transport=request.transport,
             body=body,
+            raw=raw,
         )
         if route.provider == "anthropic":
             return await serve(

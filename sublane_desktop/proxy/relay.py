@@ -230,6 +230,7 @@ class Attempt:
         operation: str,
         transport: Any = None,
         body: Mapping[str, Any] | None = None,
+        raw: bytes | None = None,
     ) -> None:
         self.service = service
         self.route = route
@@ -251,7 +252,7 @@ class Attempt:
         self.conversation: str | None = None  # the digest, kept in memory only
         self.spilled_from: str | None = None  # the provider asked for, when another served
         # How long the provider keeps this request's prompt cache (R-CF-1).
-        self.cache_ttl = cache_ttl(route.provider, body) if body is not None else DEFAULT_TTL
+        self.cache_ttl = cache_ttl(route.provider, body, raw) if body is not None else DEFAULT_TTL
         self.written_tokens: int | None = None
         self.lease: Lease | None = None
         self.outcome = Outcome.NEUTRAL

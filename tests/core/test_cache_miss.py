@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sublane_desktop.core.cache_miss import (
@@ -187,6 +189,20 @@ def test_a_previous_turn_that_left_nothing_warm_cannot_cause_a_miss() -> None:
 )
 def test_anthropic_ttl_is_five_minutes_or_one_hour_when_asked(body: dict, ttl: float) -> None:
     assert cache_ttl("anthropic", body) == ttl
+    # The same answer when the proxy also hands over the body as the client sent it, written
+    # out plainly or with every character escaped (a JSON encoder may write "1h" as
+    # "\u0031\u0068"): the raw text only lets a body without "1h" skip the walk.
+    assert cache_ttl("anthropic", body, json.dumps(body).encode()) == ttl
+    escaped = json.dumps(body).replace('"1h"', '"\\u0031\\u0068"')
+    assert json.loads(escaped) == body
+    assert cache_ttl("anthropic", body, escaped.encode()) == ttl
+
+
+def test_a_body_without_1h_in_its_text_is_not_walked() -> None:
+    """The raw text is what decides when it has no "1h" anywhere: a long conversation is not
+    walked block by block on every request."""
+    asks = {"cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    assert cache_ttl("anthropic", asks, b'{"cache_control": {"ttl": "5m"}}') == DEFAULT_TTL
 
 
 def test_codex_and_antigravity_ttls() -> None:
