@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from sublane_desktop import heap
 from sublane_desktop.service import Service
 from sublane_desktop.stop_signals import on_stop_signals
 
@@ -45,6 +46,7 @@ async def _serve(data_dir: Path, host: str, port: int | None) -> int:
                 flush=True,
             )
             return 1
+        heap.settle()
         print(f"listening on {service.endpoint_url}", flush=True)
         try:
             await stop.wait()

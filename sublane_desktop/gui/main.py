@@ -15,7 +15,6 @@ is run once more so the service is stopped inside a running loop.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import sys
@@ -26,6 +25,7 @@ from typing import Any
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication, QDialog, QSystemTrayIcon
 
+from sublane_desktop import heap
 from sublane_desktop.gui import autostart
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs import startup_failure
@@ -203,8 +203,7 @@ class _Desktop:
                 windows.show_accounts()
             # Everything built so far lives as long as the app: keep it out of the collector's
             # full passes, which otherwise stall the loop the proxy shares (bench_proxy --tray).
-            gc.collect()
-            gc.freeze()
+            heap.settle()
             # A database thread holding the GIL makes the loop thread wait up to the switch
             # interval (5 ms by default) after every socket call; the proxy's requests should
             # not queue behind a history page being read.
