@@ -25,7 +25,7 @@ from sublane_desktop.core.translate.prompt import TranslationError
 from sublane_desktop.providers import anthropic
 from sublane_desktop.proxy import SERVICE
 from sublane_desktop.proxy.errors import anthropic_error
-from sublane_desktop.proxy.intake import authenticate, json_body
+from sublane_desktop.proxy.intake import authenticate, json_body, media_type
 from sublane_desktop.proxy.relay import (
     Attempt,
     PassThrough,
@@ -160,7 +160,7 @@ class MessagesRoute:
             )
         )
         headers = passback_headers(attempt, "anthropic")
-        if upstream.status == 200 and upstream.content_type == "text/event-stream":
+        if upstream.status == 200 and media_type(upstream) == "text/event-stream":
             response = await start_stream(request, headers)
             await attempt.pump(
                 AnthropicReader(), PassThrough(attempt, response, anthropic_fail_frame)
