@@ -19,7 +19,8 @@ from aiohttp import web
 class Reply:
     """One scripted answer. kind: json | sse | error | drop | midstream_error, or a fault:
     hang (accepts the request, never sends headers), stall (streams the first delta, then
-    silence), json_stall (headers and half a JSON body, then silence)."""
+    silence), json_stall (headers and half a JSON body, then silence), mute (headers, then
+    not one byte of body: SSE when the request asked to stream, else JSON)."""
 
     kind: str = "auto"  # auto: sse when the request asked to stream, else json
     status: int = 200
@@ -234,6 +235,11 @@ class FakeAnthropic:
             kind = "sse" if body.get("stream") else "json"
         if kind == "hang":
             await asyncio.Future()  # until the proxy gives up and disconnects
+        if kind == "mute":
+            ctype = "text/event-stream" if body.get("stream") else "application/json"
+            response = web.StreamResponse(headers={"content-type": ctype, **headers})
+            await response.prepare(request)
+            await asyncio.Future()
         if kind == "json_stall":
             response = web.StreamResponse(headers={"content-type": "application/json", **headers})
             await response.prepare(request)

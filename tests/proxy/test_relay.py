@@ -5,6 +5,7 @@ to end, so the mutation run reaches them from this file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from types import SimpleNamespace
 
@@ -134,6 +135,20 @@ async def test_a_client_that_takes_nothing_for_the_bound_is_let_go():
     assert guard.since is None  # a finished write is no longer timed
     guard.stop()
     assert guard._handle is None
+
+
+async def test_a_stall_guard_checks_four_times_per_bound_and_can_be_started_again():
+    guard = StallGuard(_Transport(), lambda: None)
+    loop = asyncio.get_running_loop()
+    guard.start()
+    first = guard._handle
+    assert first is not None
+    assert first.when() - loop.time() == pytest.approx(WRITE_STALL_SECONDS / 4, abs=0.5)
+    guard.stop()
+    assert first.cancelled() and guard._handle is None
+    guard.start()  # a stopped guard watches again when started
+    assert guard._handle is not None and guard._handle is not first
+    guard.stop()
 
 
 async def test_a_stall_guard_without_a_transport_never_runs():
