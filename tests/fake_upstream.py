@@ -20,7 +20,8 @@ class Reply:
     """One scripted answer. kind: json | sse | error | drop | midstream_error, or a fault:
     hang (accepts the request, never sends headers), stall (streams the first delta, then
     silence), json_stall (headers and half a JSON body, then silence), mute (headers, then
-    not one byte of body: SSE when the request asked to stream, else JSON)."""
+    not one byte of body: SSE when the request asked to stream, else JSON), json_drop (headers
+    and half a JSON body, then the connection closed)."""
 
     kind: str = "auto"  # auto: sse when the request asked to stream, else json
     status: int = 200
@@ -240,10 +241,13 @@ class FakeAnthropic:
             response = web.StreamResponse(headers={"content-type": ctype, **headers})
             await response.prepare(request)
             await asyncio.Future()
-        if kind == "json_stall":
+        if kind in ("json_stall", "json_drop"):
             response = web.StreamResponse(headers={"content-type": "application/json", **headers})
             await response.prepare(request)
             await response.write(b'{"id": "msg_fake", "type": "mess')
+            if kind == "json_drop":
+                request.transport.close()
+                return response
             await asyncio.Future()
         if reply.status != 200 or kind == "error":
             status = reply.status if reply.status != 200 else 500

@@ -151,6 +151,16 @@ async def test_a_stall_guard_checks_four_times_per_bound_and_can_be_started_agai
     guard.stop()
 
 
+async def test_a_short_stall_bound_is_checked_a_quarter_bound_apart(monkeypatch):
+    from sublane_desktop.proxy import relay
+
+    monkeypatch.setattr(relay, "WRITE_STALL_SECONDS", 0.2)
+    guard = StallGuard(_Transport(), lambda: None)
+    guard.start()
+    assert guard._handle.when() - asyncio.get_running_loop().time() == pytest.approx(0.05, abs=0.02)
+    guard.stop()
+
+
 async def test_a_stall_guard_without_a_transport_never_runs():
     guard = StallGuard(None, lambda: None)
     guard.start()

@@ -22,6 +22,7 @@ import pytest
 
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.cooldown import cooldown_seconds
+from sublane_desktop.core.routing import route_model
 from sublane_desktop.proxy import relay
 from sublane_desktop.secrets import account_secret
 from tests.conftest import started_harness
@@ -357,6 +358,8 @@ async def test_an_unreadable_credential_is_a_503_recorded_without_upstream_traff
         claude,
     )
     assert h.upstream.seen == []
+    acc = account(h, claude)  # our storage's fault, not the upstream's: no cooldown
+    assert (acc.failure_streak, acc.cooldown_until, acc.in_flight) == (0, None, 0)
 
 
 async def test_a_google_login_without_a_project_is_a_502_that_says_why(desk):
@@ -814,3 +817,150 @@ async def test_an_antigravity_stream_uses_the_streaming_method(desk):
     status, _, raw = await post(h, "/v1/chat/completions", body)
     assert status == 200 and sse(raw)[-1] == (None, "[DONE]")
     assert h.google.seen[-1].path == "/v1internal:streamGenerateContent?alt=sse"
+
+
+async def test_one_session_on_a_claude_and_a_gpt_model_is_bound_once_per_provider(desk):
+    h = desk
+    claude = await h.add_account("claude", "tok-claude")
+    gpt = await h.add_codex_account("gpt", "tok-gpt")
+    session = {"x-claude-code-session-id": "sess-both"}
+    for model, served in (
+        ("claude-sonnet-4-5", claude),
+        ("gpt-5.4", gpt),
+        ("claude-sonnet-4-5", claude),
+    ):
+        status, _, _ = await post(h, "/v1/messages", {**CLAUDE, "model": model}, session)
+        assert status == 200
+        record = await last_record(h)
+        assert (record.account_id, record.provider) == (served, account(h, served).provider)
+
+
+async def test_a_translated_stream_the_upstream_drops_ends_with_an_upstream_error_chunk(desk):
+    h = desk
+    gpt = await h.add_codex_account("gpt", "tok-gpt")
+    h.codex.script(None, CodexReply(kind="drop"))
+    body = {"model": "gpt-5.4", "messages": ASK, "stream": True}
+    status, headers, raw = await post(h, "/v1/chat/completions", body)
+    assert status == 200
+    assert headers["Content-Type"] == "text/event-stream"
+    assert headers["Cache-Control"] == "no-cache"
+    error = sse(raw)[-1][1]["error"]
+    assert (error["code"], error["message"]) == ("upstream_error", "upstream connection lost")
+    assert_cooled(h, gpt)
+
+
+async def test_a_whole_pass_through_body_the_upstream_drops_is_a_502(desk):
+    h = desk
+    claude = await h.add_account("claude", "tok-claude")
+    h.upstream.script(None, Reply(kind="json_drop"))
+    status, _, raw = await post(h, "/v1/messages", CLAUDE)
+    assert status == 502
+    error = json.loads(raw)["error"]
+    assert (error["code"], error["message"]) == ("upstream_error", "upstream connection lost")
+    record = await last_record(h)
+    assert (record.outcome, record.error_code) == ("error", "upstream_dropped")
+    assert_cooled(h, claude)
+
+
+class _GoneClient:
+    """A client response whose connection is already gone: every write fails as aiohttp's do."""
+
+    def write(self, data: bytes):
+        raise ConnectionResetError("gone")
+
+    def write_eof(self):
+        raise ConnectionResetError("gone")
+
+
+async def test_a_write_to_a_client_that_is_gone_says_whether_it_left_or_stalled(desk):
+    h = desk
+    identity = await h.service.identify(h.key)
+    attempt = relay.Attempt(
+        h.service,
+        identity,
+        route_model("claude-sonnet-4-5"),
+        protocol="anthropic",
+        operation="messages",
+    )
+    for eof in (False, True):
+        with pytest.raises(relay.ClientGone) as gone:
+            await attempt.write(_GoneClient(), b"data", eof=eof)
+        assert gone.value.code == "client_disconnected"
+    attempt.client_gone = "client_stalled"  # the stall guard let it go
+    with pytest.raises(relay.ClientGone) as gone:
+        await attempt.write(_GoneClient(), b"data")
+    assert gone.value.code == "client_stalled"
+
+
+async def test_a_google_401_refreshes_the_token_too(desk):
+    h = desk
+    await h.add_antigravity_account("google", "ya29.old")
+    h.google.expired.add("ya29.old")
+    h.google.refresh_tokens["1//rt-google"] = "ya29.new"
+    status, _, _ = await post(
+        h, "/v1/chat/completions", {"model": "gemini-2.5-flash", "messages": ASK}
+    )
+    assert status == 200
+    assert [s.token for s in h.google.seen][-1] == "ya29.new"
+
+
+async def test_an_openai_api_key_account_goes_to_the_platform_api(desk):
+    h = desk
+    await h.add_codex_account("platform", "sk-platform", api_key=True)
+    h.service.env["SUBLANE_CODEX_BASE_URL"] = "http://127.0.0.1:9"  # the ChatGPT backend: not used
+    status, _, _ = await post(h, "/v1/responses", {"model": "gpt-5.4", "input": "hi"})
+    assert status == 200
+    assert (h.codex.seen[-1].path, h.codex.seen[-1].token) == ("/v1/responses", "sk-platform")
+
+
+async def test_a_second_scoped_fable_429_climbs_the_fable_ladder_only(desk):
+    h = desk
+    claude = await h.add_account("claude", "tok-claude")
+    fable = {**CLAUDE, "model": "claude-fable-5"}
+    h.upstream.script(None, Reply(status=429), Reply(status=429))
+    await post(h, "/v1/messages", fable)
+    h.clock.advance(cooldown_seconds(1) + 1)
+    status, headers, _ = await post(h, "/v1/messages", fable)
+    assert (status, headers["Retry-After"]) == (429, str(int(cooldown_seconds(2))))
+    acc = account(h, claude)
+    assert (acc.fable_streak, acc.failure_streak) == (2, 0)
+
+
+async def test_a_spent_codex_window_may_say_when_it_resets_and_only_a_429_says_it(desk):
+    h = desk
+    gpt = await h.add_codex_account("gpt", "tok-gpt")
+    now = h.service.clock.now()
+    spent = {"error": {"type": "usage_limit_reached", "message": "x", "resets_at": now + 600}}
+    h.codex.script(None, CodexReply(kind="error", status=429, error_body=spent))
+    await post(h, "/v1/responses", {"model": "gpt-5.4", "input": "hi"})
+    assert account(h, gpt).cooldown_until == now + 600
+    h.clock.advance(700)
+    h.codex.script(None, CodexReply(kind="error", status=503, error_body=spent))
+    await post(h, "/v1/responses", {"model": "gpt-5.4", "input": "hi"})
+    assert account(h, gpt).cooldown_until == h.service.clock.now() + cooldown_seconds(2)
+
+
+async def test_a_google_error_page_that_is_not_json_is_retold_by_its_status(desk):
+    h = desk
+    await h.add_antigravity_account("google")
+    h.google.script(AgReply(kind="error", status=502, error_body=b"<html>bad gateway</html>"))
+    status, _, raw = await post(
+        h, "/v1/chat/completions", {"model": "gemini-2.5-flash", "messages": ASK}
+    )
+    assert status == 502
+    message = json.loads(raw)["error"]["message"]
+    assert message == "the upstream answered HTTP 502 with a body that is not a Google error"
+    assert (await last_record(h)).error_code == "http_502"
+
+
+async def test_a_whole_google_answer_is_recorded_with_its_counts(desk):
+    h = desk
+    await h.add_antigravity_account("google")
+    status, _, _ = await post(
+        h, "/v1/chat/completions", {"model": "gemini-2.5-flash", "messages": ASK}
+    )
+    assert status == 200
+    record = await last_record(h)
+    assert record.outcome == "success"
+    assert (record.input_tokens, record.cached_tokens) == (200, 150)
+    assert record.output_tokens is not None and record.output_tokens >= 12
