@@ -54,6 +54,7 @@ class AgReply:
     usage: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_USAGE))
     error_body: Any = None  # for kind=error: a dict, or bytes sent as they are
     gate: asyncio.Event | None = None  # the stream waits on this before its last event
+    headers: dict[str, str] = field(default_factory=dict)  # on an error answer
 
 
 @dataclass
@@ -316,7 +317,7 @@ class FakeAntigravity:
                 return web.Response(
                     status=reply.status, body=reply.error_body, content_type="text/html"
                 )
-            return web.json_response(reply.error_body, status=reply.status)
+            return web.json_response(reply.error_body, status=reply.status, headers=reply.headers)
         model = str(body["model"])
         chunks = self._parts(reply, model)
         stream = request.path.endswith(":streamGenerateContent")

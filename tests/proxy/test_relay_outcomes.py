@@ -395,6 +395,7 @@ async def test_an_upstream_that_sends_no_headers_is_a_504_on_the_header_clock(de
     )
     assert error["request_id"] == headers["X-Request-ID"]
     record = await last_record(h)
+    assert record.request_id == error["request_id"]  # the answer quotes the record's id
     assert (record.outcome, record.error_code, record.upstream_status) == (
         "error",
         "upstream_timeout",
@@ -728,13 +729,13 @@ async def test_a_turn_moved_off_its_warm_account_is_an_account_switch_with_its_c
     await post(h, "/v1/messages", body, session)
     first = await last_record(h)
     assert (first.cache_miss, first.reread_tokens) == ("first_turn", 0)
-    h.clock.advance(40)
+    h.clock.advance(0.4)
     await h.service.pause(first.account_id)
     await post(h, "/v1/messages", body, session)
     second = await last_record(h)
     assert second.account_id != first.account_id
     assert (second.cache_miss, second.reread_tokens) == ("account_switch", 40_000)
-    assert (second.previous_account_id, second.idle_seconds) == (first.account_id, 40.0)
+    assert (second.previous_account_id, second.idle_seconds) == (first.account_id, 0.4)
     # an unbound request has no turn to compare
     await post(h, "/v1/messages", body)
     assert ((await last_record(h)).cache_miss, (await last_record(h)).reread_tokens) == (
@@ -935,6 +936,7 @@ async def test_a_spent_codex_window_may_say_when_it_resets_and_only_a_429_says_i
     await post(h, "/v1/responses", {"model": "gpt-5.4", "input": "hi"})
     assert account(h, gpt).cooldown_until == now + 600
     h.clock.advance(700)
+    spent = {"error": {"type": "usage_limit_reached", "message": "x", "resets_in_seconds": 4000}}
     h.codex.script(None, CodexReply(kind="error", status=503, error_body=spent))
     await post(h, "/v1/responses", {"model": "gpt-5.4", "input": "hi"})
     assert account(h, gpt).cooldown_until == h.service.clock.now() + cooldown_seconds(2)
@@ -964,3 +966,53 @@ async def test_a_whole_google_answer_is_recorded_with_its_counts(desk):
     assert record.outcome == "success"
     assert (record.input_tokens, record.cached_tokens) == (200, 150)
     assert record.output_tokens is not None and record.output_tokens >= 12
+
+
+async def test_a_moved_turn_rereads_what_the_last_turn_of_its_model_left_warm(desk):
+    """Anthropic leaves the read and the written input warm (5,000 + 30,000 of 40,000); the
+    idle time and who served are the same model's last turn's, not a side request's."""
+    h = desk
+    await h.add_account("work", "tok-work")
+    await h.add_account("lab", "tok-lab")
+    session = {"x-claude-code-session-id": "sess-models"}
+    h.upstream.script(
+        None,
+        cached_turn(40_000, 5_000, 30_000),
+        cached_turn(1_000, 0, 0),
+        cached_turn(41_000, 0, 41_000),
+    )
+    await post(h, "/v1/messages", CLAUDE, session)
+    main = await last_record(h)
+    h.clock.advance(30)
+    await post(h, "/v1/messages", {**CLAUDE, "model": "claude-haiku-4-5"}, session)
+    assert (await last_record(h)).cache_miss == "first_turn"  # its own model's first
+    h.clock.advance(0.6004)
+    await h.service.pause(main.account_id)
+    await post(h, "/v1/messages", CLAUDE, session)
+    moved = await last_record(h)
+    assert (moved.cache_miss, moved.reread_tokens) == ("account_switch", 35_000)
+    assert moved.previous_account_id == main.account_id
+    assert moved.idle_seconds == 30.6  # since the main model's turn, to the millisecond
+
+
+async def test_a_429_releases_a_pinned_account(desk):
+    h = desk
+    claude = await h.add_account("claude", "tok-claude")
+    await h.service.switch(claude)
+    assert account(h, claude).pinned_until is not None
+    h.upstream.script(None, Reply(status=429))
+    await post(h, "/v1/messages", CLAUDE)
+    assert account(h, claude).pinned_until is None
+
+
+async def test_a_google_503_without_a_retry_delay_keeps_its_retry_after_header(desk):
+    h = desk
+    google = await h.add_antigravity_account("google")
+    busy = google_error(503, "UNAVAILABLE", "try later")
+    h.google.script(
+        AgReply(kind="error", status=503, error_body=busy, headers={"Retry-After": "120"})
+    )
+    body = {"model": "gemini-2.5-flash", "messages": ASK}
+    status, headers, _ = await post(h, "/v1/chat/completions", body)
+    assert status == 503 and headers["Retry-After"] == "120"
+    assert account(h, google).cooldown_until == h.service.clock.now() + 120

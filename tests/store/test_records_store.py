@@ -533,3 +533,13 @@ async def test_a_steady_stream_of_records_is_written_in_lingered_batches(
     assert sum(batches) == 150  # every record stored, none twice
     assert len(batches) <= elapsed / store_records.LINGER_SECONDS + 1, batches
     assert len(await stored_ids(service)) == 150
+
+
+async def test_a_clean_batch_is_stored_in_one_go_without_a_warning(service, clock, caplog):
+    """Only a batch that fails is retried row by row, with a warning for the operator."""
+    caplog.set_level("WARNING", logger="sublane_desktop.store.records")
+    stored = await service.store.write(
+        lambda: store_records.insert_records([make(clock, n) for n in range(3)], clock.now())
+    )
+    assert stored == (3, 0)
+    assert not [r for r in caplog.records if r.name == "sublane_desktop.store.records"]

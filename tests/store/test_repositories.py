@@ -108,3 +108,60 @@ def test_conversation_facts_survive_and_a_damaged_row_reads_as_none(store):
     assert repo.load_turns()[(team.id, "d1")]["claude-x"][2] == 500  # the facts were kept
     assert repo.delete_bindings_for(work.id) == 1
     assert repo.load_bindings() == {}
+
+
+def test_a_key_identifies_its_owner_and_only_an_admins_key_is_an_admins(store):
+    admin = repo.ensure_admin()
+    alice = repo.add_user("alice")
+    team = repo.get_or_create_group("team")
+    admin_row, admin_key = repo.create_key("desk", admin, team)
+    alice_row, alice_key = repo.create_key("laptop", alice, repo.get_or_create_group("ops"))
+    assert len(admin_key) == len(repo.KEY_PREFIX) + 43  # 32 random bytes, URL-safe
+    assert repo.identify_key(admin_key) == repo.KeyIdentity(admin_row.id, admin.id, team.id, True)
+    found = repo.identify_key(alice_key)
+    assert (found.key_id, found.user_id, found.is_admin) == (alice_row.id, alice.id, False)
+    listed = repo.list_keys()
+    assert [(k["id"], k["user"], k["group"]) for k in listed] == [
+        (admin_row.id, "admin", "team"),
+        (alice_row.id, "alice", "ops"),
+    ]
+
+
+def test_account_writes_touch_only_their_own_account(store):
+    team = repo.get_or_create_group("team")
+    one = repo.add_account("anthropic", "one", "oauth", team)
+    two = repo.add_account("anthropic", "two", "oauth", team)
+    assert one.max_concurrency == 2  # the default slot count
+    repo.set_max_concurrency(one.id, 5)
+    repo.save_lifecycle(one.id, False, 3)
+    repo.save_runtime(one.id, failure_streak=4)
+    rows = {a.id: a for a in Account.select()}
+    assert (rows[one.id].max_concurrency, rows[one.id].enabled, rows[one.id].revision) == (
+        5,
+        False,
+        3,
+    )
+    assert (rows[two.id].max_concurrency, rows[two.id].enabled, rows[two.id].revision) == (
+        2,
+        True,
+        two.revision,
+    )
+    runtime = repo.runtime_rows()
+    assert (runtime[one.id].failure_streak, runtime[two.id].failure_streak) == (4, 0)
+    assert runtime[one.id].updated_at is not None
+
+
+def test_runtime_is_saved_for_an_account_that_has_no_runtime_row_yet(store):
+    from sublane_desktop.store.models import AccountRuntime
+
+    team = repo.get_or_create_group("team")
+    one = repo.add_account("anthropic", "one", "oauth", team)
+    AccountRuntime.delete().where(AccountRuntime.account == one.id).execute()
+    repo.save_runtime(one.id, failure_streak=2)
+    assert repo.runtime_rows()[one.id].failure_streak == 2
+
+
+def test_a_setting_is_read_by_its_own_key(store):
+    repo.set_setting("a", 1)
+    repo.set_setting("b", 2)
+    assert (repo.get_setting("a"), repo.get_setting("b"), repo.get_setting("c", 9)) == (1, 2, 9)
