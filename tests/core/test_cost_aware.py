@@ -125,6 +125,26 @@ def test_a_cooling_account_strands_nobody_but_with_nowhere_to_go_the_gate_answer
     assert err.value.code == "account_cooling"
 
 
+def test_a_conversation_moved_to_a_recovering_account_goes_as_its_one_probe():
+    """R-POOL-7 holds for moves: the account the conversation moves to failed before and its
+    cooldown is over, so the moved turn is its single probe."""
+    pool, clock = make(4, 4)
+    first = turn(pool, clock, "c")
+    other = next(a for a in pool.accounts.values() if a is not first)
+    first.max_concurrency = 1
+    held = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))  # first is full now
+    failing = pool.acquire(Demand(group_id=1, route=MAIN))
+    assert failing.account is other
+    failing.release(Outcome.FAILURE)
+    held.release(Outcome.SUCCESS)
+    clock.advance(3600)  # the cooldown is over; nothing has proven the account healthy yet
+    assert other.recovering(clock.now())
+    observe(first, clock, "five_hour", 1.0, 3 * H)  # the bound account is used up: move
+    lease = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    assert lease.account is other and lease.probe
+    assert pool.bindings[(1, "c")] == other.id
+
+
 def test_warm_conversation_stays_near_the_ceiling_cold_one_leaves_first():
     pool, clock = make(4, 4)
     a = turn(pool, clock, "warm")

@@ -95,6 +95,17 @@ async def test_one_read_per_account_per_five_minutes():
     assert up.reads == [1, 1]
 
 
+async def test_one_account_inside_its_floor_does_not_hold_up_the_next():
+    """Each account has its own floor: a freshly read account first in the list is skipped,
+    and the stale one after it is read all the same."""
+    refresher, up, clock = make()
+    fresh, stale = Acc(1), Acc(2)
+    await settle(refresher.want([fresh]))
+    clock.advance(60)
+    await settle(refresher.want([fresh, stale]))
+    assert up.reads == [1, 2]
+
+
 async def test_a_person_skips_the_floor_but_not_the_endpoints_retry_after():
     refresher, up, clock = make()
     a = Acc(1)
