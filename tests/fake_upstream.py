@@ -7,8 +7,11 @@ upstream saw: headers, bodies, and how many requests each token had in flight at
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 from collections import defaultdict, deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -457,3 +460,19 @@ def _split(text: str, parts: int) -> list[str]:
     parts = max(1, parts)
     size = max(1, -(-len(text) // parts))
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+@contextlib.contextmanager
+def never_accepting_url() -> Iterator[str]:
+    """An upstream URL whose port takes no new connection: its accept queue is full, so
+    connecting hangs until the caller's connect limit ends it."""
+    blackhole = socket.socket()
+    blackhole.bind(("127.0.0.1", 0))
+    blackhole.listen(0)
+    port = blackhole.getsockname()[1]
+    filler = socket.create_connection(("127.0.0.1", port))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        filler.close()
+        blackhole.close()

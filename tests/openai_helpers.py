@@ -40,18 +40,22 @@ async def raw_sse(h, key: str, path: str, body: dict, headers: dict | None = Non
         async with s.post(
             h.url + path, json=body, headers={"Authorization": f"Bearer {key}", **(headers or {})}
         ) as r:
-            text = (await r.read()).decode()
-            events = []
-            for block in text.split("\n\n"):
-                name, data = None, None
-                for line in block.splitlines():
-                    if line.startswith("event: "):
-                        name = line[7:]
-                    elif line.startswith("data: "):
-                        data = line[6:]
-                if data is not None:
-                    events.append((name, data if data == "[DONE]" else json.loads(data)))
-            return r.status, r.headers, events
+            return r.status, r.headers, sse_frames(await r.read())
+
+
+def sse_frames(raw: bytes) -> list[tuple[str | None, object]]:
+    """The (event name, data) frames of an SSE body; data is parsed JSON, or `[DONE]`."""
+    frames = []
+    for block in raw.decode().replace("\r\n", "\n").split("\n\n"):
+        name, data = None, None
+        for line in block.splitlines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data = line[6:]
+        if data is not None:
+            frames.append((name, data if data == "[DONE]" else json.loads(data)))
+    return frames
 
 
 def records(h):

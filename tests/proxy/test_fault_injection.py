@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from email.utils import formatdate
 
@@ -20,7 +19,7 @@ import pytest
 
 from sublane_desktop.core.history import HistoryQuery
 from tests.fake_codex import CodexReply
-from tests.fake_upstream import Reply
+from tests.fake_upstream import Reply, never_accepting_url
 from tests.openai_helpers import records, until
 
 TIMEOUT = 1.0
@@ -158,17 +157,9 @@ async def test_a_socket_turn_whose_upstream_never_answers_gets_an_error_event(re
 async def test_an_unreachable_upstream_is_502_within_the_connect_timeout(ready):
     """A port whose accept queue is full takes no new connection: connect hangs."""
     h, key = ready
-    blackhole = socket.socket()
-    blackhole.bind(("127.0.0.1", 0))
-    blackhole.listen(0)
-    port = blackhole.getsockname()[1]
-    filler = socket.create_connection(("127.0.0.1", port))
-    try:
-        h.service.env["SUBLANE_ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{port}"
+    with never_accepting_url() as url:
+        h.service.env["SUBLANE_ANTHROPIC_BASE_URL"] = url
         status, _headers, raw, elapsed = await call(h, key, "/v1/messages", CLAUDE)
-    finally:
-        filler.close()
-        blackhole.close()
     assert status == 502 and elapsed < TIMEOUT + SLACK
     assert json.loads(raw)["error"]["code"] == "upstream_unreachable"
     record = await last_record(h)

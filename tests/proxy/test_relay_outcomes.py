@@ -28,8 +28,10 @@ from sublane_desktop.secrets import account_secret
 from tests.conftest import started_harness
 from tests.fake_antigravity import AgReply, google_error
 from tests.fake_codex import CodexReply
-from tests.fake_upstream import Reply
+from tests.fake_upstream import Reply, never_accepting_url
+from tests.openai_helpers import sse_frames as sse
 from tests.openai_helpers import until
+from tests.proxy.test_cache_forensics import turn
 
 FAST = 0.2  # seconds: the upstream timeouts the fault tests run under
 DEADLINE = 5.0  # seconds: the client's own limit on any one call
@@ -70,21 +72,6 @@ async def post(h, path: str, body: dict, headers: dict | None = None):
             h.url + path, json=body, headers={"x-api-key": h.key, **(headers or {})}
         ) as r:
             return r.status, r.headers, await r.read()
-
-
-def sse(raw: bytes) -> list[tuple[str | None, object]]:
-    """The (event name, data) frames of an SSE body; data is parsed JSON, or the text."""
-    frames = []
-    for block in raw.decode().replace("\r\n", "\n").split("\n\n"):
-        name, data = None, None
-        for line in block.splitlines():
-            if line.startswith("event: "):
-                name = line[7:]
-            elif line.startswith("data: "):
-                data = line[6:]
-        if data is not None:
-            frames.append((name, data if data == "[DONE]" else json.loads(data)))
-    return frames
 
 
 async def last_record(h):
@@ -430,17 +417,9 @@ async def test_an_upstream_that_never_accepts_is_unreachable_within_the_connect_
     h = desk
     await h.add_account("claude", "tok-claude")
     await fast_timeouts(h, header_timeout=3.0)
-    blackhole = socket.socket()
-    blackhole.bind(("127.0.0.1", 0))
-    blackhole.listen(0)
-    port = blackhole.getsockname()[1]
-    filler = socket.create_connection(("127.0.0.1", port))
-    try:
-        h.service.env["SUBLANE_ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{port}"
+    with never_accepting_url() as url:
+        h.service.env["SUBLANE_ANTHROPIC_BASE_URL"] = url
         status, _, raw = await post(h, "/v1/messages", CLAUDE)
-    finally:
-        filler.close()
-        blackhole.close()
     assert status == 502 and json.loads(raw)["error"]["code"] == "upstream_unreachable"
 
 
@@ -462,8 +441,17 @@ async def test_a_whole_body_that_falls_silent_is_a_504(desk, kind):
     assert_cooled(h, claude)
 
 
-@pytest.mark.parametrize("kind", ["stall", "mute"])
-async def test_a_stream_that_falls_silent_ends_with_a_timeout_event(desk, kind):
+@pytest.mark.parametrize(
+    ("kind", "code", "message", "recorded"),
+    [
+        ("stall", "upstream_timeout", "the upstream fell silent for 0.2s", "incomplete"),
+        ("mute", "upstream_timeout", "the upstream fell silent for 0.2s", "incomplete"),
+        ("drop", "upstream_error", "upstream connection lost", "error"),
+    ],
+)
+async def test_a_stream_that_falls_silent_or_drops_ends_with_an_error_event_and_blames_it(
+    desk, kind, code, message, recorded
+):
     h = desk
     claude = await h.add_account("claude", "tok-claude")
     await fast_timeouts(h)
@@ -472,13 +460,10 @@ async def test_a_stream_that_falls_silent_ends_with_a_timeout_event(desk, kind):
     assert status == 200
     name, error = sse(raw)[-1]
     assert name == "error"
-    assert error["error"] == {
-        "type": "api_error",
-        "code": "upstream_timeout",
-        "message": "the upstream fell silent for 0.2s",
-    }
+    assert error["error"] == {"type": "api_error", "code": code, "message": message}
     record = await last_record(h)
-    assert (record.outcome, record.error_code) == ("incomplete", "upstream_timeout")
+    stored_code = "upstream_dropped" if kind == "drop" else "upstream_timeout"
+    assert (record.outcome, record.error_code) == (recorded, stored_code)
     assert_cooled(h, claude)
 
 
@@ -495,24 +480,6 @@ async def test_a_translated_stream_that_falls_silent_ends_in_the_clients_shape(d
         "upstream_timeout",
         "the upstream fell silent for 0.2s",
     )
-
-
-async def test_a_stream_the_upstream_drops_ends_with_an_error_event_and_blames_it(desk):
-    h = desk
-    claude = await h.add_account("claude", "tok-claude")
-    h.upstream.script(None, Reply(kind="drop"))
-    status, _, raw = await post(h, "/v1/messages", {**CLAUDE, "stream": True})
-    assert status == 200
-    name, error = sse(raw)[-1]
-    assert name == "error"
-    assert error["error"] == {
-        "type": "api_error",
-        "code": "upstream_error",
-        "message": "upstream connection lost",
-    }
-    record = await last_record(h)
-    assert (record.outcome, record.error_code) == ("error", "upstream_dropped")
-    assert_cooled(h, claude)
 
 
 async def test_a_whole_body_the_upstream_drops_is_a_502(desk):
@@ -707,25 +674,13 @@ async def test_a_model_scoped_fable_429_rests_only_the_fable_bucket(desk):
 # --- cache forensics -------------------------------------------------------------------------------
 
 
-def cached_turn(total: int, cached: int, written: int) -> Reply:
-    return Reply(
-        kind="sse",
-        usage={
-            "input_tokens": total - cached - written,
-            "cache_read_input_tokens": cached,
-            "cache_creation_input_tokens": written,
-            "output_tokens": 5,
-        },
-    )
-
-
 async def test_a_turn_moved_off_its_warm_account_is_an_account_switch_with_its_cost(desk):
     h = desk
     await h.add_account("work", "tok-work")
     await h.add_account("lab", "tok-lab")
     session = {"x-claude-code-session-id": "sess-cache"}
     body = {**CLAUDE, "stream": True}
-    h.upstream.script(None, cached_turn(40_000, 0, 40_000), cached_turn(41_000, 0, 41_000))
+    h.upstream.script(None, turn(40_000, 0, 40_000), turn(41_000, 0, 41_000))
     await post(h, "/v1/messages", body, session)
     first = await last_record(h)
     assert (first.cache_miss, first.reread_tokens) == ("first_turn", 0)
@@ -752,10 +707,10 @@ async def test_a_one_hour_cache_is_still_warm_after_ten_minutes(desk):
     hour = [dict(system[0], cache_control={"type": "ephemeral", "ttl": "1h"})]
     h.upstream.script(
         None,
-        cached_turn(30_000, 0, 30_000),
-        cached_turn(30_500, 0, 30_500),
-        cached_turn(31_000, 0, 31_000),
-        cached_turn(31_500, 0, 31_500),
+        turn(30_000, 0, 30_000),
+        turn(30_500, 0, 30_500),
+        turn(31_000, 0, 31_000),
+        turn(31_500, 0, 31_500),
     )
     await post(h, "/v1/messages", {**CLAUDE, "system": hour}, session)
     h.clock.advance(600)
@@ -977,9 +932,9 @@ async def test_a_moved_turn_rereads_what_the_last_turn_of_its_model_left_warm(de
     session = {"x-claude-code-session-id": "sess-models"}
     h.upstream.script(
         None,
-        cached_turn(40_000, 5_000, 30_000),
-        cached_turn(1_000, 0, 0),
-        cached_turn(41_000, 0, 41_000),
+        turn(40_000, 5_000, 30_000),
+        turn(1_000, 0, 0),
+        turn(41_000, 0, 41_000),
     )
     await post(h, "/v1/messages", CLAUDE, session)
     main = await last_record(h)
