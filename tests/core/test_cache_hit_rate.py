@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sublane_desktop.core.records import cache_hit_rate
+from tests.record_factory import a_record
 
 
 @pytest.mark.parametrize(
@@ -42,20 +43,7 @@ def test_never_more_than_one_decimal():
 
 
 def test_a_records_row_has_its_fields_but_never_an_id_it_has_not_been_given():
-    from sublane_desktop.core.records import RequestRecord
-
-    record = RequestRecord(
-        request_id="req_1",
-        user_id=1,
-        key_id=2,
-        group_id=3,
-        provider="anthropic",
-        model="claude-x",
-        protocol="anthropic",
-        operation="messages",
-        started_at=10.0,
-        id=77,
-    )
+    record = a_record(key_id=2, group_id=3, model="claude-x", started_at=10.0, id=77)
     row = record.to_row()
     assert "id" not in row and row["request_id"] == "req_1" and row["key_id"] == 2
     assert row["model"] == "claude-x" and row["started_at"] == 10.0

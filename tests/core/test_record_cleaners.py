@@ -8,10 +8,10 @@ import pytest
 from sublane_desktop.core.records import (
     ERROR_CODE_MAX,
     MODEL_MAX,
-    RequestRecord,
     clean_text,
     sanitize_code,
 )
+from tests.record_factory import a_record
 
 LONGEST = ("ab_" * ERROR_CODE_MAX)[:ERROR_CODE_MAX]
 
@@ -63,17 +63,7 @@ def test_text_is_made_storable():
 
 
 def test_a_record_cleans_what_it_is_given():
-    record = RequestRecord(
-        request_id="req_1",
-        user_id=1,
-        key_id=1,
-        group_id=1,
-        provider="anthropic",
-        model="m\x00" + "x" * 500,
-        protocol="anthropic",
-        operation="messages",
-        started_at=0.0,
-    )
+    record = a_record(model="m\x00" + "x" * 500)
     assert record.model == "m" + "x" * (MODEL_MAX - 1)
     record.error_code = "Bearer sk-ant-oat01-secret"
     assert record.error_code == "error"

@@ -18,6 +18,7 @@ from sublane_desktop.store import records as store_records
 from sublane_desktop.store import repositories as repo
 from sublane_desktop.store.connection import Store
 from sublane_desktop.store.models import Account, RecordRow
+from tests.record_factory import a_record
 
 
 @pytest.fixture
@@ -31,13 +32,6 @@ async def service(tmp_path: Path, secret_store, clock: FakeClock):
 def make(clock: FakeClock, n: int = 0, **fields) -> RequestRecord:
     values = dict(
         request_id=f"req_{n:024x}",
-        user_id=1,
-        key_id=1,
-        group_id=1,
-        provider="anthropic",
-        model="claude-sonnet-4-5",
-        protocol="anthropic",
-        operation="messages",
         started_at=clock.now(),
         account_id=1,
         duration_ms=120,
@@ -48,8 +42,7 @@ def make(clock: FakeClock, n: int = 0, **fields) -> RequestRecord:
         output_tokens=7,
         cached_tokens=30,
     )
-    values.update(fields)
-    return RequestRecord(**values)
+    return a_record(**{**values, **fields})
 
 
 async def stored_ids(service: Service) -> list[int]:
