@@ -21,7 +21,10 @@ class EventBus:
         return lambda: self._listeners[topic].remove(listener)
 
     def publish(self, topic: str, **payload: Any) -> None:
-        for listener in list(self._listeners.get(topic, ())) + list(self._listeners.get("*", ())):
+        # A copy, so a listener may unsubscribe while called; none at all for a topic nobody
+        # listens to (the proxy publishes a few per request).
+        listeners = self._listeners
+        for listener in (*listeners.get(topic, ()), *listeners.get("*", ())):
             try:
                 listener(topic, payload)
             except Exception:  # a broken listener must not break the proxy

@@ -17,6 +17,11 @@ PREFIX = "anthropic-ratelimit-unified-"
 # header window name -> gauge window
 HEADER_WINDOWS = {"5h": "five_hour", "7d": "seven_day", "7d_oi": "fable"}
 FABLE_NAME = "fable"
+# Per window: its utilization, status and reset header names (read on every response).
+_WINDOW_HEADERS = tuple(
+    (window, f"{PREFIX}{name}-utilization", f"{PREFIX}{name}-status", f"{PREFIX}{name}-reset")
+    for name, window in HEADER_WINDOWS.items()
+)
 
 
 def _iso(value: Any) -> float | None:
@@ -31,15 +36,15 @@ def _iso(value: Any) -> float | None:
 def header_observations(headers: Mapping[str, str], now: float) -> list[Observation]:
     """Gauge readings carried by one response's `anthropic-ratelimit-unified-*` headers."""
     found = []
-    for name, window in HEADER_WINDOWS.items():
-        util = finite_float(headers.get(f"{PREFIX}{name}-utilization"))
+    for window, utilization, status_name, reset in _WINDOW_HEADERS:
+        util = finite_float(headers.get(utilization))
         if util is None:
             continue
-        status = (headers.get(f"{PREFIX}{name}-status") or "").strip().lower()
+        status = (headers.get(status_name) or "").strip().lower()
         obs = clean_observation(
             window,
             util,
-            finite_float(headers.get(f"{PREFIX}{name}-reset")),
+            finite_float(headers.get(reset)),
             now,
             "headers",
             rejected=status == "rejected",

@@ -39,6 +39,10 @@ from sublane_desktop.proxy.relay import (
 )
 from sublane_desktop.proxy.translated import refuse_unservable, relay_translated, upstream_body
 
+# A conversation that was on a GPT or Gemini model before carries their signature tags.
+_OPENAI_TAG_BYTES = OPENAI_TAG.encode()
+_GEMINI_TAG_BYTES = GEMINI_TAG.encode()
+
 __all__ = ["MessagesRoute", "outcome_for_status", "retry_after_of"]
 
 
@@ -141,7 +145,7 @@ class MessagesRoute:
         self, request: web.Request, attempt: Attempt, body: dict[str, Any], raw: bytes
     ) -> web.StreamResponse:
         route = attempt.route
-        if OPENAI_TAG.encode() in raw or GEMINI_TAG.encode() in raw:
+        if _OPENAI_TAG_BYTES in raw or _GEMINI_TAG_BYTES in raw:
             # a conversation that was on a GPT or Gemini model before
             body = strip_foreign_thinking(body) or body
             raw = json.dumps(dict(body, model=route.upstream_model)).encode()

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
 import json
 import logging
 import weakref
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from types import MethodType
 from typing import Any, Protocol
 
 import aiohttp
@@ -45,6 +45,7 @@ from sublane_desktop.core.timeouts import UpstreamTimeouts
 from sublane_desktop.core.translate.errors import read_error
 from sublane_desktop.core.translate.events import NOTHING, Event, Tally
 from sublane_desktop.providers import anthropic, anthropic_quota, antigravity, codex
+from sublane_desktop.proxy.deadlines import deadlines
 from sublane_desktop.proxy.errors import tag_request_id
 from sublane_desktop.proxy.sse import SSESplitter
 
@@ -70,21 +71,27 @@ def retry_after_of(headers: Any, now: float) -> float | None:
     return parse_retry_after(headers.get("retry-after"), now)
 
 
+# Whether an upstream header goes back to the client, per name as the upstream spells it:
+# upstreams send the same dozen names on every answer, so each is judged once (bounded).
+@functools.lru_cache(maxsize=512)
+def _passes_anthropic(name: str) -> bool:
+    name = name.lower()
+    return name in ANTHROPIC_PASS_BACK or name.startswith(ANTHROPIC_PASS_BACK_PREFIX)
+
+
+@functools.lru_cache(maxsize=512)
+def _passes_codex(name: str) -> bool:
+    name = name.lower()
+    return name in codex.PASS_BACK or name.startswith(codex.PASS_BACK_PREFIX)
+
+
 def passback_headers(attempt: Attempt, provider: str) -> dict[str, str]:
     """The upstream response headers a client may see, per provider, plus our request id."""
     upstream = attempt.upstream
     assert upstream is not None
     request_id = attempt.request_id
-    names: tuple[str, ...]
-    if provider == "anthropic":
-        names, prefix = ANTHROPIC_PASS_BACK, ANTHROPIC_PASS_BACK_PREFIX
-    else:
-        names, prefix = codex.PASS_BACK, codex.PASS_BACK_PREFIX
-    headers = {
-        k: v
-        for k, v in upstream.headers.items()
-        if k.lower() in names or k.lower().startswith(prefix)
-    }
+    passes = _passes_anthropic if provider == "anthropic" else _passes_codex
+    headers = {k: v for k, v in upstream.headers.items() if passes(k)}
     for name in list(headers):
         if name.lower() in ("request-id", "x-request-id"):  # ours is X-Request-ID
             headers["upstream-request-id"] = headers.pop(name)
@@ -106,12 +113,15 @@ class StallGuard:
 
     def __init__(self, transport: Any, on_stall: Callable[[], None]) -> None:
         self.transport = transport
-        # The owner's own method is held weakly: owner -> guard -> owner would be a reference
+        # The owner of a method is held weakly: owner -> guard -> owner would be a reference
         # cycle per request, which only the garbage collector frees (profiled: its passes over
-        # every request's objects cost the busy proxy several percent of its CPU).
-        self._on_stall: Callable[[], Callable[[], None] | None] = (
-            weakref.WeakMethod(on_stall) if inspect.ismethod(on_stall) else lambda: on_stall
-        )
+        # every request's objects cost the busy proxy several percent of its CPU). A plain
+        # weak reference and the function, not `WeakMethod`, which cost more than the rest
+        # of the guard (py-spy).
+        self._owner: weakref.ref[Any] | None = None
+        self._call: Callable[..., None] = on_stall
+        if isinstance(on_stall, MethodType):
+            self._owner, self._call = weakref.ref(on_stall.__self__), on_stall.__func__
         self.since: float | None = None
         self.time = asyncio.get_running_loop().time
         self._handle: asyncio.TimerHandle | None = None
@@ -125,9 +135,10 @@ class StallGuard:
     def _check(self) -> None:
         self._handle = None
         if self.since is not None and self.time() - self.since >= WRITE_STALL_SECONDS:
-            on_stall = self._on_stall()
-            if on_stall is not None:
-                on_stall()
+            if self._owner is None:
+                self._call()
+            elif (owner := self._owner()) is not None:
+                self._call(owner)
             self.transport.abort()
             return
         self.start()
@@ -269,11 +280,17 @@ class Attempt:
         self.upstream: aiohttp.ClientResponse | None = None
         self.client_gone: str | None = None
         self.closed = False
-        self.guard = StallGuard(transport, self._stalled)
+        self._guard: StallGuard | None = None  # made by the first write: most answers are whole
         self.timeouts = UpstreamTimeouts.from_settings(service.settings)  # per request
 
     def _stalled(self) -> None:
         self.client_gone = "client_stalled"
+
+    @property
+    def guard(self) -> StallGuard:
+        if self._guard is None:
+            self._guard = StallGuard(self.transport, self._stalled)
+        return self._guard
 
     @property
     def account(self) -> Any:
@@ -381,18 +398,23 @@ class Attempt:
         timeout = _connect_timeout(limits.connect)
         # The header clock starts once the request has its connection (ClockedConnector);
         # until then only connecting can take time, and that has its own, shorter limit.
-        waiting = asyncio.timeout(limits.connect + limits.headers)
-        loop = asyncio.get_running_loop()
+        clock = deadlines()
+        waiting = asyncio.timeout(None)  # its deadline is kept by `clock`
+        time = clock.time
 
         def connected() -> None:
-            waiting.reschedule(loop.time() + limits.headers)
+            clock.set(waiting, time() + limits.headers)
 
         hook = _connected.set(connected)
         try:
             async with waiting:
-                return await self.service.http.post(
-                    call.url, data=call.body, headers=call.headers, timeout=timeout
-                )
+                clock.set(waiting, time() + limits.connect + limits.headers)
+                try:
+                    return await self.service.http.post(
+                        call.url, data=call.body, headers=call.headers, timeout=timeout
+                    )
+                finally:
+                    clock.drop(waiting)
         except TimeoutError:
             if waiting.expired():
                 raise HeadersTimeout() from None
@@ -614,7 +636,8 @@ class Attempt:
         if self.closed:
             return
         self.closed = True
-        self.guard.stop()
+        if self._guard is not None:
+            self._guard.stop()
         if self.upstream is not None:
             self.upstream.close()  # a cancelled client cancels the upstream request too
         record = self.record

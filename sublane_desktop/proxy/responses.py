@@ -59,6 +59,10 @@ from sublane_desktop.proxy.translated import (
 
 log = logging.getLogger(__name__)
 
+# A conversation that was on a Claude or Gemini model before carries their signature tags.
+_ANTHROPIC_TAG_BYTES = ANTHROPIC_TAG.encode()
+_GEMINI_TAG_BYTES = GEMINI_TAG.encode()
+
 # Events that carry the gateway's request id on a socket (R-PX-7).
 STAMPED = frozenset(
     {"response.created", "response.completed", "response.incomplete", "response.failed"}
@@ -105,7 +109,7 @@ class ResponsesRoute:
             key = conversation_key(request.headers, body)
             if route.provider != "codex":
                 prompt, upstream = _translated_body(body, route, key)
-            elif ANTHROPIC_TAG.encode() in raw or GEMINI_TAG.encode() in raw:
+            elif _ANTHROPIC_TAG_BYTES in raw or _GEMINI_TAG_BYTES in raw:
                 # a conversation that was on a Claude or Gemini model
                 body = rs.strip_foreign_reasoning(body) or body
         except GatewayError as err:

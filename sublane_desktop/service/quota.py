@@ -43,7 +43,8 @@ class QuotaFeed:
             take_slot=pool.try_metadata_slot,
             give_slot=pool.release_metadata_slot,
         )
-        self._pending_obs: dict[int, tuple[int, dict[str, Observation]]] = {}
+        # account id -> (revision, window -> (latest reading, the quota epoch it came under))
+        self._pending_obs: dict[int, tuple[int, dict[str, tuple[Observation, int]]]] = {}
         self.usage_trail = UsageTrail()  # the last hour of readings, for forecasts (R-UI-7)
         self._obs_flush: asyncio.Task | None = None
 
@@ -87,8 +88,10 @@ class QuotaFeed:
     def _queue(self, account: AccountState, found: list[Observation]) -> None:
         """Header readings are saved (coalesced, latest per window) before they are shown."""
         revision, pending = self._pending_obs.get(account.id, (account.revision, {}))
+        # Stamped with their epoch when saved: a busy account's readings mostly replace one
+        # another unsaved, and stamping each one cost more than reading it (profiled).
         for obs in found:
-            pending[obs.window] = replace(obs, epoch=account.quota_epoch)
+            pending[obs.window] = (obs, account.quota_epoch)
         self._pending_obs[account.id] = (revision, pending)
         if self._obs_flush is None or self._obs_flush.done():
             self._obs_flush = spawn(self._flush(), name="quota-observations")
@@ -100,7 +103,8 @@ class QuotaFeed:
             for account_id, (revision, pending) in batch.items():
                 account = self.service.pool.accounts.get(account_id)
                 if account is not None:
-                    await self.publish(account, revision, list(pending.values()))
+                    stamped = [replace(obs, epoch=epoch) for obs, epoch in pending.values()]
+                    await self.publish(account, revision, stamped)
 
     async def publish(
         self, account: AccountState, revision: int, observations: list[Observation]
