@@ -539,17 +539,13 @@ async def test_a_clean_batch_is_stored_in_one_go_without_a_warning(service, cloc
 
 
 @pytest.mark.parametrize("size", [1, 31, 32, 33, 77, store_records.CHUNK_ROWS * 3 + 5])
-async def test_a_batch_of_any_size_is_stored_whole_in_arrival_order(
-    service, clock, caplog, size
-):
+async def test_a_batch_of_any_size_is_stored_whole_in_arrival_order(service, clock, caplog, size):
     """Batches go in as multi-row INSERTs of power-of-two sizes: every record of a batch that
     is no such size must still land, once, in the order it arrived, without the row-by-row
     retry (which would log a warning) and with every value in its own column."""
     caplog.set_level("WARNING", logger="sublane_desktop.store.records")
     batch = [make(clock, n, input_tokens=n, output_tokens=2 * n) for n in range(size)]
-    stored = await service.store.write(
-        lambda: store_records.insert_records(batch, clock.now())
-    )
+    stored = await service.store.write(lambda: store_records.insert_records(batch, clock.now()))
     assert stored == (size, 0)
     assert not [r for r in caplog.records if r.name == "sublane_desktop.store.records"]
     rows = await service.store.read(
