@@ -13,6 +13,7 @@ from keyrings.alt.file import PlaintextKeyring
 
 from sublane_desktop.core import routing, timeouts
 from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.proxy import relay
 from sublane_desktop.secrets import SecretStore, account_secret
 from sublane_desktop.service import Service
 from sublane_desktop.store import repositories as repo
@@ -26,13 +27,16 @@ os.environ.setdefault("QT_API", "pyside6")
 
 @pytest.fixture(autouse=True)
 def _rules_uncached() -> None:
-    """The request path caches a few pure rules per input: the route per model name and the
-    checked timeouts per setting value. Every test starts with them empty, so it runs the
+    """The request path caches a few pure rules per input: the route per model name, the
+    checked timeouts per setting value and the pass-back verdict per upstream header name.
+    Every test starts with them empty, so it runs the
     rule itself and not an answer computed earlier, when test modules were imported (the
     mutation run's workers are forked after that import and would inherit the answers of
     the unmutated code)."""
     routing._route.cache_clear()
     timeouts._checked.cache_clear()
+    relay._passes_anthropic.cache_clear()
+    relay._passes_codex.cache_clear()
 
 
 def file_keyring(path: Path) -> PlaintextKeyring:

@@ -68,8 +68,8 @@ class DesktopEventLoop(qasync.QEventLoop):
 
     def call_soon(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:
         self._check_closed()
-        if asyncio.iscoroutinefunction(callback):
-            raise TypeError("coroutines cannot be used with call_soon")
+        if self._debug:  # as asyncio does: the check cost the tray ~3 % of its CPU (cProfile)
+            self._check_callback(callback, "call_soon")
         handle = asyncio.Handle(callback, args, self, context=context)
         self._ready_now.append(handle)
         if not self._drain_armed:
@@ -101,10 +101,8 @@ class DesktopEventLoop(qasync.QEventLoop):
         self, when: float, callback: Any, *args: Any, context: Any = None
     ) -> asyncio.TimerHandle:
         self._check_closed()
-        if asyncio.iscoroutinefunction(callback):
-            raise TypeError("coroutines cannot be used with call_at")
-        if not callable(callback):
-            raise TypeError(f"callback must be callable: {type(callback).__name__}")
+        if self._debug:
+            self._check_callback(callback, "call_at")
         handle = asyncio.TimerHandle(when, callback, args, self, context=context)
         heapq.heappush(self._timers, handle)
         if when < self._armed_for:  # a later deadline waits for the earlier one's turn

@@ -71,18 +71,20 @@ def retry_after_of(headers: Any, now: float) -> float | None:
     return parse_retry_after(headers.get("retry-after"), now)
 
 
-# Whether an upstream header goes back to the client, per name as the upstream spells it:
-# upstreams send the same dozen names on every answer, so each is judged once (bounded).
-@functools.lru_cache(maxsize=512)
-def _passes_anthropic(name: str) -> bool:
+def passes_back(name: str, names: tuple[str, ...], prefix: str) -> bool:
+    """Whether an upstream response header goes back to the client (the provider's list)."""
     name = name.lower()
-    return name in ANTHROPIC_PASS_BACK or name.startswith(ANTHROPIC_PASS_BACK_PREFIX)
+    return name in names or name.startswith(prefix)
 
 
-@functools.lru_cache(maxsize=512)
-def _passes_codex(name: str) -> bool:
-    name = name.lower()
-    return name in codex.PASS_BACK or name.startswith(codex.PASS_BACK_PREFIX)
+# Judged once per header name as the upstream spells it: upstreams send the same dozen names
+# on every answer (bounded; tests/conftest.py empties these before each test).
+_passes_anthropic = functools.lru_cache(maxsize=512)(
+    lambda name: passes_back(name, ANTHROPIC_PASS_BACK, ANTHROPIC_PASS_BACK_PREFIX)
+)
+_passes_codex = functools.lru_cache(maxsize=512)(
+    lambda name: passes_back(name, codex.PASS_BACK, codex.PASS_BACK_PREFIX)
+)
 
 
 def passback_headers(attempt: Attempt, provider: str) -> dict[str, str]:

@@ -116,3 +116,19 @@ def test_callbacks_that_keep_scheduling_callbacks_still_let_qt_run(loop):
         return spins
 
     assert loop.run_until_complete(asyncio.wait_for(main(), 10)) > 0
+
+
+def test_a_coroutine_function_as_a_callback_is_refused_in_debug_mode(loop):
+    """As asyncio does: the check runs in debug mode only, where a developer looks for such
+    mistakes; the busy proxy loop does not pay for it on every callback."""
+
+    async def coroutine_function() -> None:
+        pass
+
+    loop.set_debug(True)
+    with pytest.raises(TypeError, match="coroutine"):
+        loop.call_soon(coroutine_function)
+    with pytest.raises(TypeError, match="coroutine"):
+        loop.call_later(1.0, coroutine_function)
+    with pytest.raises(TypeError, match="callable"):
+        loop.call_at(loop.time() + 1.0, "not callable")
