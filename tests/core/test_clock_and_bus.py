@@ -27,3 +27,30 @@ def test_an_unsubscribed_listener_hears_nothing_more():
     bus.publish("records.added", count=2)
     assert heard == [("records.added", {"count": 1})]
     assert other == ["records.added", "records.added"]  # the others still hear
+
+
+def test_a_listener_to_every_topic_hears_each_event_once_after_its_own_listeners():
+    """The desktop listens to "*": every topic reaches it, once, after the topic's own."""
+    bus = EventBus()
+    heard: list[str] = []
+    bus.subscribe("*", lambda topic, payload: heard.append(f"all:{topic}"))
+    bus.subscribe("accounts.changed", lambda topic, payload: heard.append(f"own:{topic}"))
+    bus.publish("accounts.changed")
+    bus.publish("records.added", count=1)
+    assert heard == ["own:accounts.changed", "all:accounts.changed", "all:records.added"]
+
+
+def test_a_listener_may_unsubscribe_while_it_is_being_called():
+    bus = EventBus()
+    heard: list[str] = []
+    stops = []
+
+    def once(topic: str, payload: dict) -> None:
+        heard.append("once")
+        stops[0]()
+
+    stops.append(bus.subscribe("accounts.changed", once))
+    bus.subscribe("accounts.changed", lambda topic, payload: heard.append("always"))
+    bus.publish("accounts.changed")
+    bus.publish("accounts.changed")
+    assert heard == ["once", "always", "always"]
