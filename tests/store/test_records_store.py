@@ -558,3 +558,45 @@ async def test_a_batch_of_any_size_is_stored_whole_in_arrival_order(service, clo
     assert [r[1] for r in rows] == [f"req_{n:024x}" for n in range(size)]
     assert [r[2] for r in rows] == list(range(size))
     assert [r[0] for r in rows] == sorted({r[0] for r in rows})  # ids ascend, none twice
+
+
+async def stored_request_ids(service: Service) -> list[str]:
+    return await service.store.read(
+        lambda: [
+            r.request_id for r in RecordRow.select(RecordRow.request_id).order_by(RecordRow.id)
+        ]
+    )
+
+
+async def test_records_that_arrive_before_the_writer_starts_are_written_once_it_does(
+    service, clock
+):
+    log = store_records.RequestLog(clock)
+    await log.flush()  # nothing to wait for yet: returns at once, it does not hang
+    log.add(make(clock, 1))
+    log.add(make(clock, 2))
+    log.start(service.store)
+    await log.flush()
+    await log.stop()
+    await log.flush()  # after stop too
+    assert await stored_request_ids(service) == [f"req_{n:024x}" for n in (1, 2)]
+
+
+async def test_a_backlog_over_the_limit_before_the_writer_starts_drops_only_the_oldest(
+    service, clock
+):
+    """No writer yet and more than MAX_RECORDS queued: the oldest goes (no pool rejection
+    is queued to go first), one record per extra, and flush still sees every record handled."""
+    log = store_records.RequestLog(clock)
+    for n in range(MAX_RECORDS + 2):
+        log.add(make(clock, n))
+    log.start(service.store)
+    await asyncio.wait_for(log.flush(), 30)
+    ids = await stored_request_ids(service)
+    assert len(ids) == MAX_RECORDS
+    assert ids[0] == f"req_{2:024x}" and ids[-1] == f"req_{MAX_RECORDS + 1:024x}"
+    # The dropped ones count as handled exactly once: a later flush still waits for its own.
+    log.add(make(clock, MAX_RECORDS + 2))
+    await asyncio.wait_for(log.flush(), 30)
+    assert (await stored_request_ids(service))[-1] == f"req_{MAX_RECORDS + 2:024x}"
+    await log.stop()
