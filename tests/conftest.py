@@ -35,8 +35,8 @@ def _rules_uncached() -> None:
     the unmutated code)."""
     routing._route.cache_clear()
     timeouts._checked.cache_clear()
-    relay._passes_anthropic.cache_clear()
-    relay._passes_codex.cache_clear()
+    for verdicts in relay._VERDICTS.values():
+        verdicts.clear()
 
 
 def file_keyring(path: Path) -> PlaintextKeyring:

@@ -159,7 +159,12 @@ class GaugeSet:
             self.get(window).clear()
 
     def any_stale(self, now: float, windows: tuple[str, ...] = WINDOWS) -> bool:
-        return any(self.get(w).stale(now) for w in windows)
+        # A loop, not any() over a generator: leaving a generator early raises GeneratorExit
+        # into it, and this is asked for every request.
+        for window in windows:
+            if getattr(self, window).stale(now):
+                return True
+        return False
 
     def to_json(self, now: float, windows: tuple[str, ...] = WINDOWS) -> dict[str, Any]:
         return {name: self.get(name).to_json(now) for name in windows}

@@ -40,6 +40,7 @@ WEEK = 7 * 86400.0
 URGENCY_MAX = 100.0
 RAMP_MAX = 4.0
 MODES = ("score", "round_robin", "cost_aware")
+NO_ANCHOR = "best score (no eligible anchor)"
 
 
 @dataclass
@@ -300,8 +301,13 @@ class Scheduler:
         lane = (demand.group_id, demand.route.provider)
         if demand.route.fable and lane not in anchors and lane in self.current:
             anchors[lane] = self.current[lane]  # seeded from the account-wide current
-        anchor = next((a for a in eligible if a.id == anchors.get(lane)), None)
-        chosen, reason = self._choose(eligible, anchor, ordered, anchors.get(lane), demand, now)
+        anchor_id = anchors.get(lane)
+        anchor: AccountState | None = None
+        for account in eligible:  # a loop: next() on a generator costs a GeneratorExit
+            if account.id == anchor_id:
+                anchor = account
+                break
+        chosen, reason = self._choose(eligible, anchor, ordered, anchor_id, demand, now)
         anchors[lane] = chosen.id
         if not self.has_room(chosen, now):
             # Saturation does not move the anchor; this one request spills to the best other.
@@ -331,9 +337,11 @@ class Scheduler:
                 account = ordered[(start + step) % len(ordered)]
                 if account in eligible:
                     return account, "round robin: next after gated anchor"
+        if len(eligible) == 1:  # the usual single account: no score to compare
+            return eligible[0], "anchor kept" if anchor is not None else NO_ANCHOR
         best = max(eligible, key=lambda a: (self.score(a, demand, now), -a.id))
         if anchor is None:
-            return best, "best score (no eligible anchor)"
+            return best, NO_ANCHOR
         if best is not anchor and self.score(best, demand, now) > self.score(
             anchor, demand, now
         ) * (1.0 + SWITCH_MARGIN):

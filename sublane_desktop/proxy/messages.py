@@ -42,6 +42,8 @@ from sublane_desktop.proxy.translated import refuse_unservable, relay_translated
 # A conversation that was on a GPT or Gemini model before carries their signature tags.
 _OPENAI_TAG_BYTES = OPENAI_TAG.encode()
 _GEMINI_TAG_BYTES = GEMINI_TAG.encode()
+# (`find`, not `in`: bytes' `in` first tries the operand as an integer and builds and drops
+# a TypeError on every request, CPython 3.11.)
 
 __all__ = ["MessagesRoute", "outcome_for_status", "retry_after_of"]
 
@@ -145,7 +147,7 @@ class MessagesRoute:
         self, request: web.Request, attempt: Attempt, body: dict[str, Any], raw: bytes
     ) -> web.StreamResponse:
         route = attempt.route
-        if _OPENAI_TAG_BYTES in raw or _GEMINI_TAG_BYTES in raw:
+        if raw.find(_OPENAI_TAG_BYTES) >= 0 or raw.find(_GEMINI_TAG_BYTES) >= 0:
             # a conversation that was on a GPT or Gemini model before
             body = strip_foreign_thinking(body) or body
             raw = json.dumps(dict(body, model=route.upstream_model)).encode()

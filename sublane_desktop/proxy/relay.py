@@ -77,29 +77,43 @@ def passes_back(name: str, names: tuple[str, ...], prefix: str) -> bool:
     return name in names or name.startswith(prefix)
 
 
-# Judged once per header name as the upstream spells it: upstreams send the same dozen names
-# on every answer (bounded; tests/conftest.py empties these before each test).
-_passes_anthropic = functools.lru_cache(maxsize=512)(
-    lambda name: passes_back(name, ANTHROPIC_PASS_BACK, ANTHROPIC_PASS_BACK_PREFIX)
-)
-_passes_codex = functools.lru_cache(maxsize=512)(
-    lambda name: passes_back(name, codex.PASS_BACK, codex.PASS_BACK_PREFIX)
-)
+# What each upstream response header becomes for the client, judged once per name as the
+# upstream spells it: upstreams send the same dozen names on every answer (bounded; tests
+# empty it before each test, so every test runs the rule itself).
+_DROP, _PASS, _RENAME = 0, 1, 2
+_VERDICTS: dict[str, dict[str, int]] = {"anthropic": {}, "codex": {}}
+
+
+def _verdict(provider: str, name: str) -> int:
+    lower = name.lower()
+    if lower == "retry-after":
+        return _DROP  # never the raw upstream value (R-FT-4)
+    if provider == "anthropic":
+        passes = passes_back(name, ANTHROPIC_PASS_BACK, ANTHROPIC_PASS_BACK_PREFIX)
+    else:
+        passes = passes_back(name, codex.PASS_BACK, codex.PASS_BACK_PREFIX)
+    if not passes:
+        return _DROP
+    return _RENAME if lower in ("request-id", "x-request-id") else _PASS  # ours is X-Request-ID
 
 
 def passback_headers(attempt: Attempt, provider: str) -> dict[str, str]:
     """The upstream response headers a client may see, per provider, plus our request id."""
     upstream = attempt.upstream
     assert upstream is not None
-    request_id = attempt.request_id
-    passes = _passes_anthropic if provider == "anthropic" else _passes_codex
-    headers = {k: v for k, v in upstream.headers.items() if passes(k)}
-    for name in list(headers):
-        if name.lower() in ("request-id", "x-request-id"):  # ours is X-Request-ID
-            headers["upstream-request-id"] = headers.pop(name)
-    headers["X-Request-ID"] = request_id
-    for name in [n for n in headers if n.lower() == "retry-after"]:
-        del headers[name]  # never the raw upstream value (R-FT-4)
+    verdicts = _VERDICTS["anthropic" if provider == "anthropic" else "codex"]
+    if len(verdicts) > 512:
+        verdicts.clear()
+    headers: dict[str, str] = {}
+    for name, value in upstream.headers.items():
+        verdict = verdicts.get(name)
+        if verdict is None:
+            verdict = verdicts[name] = _verdict(provider, name)
+        if verdict == _PASS:
+            headers[name] = value
+        elif verdict == _RENAME:
+            headers["upstream-request-id"] = value
+    headers["X-Request-ID"] = attempt.request_id
     if upstream.status in WAIT_STATUSES:
         # Every 429/503 a client sees carries a bounded Retry-After (R-PX-8), relayed ones
         # too: an hour-long upstream wait would stall a client another account could serve.
@@ -214,10 +228,11 @@ def sendable(headers: dict[str, str]) -> dict[str, str]:
     text (bytes such as 0xff arrive as lone surrogates) is dropped, not a 500 (R-FT-3)."""
     clean = {}
     for name, value in headers.items():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            continue
+        if not value.isascii():  # isascii is a flag check; almost every value is ASCII
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                continue
         clean[name] = value
     return clean
 

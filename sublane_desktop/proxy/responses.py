@@ -109,7 +109,7 @@ class ResponsesRoute:
             key = conversation_key(request.headers, body)
             if route.provider != "codex":
                 prompt, upstream = _translated_body(body, route, key)
-            elif _ANTHROPIC_TAG_BYTES in raw or _GEMINI_TAG_BYTES in raw:
+            elif raw.find(_ANTHROPIC_TAG_BYTES) >= 0 or raw.find(_GEMINI_TAG_BYTES) >= 0:
                 # a conversation that was on a Claude or Gemini model
                 body = rs.strip_foreign_reasoning(body) or body
         except GatewayError as err:
