@@ -101,6 +101,7 @@ def serve(pool: Pool, clock: FakeClock, route, burn: dict[str, float]) -> str:
     except GatewayError as err:
         return f"{'-':<9} refused: {err.code} ({err.message})"
     decision = pool.scheduler.last
+    chosen_score = decision.score if decision else None  # as decided, before the burn
     account = lease.account
     lease.release(Outcome.SUCCESS)
     now = clock.now()
@@ -109,7 +110,7 @@ def serve(pool: Pool, clock: FakeClock, route, burn: dict[str, float]) -> str:
     observe(account, clock, "seven_day", (g.seven_day.reading(now) or 0) + burn[account.name] / 8)
     if route.fable:
         observe(account, clock, "fable", (g.fable.reading(now) or 0) + burn[account.name] / 3)
-    score = f"{decision.score:6.2f}" if decision and decision.score is not None else "     -"
+    score = f"{chosen_score:6.2f}" if chosen_score is not None else "     -"
     return f"{account.name:<9} score {score}  {decision.reason if decision else ''}"
 
 

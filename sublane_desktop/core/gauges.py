@@ -88,18 +88,25 @@ class Gauge:
     def past_reset(self, now: float) -> bool:
         return self.resets_at is not None and now >= self.resets_at
 
+    # reading and stale are asked several times per request: written out, not through
+    # `cold` and `past_reset`.
     def reading(self, now: float) -> float | None:
         """Utilization now; a window past its reset reads 0; cold reads None (unknown)."""
-        if self.cold:
+        if self.observed_at is None:
             return None
-        if self.past_reset(now):
+        resets_at = self.resets_at
+        if resets_at is not None and now >= resets_at:
             return 0.0
         return self.utilization
 
     def stale(self, now: float) -> bool:
-        if self.cold or self.past_reset(now):
+        observed_at = self.observed_at
+        if observed_at is None:
             return True
-        return now - (self.observed_at or 0.0) > FRESH_SECONDS
+        resets_at = self.resets_at
+        if resets_at is not None and now >= resets_at:
+            return True
+        return now - observed_at > FRESH_SECONDS
 
     def fresh_until(self) -> float | None:
         """When this observation stops counting for exclusion (2 min, shortened by a reset)."""
@@ -161,7 +168,7 @@ class GaugeSet:
     def any_stale(self, now: float, windows: tuple[str, ...] = WINDOWS) -> bool:
         # A loop, not any() over a generator: leaving a generator early raises GeneratorExit
         # into it, and this is asked for every request.
-        for window in windows:
+        for window in windows:  # noqa: SIM110
             if getattr(self, window).stale(now):
                 return True
         return False

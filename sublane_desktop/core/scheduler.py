@@ -20,7 +20,9 @@ Nothing here awaits; the pool calls it inside its atomic select-and-reserve step
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sublane_desktop.core import cost_aware
@@ -109,12 +111,23 @@ def main_score(gauges: GaugeSet, ceilings: Ceilings, now: float) -> float:
 
 @dataclass
 class Decision:
-    """Why an account was chosen, for the scheduling trace."""
+    """Why an account was chosen, for the scheduling trace.
+
+    A chosen account's score is worked out when first read (`scoring`), not for every
+    request: nothing on the request path reads it.
+    """
 
     account: str
     lane: str
     reason: str
-    score: float | None = None
+    _score: float | None = None
+    scoring: Callable[[], float] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def score(self) -> float | None:
+        if self.scoring is not None:
+            self._score, self.scoring = self.scoring(), None
+        return self._score
 
 
 @dataclass
@@ -316,7 +329,9 @@ class Scheduler:
                 raise self._why_none(ordered, demand, now)
             chosen = max(spill, key=lambda a: self.score(a, demand, now))
             reason = "anchor busy, spill"
-        self.last = Decision(chosen.name, lane_name, reason, self.score(chosen, demand, now))
+        self.last = Decision(
+            chosen.name, lane_name, reason, scoring=partial(self.score, chosen, demand, now)
+        )
         return chosen
 
     def _choose(

@@ -28,7 +28,9 @@ class UpstreamTimeouts:
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> UpstreamTimeouts:
-        connect, headers, idle = (settings.get(key, DEFAULTS[key]) for key in _KEYS)
+        connect = settings.get(CONNECT, DEFAULTS[CONNECT])
+        headers = settings.get(HEADERS, DEFAULTS[HEADERS])
+        idle = settings.get(IDLE, DEFAULTS[IDLE])
         try:
             return _checked(connect, headers, idle)  # read per request: check values once
         except TypeError:  # an unhashable value from a hand-edited database

@@ -50,7 +50,9 @@ def upstream_headers(
     else:
         headers["authorization"] = f"Bearer {credential.get('access_token', '')}"
         betas.append(OAUTH_BETA)
-    beta = merge_betas(client_headers.get("anthropic-beta"), *betas)
+    client_betas = client_headers.get("anthropic-beta")
+    # The usual request brings no betas of its own and needs one: nothing to merge.
+    beta = merge_betas(client_betas, *betas) if client_betas or len(betas) > 1 else "".join(betas)
     if beta:
         headers["anthropic-beta"] = beta
     return headers

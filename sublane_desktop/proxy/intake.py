@@ -40,7 +40,8 @@ async def authenticate(request: web.Request) -> KeyIdentity:
     key = client_key(request)
     if not key:
         raise GatewayError("unauthorized", "missing SubLane client key (x-api-key or Bearer)")
-    identity = await request.app[SERVICE].identify(key)
+    service = request.app[SERVICE]
+    identity = service.known_identity(key) or await service.identify(key)
     if identity is None:
         raise GatewayError("unauthorized", "unknown or revoked SubLane client key")
     return identity
@@ -94,7 +95,12 @@ def parse_json_object(raw: bytes | str, what: str = "message") -> dict[str, Any]
     if not isinstance(body, dict):
         raise GatewayError("invalid_request", f"{what} must be a JSON object")
     model = body.get("model")
-    if isinstance(model, str) and (clean_text(model) != model or _CONTROL.search(model)):
+    if (
+        isinstance(model, str)
+        # printable ASCII (every real model name) has neither; only other text is searched
+        and not (model.isascii() and model.isprintable())
+        and (clean_text(model) != model or _CONTROL.search(model))
+    ):
         raise GatewayError(
             "invalid_request",
             "model must be printable text (no control characters or unpaired surrogates)",

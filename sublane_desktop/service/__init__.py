@@ -138,6 +138,7 @@ class Service:
         self.settings: dict[str, Any] = dict(SCHEDULER_SETTINGS)
         self._idle = asyncio.Event()
         self._idle.set()
+        self._was_idle = True
         self._lock = ServerLock(self.data_dir)
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -264,10 +265,13 @@ class Service:
         file_modes.write_private(self.data_dir / STATUS_FILE, json.dumps(status))
 
     def _changed(self) -> None:
-        if self.pool.in_flight == 0:
-            self._idle.set()
-        else:
-            self._idle.clear()
+        idle = self.pool.in_flight == 0
+        if idle != self._was_idle:  # runs twice per request: the event only on a change
+            self._was_idle = idle
+            if idle:
+                self._idle.set()
+            else:
+                self._idle.clear()
         self.bus.publish("accounts.changed")
 
     async def _evaluation_tick(self) -> None:
@@ -292,6 +296,9 @@ class Service:
 
     async def identify(self, key: str) -> repo.KeyIdentity | None:
         return await self.catalog.identify(key)
+
+    def known_identity(self, key: str) -> repo.KeyIdentity | None:
+        return self.catalog.known(key)
 
     async def create_key(
         self, name: str, user: str | None = None, group: str = "default"

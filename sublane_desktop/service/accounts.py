@@ -148,11 +148,11 @@ class AccountCatalog:
         no database round trip; a revocation made by another process shows within that time,
         and one made through this service (revoke_key) at once.
         """
+        known = self.known(key)
+        if known is not None:
+            return known
         digest = repo.hash_key(key)
         now = self.service.clock.monotonic()
-        hit = self._identities.get(digest)
-        if hit is not None and now - hit[1] < IDENTITY_TTL:
-            return hit[0]
         try:
             await self.reload()
         except Exception as exc:  # serving on the catalog we have beats failing the request
@@ -169,6 +169,14 @@ class AccountCatalog:
         else:
             self._identities.pop(digest, None)
         return identity
+
+    def known(self, key: str) -> repo.KeyIdentity | None:
+        """The identity `identify` answers from memory, or None when it must ask the
+        database: the request path asks this first, without a coroutine."""
+        hit = self._identities.get(repo.hash_key(key))
+        if hit is not None and self.service.clock.monotonic() - hit[1] < IDENTITY_TTL:
+            return hit[0]
+        return None
 
     async def create_key(
         self, name: str, user: str | None = None, group: str = "default"
