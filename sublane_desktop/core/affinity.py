@@ -44,8 +44,8 @@ def _text(value: object) -> str | None:
 def conversation_key(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
     """The raw conversation identity, or None for an independent request."""
     for name in SESSION_HEADERS:
-        value = _text(headers.get(name))
-        if value:
+        value = headers.get(name)
+        if value is not None and (value := _text(value)):
             return "s:" + value
     metadata = body.get("metadata")
     if isinstance(metadata, Mapping):

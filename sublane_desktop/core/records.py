@@ -96,6 +96,8 @@ def clean_text(value: object) -> str:
     text = value if isinstance(value, str) else str(value)
     if "\x00" in text:
         text = text.replace("\x00", "")
+    if text.isascii():  # a flag check: ASCII holds no surrogates (most text is ASCII)
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -65,6 +65,11 @@ def models_call(base: str, credential: Mapping[str, Any]) -> tuple[str, dict[str
     return f"{base.rstrip('/')}/v1/models?limit=1000", headers
 
 
+def _count(value: Any, before: int | None) -> int | None:
+    """A token count as sent, or the count we had: a missing or malformed one changes nothing."""
+    return value if type(value) is int and value >= 0 else before
+
+
 @dataclass
 class Usage:
     input_tokens: int | None = None
@@ -76,15 +81,10 @@ class Usage:
         """Take counts from a usage object; message_delta counts are cumulative."""
         if not isinstance(usage, dict):
             return
-        for attr, key in (
-            ("input_tokens", "input_tokens"),
-            ("output_tokens", "output_tokens"),
-            ("cache_read", "cache_read_input_tokens"),
-            ("cache_creation", "cache_creation_input_tokens"),
-        ):
-            value = usage.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                setattr(self, attr, value)
+        self.input_tokens = _count(usage.get("input_tokens"), self.input_tokens)
+        self.output_tokens = _count(usage.get("output_tokens"), self.output_tokens)
+        self.cache_read = _count(usage.get("cache_read_input_tokens"), self.cache_read)
+        self.cache_creation = _count(usage.get("cache_creation_input_tokens"), self.cache_creation)
 
     @property
     def total_input(self) -> int | None:

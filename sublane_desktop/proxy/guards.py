@@ -53,9 +53,19 @@ def origin_allowed(origin: str | None, bound_host: str, port: int | None) -> boo
 
 
 def make_host_guard(bound_host: str):
+    # The verdict per Host value, judged once: a client sends the same one every time
+    # (bounded: anything may arrive in the header).
+    verdicts: dict[str | None, bool] = {}
+
     @web.middleware
     async def host_guard(request: web.Request, handler):
-        if not host_allowed(request.headers.get("Host"), bound_host):
+        host = request.headers.get("Host")
+        allowed = verdicts.get(host)
+        if allowed is None:
+            if len(verdicts) >= 64:
+                verdicts.clear()
+            allowed = verdicts[host] = host_allowed(host, bound_host)
+        if not allowed:
             err = GatewayError("forbidden", "Host header is not this server's address")
             return render_for(request.path)(err)
         if request.method in MUTATING and request.path.startswith(("/api/", "/llmux/")):

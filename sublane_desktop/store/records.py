@@ -98,7 +98,7 @@ _VALUES = operator.attrgetter(*_COLUMNS[1:])
 def _row(record: RequestRecord) -> tuple[Any, ...]:
     """A record as insert parameters, every string cleaned once more (R-FT-2): the record
     path must hold whatever text reached it, however it got there."""
-    return tuple(clean_text(v) if isinstance(v, str) else v for v in _VALUES(record))
+    return tuple([clean_text(v) if isinstance(v, str) else v for v in _VALUES(record)])
 
 
 def _blanked(row: tuple[Any, ...]) -> tuple[Any, ...]:
