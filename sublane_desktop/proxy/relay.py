@@ -364,7 +364,9 @@ class Attempt:
         account = self.account
         record = self.record
         try:
-            credential = await self.service.credential(account)
+            credential = self.service.ready_credential(account) or await self.service.credential(
+                account
+            )
         except antigravity.ProjectUnknown as exc:  # its text is ours and secret-free
             record.outcome, record.error_code = "error", "project_unknown"
             raise GatewayError("upstream_error", f"account {account.name}: {exc}") from None

@@ -376,6 +376,9 @@ class Service:
     async def credential(self, account: AccountState) -> dict[str, Any]:
         return await self.credentials.credential(account)
 
+    def ready_credential(self, account: AccountState) -> dict[str, Any] | None:
+        return self.credentials.ready(account)
+
     async def open_file_keyring(self, password: str, *, create: bool) -> str:
         return await self.credentials.open_file_keyring(password, create=create)
 

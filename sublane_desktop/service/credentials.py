@@ -33,6 +33,20 @@ class CredentialCache:
     def forget(self, account_id: int) -> None:
         self.cache.pop(account_id, None)
 
+    def ready(self, account: AccountState) -> dict[str, Any] | None:
+        """The credential `credential` would answer from memory at once, or None when it has
+        more to do (read the keyring, refresh, find a project): the request path asks this
+        first, without a coroutine."""
+        cached = self.cache.get(account.id)
+        if (
+            cached is None
+            or cached[0] != account.revision
+            or account.provider == "antigravity"
+            or oauth.needs_refresh(cached[1], self.service.clock.now())
+        ):
+            return None
+        return cached[1]
+
     async def credential(self, account: AccountState) -> dict[str, Any]:
         cached = self.cache.get(account.id)
         if cached is not None and cached[0] == account.revision:

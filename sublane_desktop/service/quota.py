@@ -158,8 +158,11 @@ class QuotaFeed:
 
     def refresh_stale(self, provider: str) -> None:
         now = self.service.clock.now()
+        due = self.refresher.due  # asked first: after a read, nothing is due for minutes
         stale = [
-            a for a in self.candidates(provider) if a.gauges.any_stale(now, windows_for(a.provider))
+            a
+            for a in self.candidates(provider)
+            if due(a, now) and a.gauges.any_stale(now, windows_for(a.provider))
         ]
         if stale:
             self.refresher.want(stale)

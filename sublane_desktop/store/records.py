@@ -98,7 +98,12 @@ _VALUES = operator.attrgetter(*_COLUMNS[1:])
 def _row(record: RequestRecord) -> tuple[Any, ...]:
     """A record as insert parameters, every string cleaned once more (R-FT-2): the record
     path must hold whatever text reached it, however it got there."""
-    return tuple([clean_text(v) if isinstance(v, str) else v for v in _VALUES(record)])
+    values: tuple[Any, ...] = _VALUES(record)
+    for value in values:
+        # ASCII text without NUL is already clean (nearly every record): no copy at all
+        if isinstance(value, str) and not (value.isascii() and "\x00" not in value):
+            return tuple([clean_text(v) if isinstance(v, str) else v for v in values])
+    return values
 
 
 def _blanked(row: tuple[Any, ...]) -> tuple[Any, ...]:

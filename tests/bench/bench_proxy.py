@@ -419,8 +419,8 @@ async def bench_serve_rss(upstream_url: str, tmp: Path) -> dict[str, Any]:
 TRAY_TARGET_RATIO = 1.2  # tray p50 overhead <= 1.2 x serve's
 TRAY_TARGET_P99_C8_MS = 10.0  # tray p99 overhead at concurrency 8
 SERVE_VS_BARE_C8_MS = 0.5  # serve p50 within this of the bare relay at concurrency 8
-TRAY_REQUESTS = 1200  # measured per mode and concurrency
-TRAY_ROUNDS = 6
+TRAY_REQUESTS = 4800  # measured per mode and concurrency
+TRAY_ROUNDS = 12
 
 
 async def spawn_listening(
