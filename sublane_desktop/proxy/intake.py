@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from sublane_desktop.core import json_text
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.ids import KeyIdentity
 from sublane_desktop.core.records import clean_text
@@ -84,7 +85,7 @@ def parse_json_object(raw: bytes | str, what: str = "message") -> dict[str, Any]
     enough nesting would otherwise end in a RecursionError somewhere down the line.
     """
     try:
-        body = json.loads(raw)
+        body = json_text.load(raw) if isinstance(raw, bytes) else json.loads(raw)
     except RecursionError:
         body = None  # deeper than the parser goes: certainly deeper than MAX_DEPTH
     except (ValueError, UnicodeDecodeError) as exc:

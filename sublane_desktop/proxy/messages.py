@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from sublane_desktop.core import json_text
 from sublane_desktop.core.affinity import conversation_digest, conversation_key
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.routing import route_model
@@ -176,7 +177,7 @@ class MessagesRoute:
         if upstream.status == 200:
             attempt.record.outcome = "success"
             try:
-                usage = json.loads(data).get("usage")
+                usage = json_text.load(data).get("usage")
             except (ValueError, AttributeError):
                 usage = None
             counted = anthropic.Usage()
