@@ -29,6 +29,7 @@ import asyncio
 import heapq
 import math
 import os
+import selectors
 import time
 from collections import deque
 from typing import Any
@@ -51,6 +52,11 @@ def _overloads(signal: Any) -> Any:
 
 
 class DesktopEventLoop(qasync.QEventLoop):
+    # Until __init__ sets them (asyncio's own __init__ already watches its self-pipe), and
+    # where the platform's selector has no descriptor: a Qt notifier per socket.
+    _io_selector: selectors.BaseSelector | None = None
+    _io_notifier: QSocketNotifier | None = None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._ready_now: deque[asyncio.Handle] = deque()
@@ -65,6 +71,20 @@ class DesktopEventLoop(qasync.QEventLoop):
         self._delay_timer.setSingleShot(True)
         self._delay_timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._delay_timer.timeout.connect(self._run_due)
+        # Sockets: one selector (epoll, kqueue) and one notifier on its descriptor, not a Qt
+        # notifier per socket. When the notifier fires, every socket that is ready is served
+        # in that one Qt turn, as asyncio's loop serves all of them after one select(); a Qt
+        # turn per socket cost the tray's proxy more per request than `serve` at concurrency 8
+        # (bench_proxy --tray). Selectors without a descriptor (Windows) keep a notifier per
+        # socket.
+        selector = selectors.DefaultSelector()
+        if hasattr(selector, "fileno"):
+            self._io_selector = selector
+            self._io_notifier = QSocketNotifier(selector.fileno(), QSocketNotifier.Type.Read)
+            _overloads(self._io_notifier.activated)["int"].connect(self._io_ready)
+            self._io_notifier.setEnabled(True)
+        else:
+            selector.close()
 
     def call_soon(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:
         self._check_closed()
@@ -157,10 +177,83 @@ class DesktopEventLoop(qasync.QEventLoop):
     # sockets ------------------------------------------------------------------------------------
 
     def _add_reader(self, fd: Any, callback: Any, *args: Any) -> None:
-        self._watch(self._read_notifiers, QSocketNotifier.Type.Read, fd, callback, args)
+        if self._io_selector is None:
+            self._watch(self._read_notifiers, QSocketNotifier.Type.Read, fd, callback, args)
+        else:
+            self._select(fd, selectors.EVENT_READ, asyncio.Handle(callback, args, self))
 
     def _add_writer(self, fd: Any, callback: Any, *args: Any) -> None:
-        self._watch(self._write_notifiers, QSocketNotifier.Type.Write, fd, callback, args)
+        if self._io_selector is None:
+            self._watch(self._write_notifiers, QSocketNotifier.Type.Write, fd, callback, args)
+        else:
+            self._select(fd, selectors.EVENT_WRITE, asyncio.Handle(callback, args, self))
+
+    def _remove_reader(self, fd: Any) -> bool:
+        if fd in self._read_notifiers:  # watched before the selector existed (the self-pipe)
+            return bool(super()._remove_reader(fd))
+        return self._unselect(fd, selectors.EVENT_READ)
+
+    def _remove_writer(self, fd: Any) -> bool:
+        if fd in self._write_notifiers:
+            return bool(super()._remove_writer(fd))
+        return self._unselect(fd, selectors.EVENT_WRITE)
+
+    # The selector's bookkeeping is asyncio's own (selector_events): a key's data is the
+    # (reader, writer) pair of handles, and a handle replaced or removed is cancelled.
+    def _select(self, fd: Any, event: int, handle: asyncio.Handle) -> None:
+        self._check_closed()
+        selector = self._io_selector
+        assert selector is not None
+        try:
+            key = selector.get_key(fd)
+        except KeyError:
+            reader, writer = (handle, None) if event == selectors.EVENT_READ else (None, handle)
+            selector.register(fd, event, (reader, writer))
+            return
+        reader, writer = key.data
+        old = reader if event == selectors.EVENT_READ else writer
+        if event == selectors.EVENT_READ:
+            reader = handle
+        else:
+            writer = handle
+        selector.modify(fd, key.events | event, (reader, writer))
+        if old is not None:
+            old.cancel()
+
+    def _unselect(self, fd: Any, event: int) -> bool:
+        selector = self._io_selector
+        if selector is None or self.is_closed():
+            return False
+        try:
+            key = selector.get_key(fd)
+        except KeyError:
+            return False
+        reader, writer = key.data
+        old = reader if event == selectors.EVENT_READ else writer
+        if event == selectors.EVENT_READ:
+            reader = None
+        else:
+            writer = None
+        mask = key.events & ~event
+        if mask:
+            selector.modify(fd, mask, (reader, writer))
+        else:
+            selector.unregister(fd)
+        if old is None:
+            return False
+        old.cancel()
+        return True
+
+    def _io_ready(self, *_: Any) -> None:
+        selector = self._io_selector
+        if selector is None:
+            return
+        for key, mask in selector.select(0):
+            reader, writer = key.data
+            if mask & selectors.EVENT_READ and reader is not None and not reader._cancelled:
+                reader._run()
+            if mask & selectors.EVENT_WRITE and writer is not None and not writer._cancelled:
+                writer._run()
 
     def _watch(
         self,
@@ -203,3 +296,9 @@ class DesktopEventLoop(qasync.QEventLoop):
             self._delay_timer.stop()
             self._timers.clear()
         super().close()
+        if self.is_closed() and self._io_selector is not None:
+            assert self._io_notifier is not None
+            self._io_notifier.setEnabled(False)
+            _overloads(self._io_notifier.activated)["int"].disconnect()
+            self._io_selector.close()
+            self._io_selector = self._io_notifier = None

@@ -132,3 +132,41 @@ def test_a_coroutine_function_as_a_callback_is_refused_in_debug_mode(loop):
         loop.call_later(1.0, coroutine_function)
     with pytest.raises(TypeError, match="callable"):
         loop.call_at(loop.time() + 1.0, "not callable")
+
+
+def test_sockets_are_watched_as_asyncio_watches_them(loop):
+    """One selector behind one Qt notifier: a reader and a writer on one socket both run, a
+    replaced reader never runs again, removing says whether anything was watched, and every
+    ready socket is served (ten socket pairs written at once)."""
+    import socket
+
+    pairs = [socket.socketpair() for _ in range(10)]
+    seen: list[str] = []
+
+    async def main() -> None:
+        a, b = pairs[0]
+        loop.add_reader(a, seen.append, "old reader")
+        loop.add_reader(a, lambda: seen.append(a.recv(64).decode()))  # replaces it
+        loop.add_writer(a, lambda: (seen.append("writable"), loop.remove_writer(a)))
+        b.send(b"first")
+        while len(seen) < 2:
+            await asyncio.sleep(0)
+        assert loop.remove_writer(a) is False  # the reader is still watched; no writer is
+        assert loop.remove_reader(a) is True
+        assert loop.remove_reader(a) is False
+        got: list[int] = []
+        for i, (x, _) in enumerate(pairs[1:]):
+            loop.add_reader(x, lambda x=x, i=i: (got.append(i), x.recv(64), loop.remove_reader(x)))
+        for _, y in pairs[1:]:
+            y.send(b"x")
+        while len(got) < 9:
+            await asyncio.sleep(0)
+        assert sorted(got) == list(range(9))
+
+    try:
+        loop.run_until_complete(asyncio.wait_for(main(), 5))
+    finally:
+        for x, y in pairs:
+            x.close()
+            y.close()
+    assert sorted(seen) == ["first", "writable"]
