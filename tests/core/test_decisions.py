@@ -298,3 +298,13 @@ def test_a_spill_onto_an_account_whose_cooldown_just_ended_is_its_probe():
     pool.accounts[2].cooldown_until = clock.now() - 1  # over a second ago
     lease = pool.acquire(Demand(group_id=1, route=MAIN))
     assert lease.account.name == "acc2" and lease.probe
+
+
+def test_a_single_account_is_taken_without_scores_and_the_trace_says_whether_it_anchored():
+    pool, clock = make(n=1)
+    seen(pool, clock, 1, "five_hour", 0.5)
+    go(pool)
+    assert why(pool) == ("acc1", "main", "best score (no eligible anchor)")
+    go(pool)
+    assert why(pool) == ("acc1", "main", "anchor kept")
+    assert pool.scheduler.last.score == pytest.approx(0.90 - 0.5)  # worked out when read

@@ -83,3 +83,32 @@ def test_usage_counts_are_taken_as_sent_and_total_input_adds_the_cache():
     assert usage.output_tokens == 9
     assert anthropic.Usage().total_input is None
     assert anthropic.Usage(input_tokens=4).total_input == 4
+
+
+@pytest.mark.parametrize(
+    ("client_betas", "extra", "expected"),
+    [
+        (None, [], anthropic.OAUTH_BETA),  # the usual request: our one beta
+        ("tools-1", [], f"tools-1,{anthropic.OAUTH_BETA}"),  # the client's kept, before ours
+        (None, ["context-1m"], f"context-1m,{anthropic.OAUTH_BETA}"),  # two of ours, listed
+        (f"{anthropic.OAUTH_BETA}", [], anthropic.OAUTH_BETA),  # never twice
+    ],
+)
+def test_the_beta_header_lists_every_beta_once(client_betas, extra, expected):
+    client = {"anthropic-beta": client_betas} if client_betas else {}
+    headers = anthropic.upstream_headers(client, {"access_token": "t"}, extra_betas=extra)
+    assert headers["anthropic-beta"] == expected
+
+
+def test_a_credential_without_a_token_sends_an_empty_bearer_not_a_made_up_one():
+    headers = anthropic.upstream_headers({}, {}, extra_betas=[])
+    assert headers["authorization"] == "Bearer "  # the upstream's 401 starts the refresh
+
+
+def test_zero_counts_are_counts_and_a_later_event_without_one_keeps_it():
+    usage = anthropic.Usage()
+    usage.absorb({"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0})
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read) == (0, 0, 0)
+    usage.absorb({"output_tokens": 5, "cache_creation_input_tokens": 7})
+    usage.absorb({"input_tokens": 3})  # message_delta-like: only what changed
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_creation) == (3, 5, 7)
