@@ -51,6 +51,17 @@ def _overloads(signal: Any) -> Any:
     return signal
 
 
+Handles = tuple[asyncio.Handle | None, asyncio.Handle | None]  # a selector key's (reader, writer)
+
+
+def _swapped(data: Handles, event: int, handle: asyncio.Handle | None) -> tuple[Any, Handles]:
+    """The handle `event` had, and the pair with `handle` in its place."""
+    reader, writer = data
+    if event == selectors.EVENT_READ:
+        return reader, (handle, writer)
+    return writer, (reader, handle)
+
+
 class DesktopEventLoop(qasync.QEventLoop):
     # Until __init__ sets them (asyncio's own __init__ already watches its self-pipe), and
     # where the platform's selector has no descriptor: a Qt notifier per socket.
@@ -207,16 +218,10 @@ class DesktopEventLoop(qasync.QEventLoop):
         try:
             key = selector.get_key(fd)
         except KeyError:
-            reader, writer = (handle, None) if event == selectors.EVENT_READ else (None, handle)
-            selector.register(fd, event, (reader, writer))
+            selector.register(fd, event, _swapped((None, None), event, handle)[1])
             return
-        reader, writer = key.data
-        old = reader if event == selectors.EVENT_READ else writer
-        if event == selectors.EVENT_READ:
-            reader = handle
-        else:
-            writer = handle
-        selector.modify(fd, key.events | event, (reader, writer))
+        old, data = _swapped(key.data, event, handle)
+        selector.modify(fd, key.events | event, data)
         if old is not None:
             old.cancel()
 
@@ -228,15 +233,10 @@ class DesktopEventLoop(qasync.QEventLoop):
             key = selector.get_key(fd)
         except KeyError:
             return False
-        reader, writer = key.data
-        old = reader if event == selectors.EVENT_READ else writer
-        if event == selectors.EVENT_READ:
-            reader = None
-        else:
-            writer = None
+        old, data = _swapped(key.data, event, None)
         mask = key.events & ~event
         if mask:
-            selector.modify(fd, mask, (reader, writer))
+            selector.modify(fd, mask, data)
         else:
             selector.unregister(fd)
         if old is None:
