@@ -103,6 +103,26 @@ def test_a_codex_client_sees_the_codex_headers_and_a_bounded_wait_on_a_429():
     assert "Retry-After" not in passback_headers(_attempt(500, {}), "codex")
 
 
+def test_one_proxy_relaying_both_providers_keeps_their_header_rules_apart():
+    # The same header names come back from both upstreams in one process: what one
+    # provider's client may see must not decide what the other's sees.
+    both = {
+        "anthropic-ratelimit-unified-5h-utilization": "0.4",
+        "x-codex-primary-used-percent": "5",
+        "openai-model": "gpt-5.4",
+    }
+    for _ in range(2):  # the second round reads every verdict back from the cache
+        assert passback_headers(_attempt(200, both), "anthropic") == {
+            "anthropic-ratelimit-unified-5h-utilization": "0.4",
+            "X-Request-ID": "req_ours",
+        }
+        assert passback_headers(_attempt(200, both), "codex") == {
+            "x-codex-primary-used-percent": "5",
+            "openai-model": "gpt-5.4",
+            "X-Request-ID": "req_ours",
+        }
+
+
 class _Transport:
     def __init__(self) -> None:
         self.aborted = False

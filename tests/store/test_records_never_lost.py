@@ -36,6 +36,8 @@ async def test_odd_strings_and_numbers_never_cost_a_batch(service, clock):
     assert rows[2].request_id == "req_nulhere"
     assert (rows[3].input_tokens, rows[3].output_tokens) == (None, 5)  # blanked, kept
     assert rows[4].request_id == "req_\ufffd_escaped"
+    # Cleaning a record's text leaves its other values alone (no "None" for a missing code).
+    assert (rows[2].error_code, rows[2].first_token_ms, rows[2].user_id) == (None, 40, 3)
     assert service.request_log.dropped == 0
 
 
