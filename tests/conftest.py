@@ -147,13 +147,16 @@ class Harness:
         group: str = "default",
         project: str | None = "proj-fake-1",
         expires_at: float = 4_000_000_000,
+        base_url: str | None = None,
     ) -> int:
         """A Google login (access + refresh token, project id unless `project` is None)."""
         token = token or f"ya29.{name}"
 
         def write() -> int:
             g = repo.get_or_create_group(group)
-            return repo.add_account("antigravity", name, "oauth", g, max_concurrency=limit).id
+            return repo.add_account(
+                "antigravity", name, "oauth", g, base_url=base_url, max_concurrency=limit
+            ).id
 
         account_id = await self.service.store.write(write)
         secret = {"access_token": token, "refresh_token": "1//rt-" + name, "expires_at": expires_at}

@@ -24,6 +24,7 @@ from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.core.routing import route_model
 from sublane_desktop.proxy import relay
+from sublane_desktop.proxy.deadlines import deadlines
 from sublane_desktop.secrets import account_secret
 from tests.conftest import started_harness
 from tests.fake_antigravity import AgReply, google_error
@@ -136,6 +137,18 @@ async def test_a_streamed_answer_is_relayed_and_recorded_whole_with_its_duration
     assert (record.input_tokens, record.cached_tokens, record.output_tokens) == (50, 30, 7)
     assert record.duration_ms == 1500
     assert_not_blamed(h, claude)
+
+
+async def test_an_answered_request_leaves_no_header_deadline_behind(desk):
+    # A deadline left in the loop's table after its request ended would fire into a finished
+    # timeout later (and stop that pass from expiring anyone else's), and the table would
+    # grow by one entry per request.
+    h = desk
+    await h.add_account("claude", "tok-claude")
+    for body in (CLAUDE, {**CLAUDE, "stream": True}):
+        status, _, _ = await post(h, "/v1/messages", body)
+        assert status == 200
+        assert len(deadlines()) == 0
 
 
 async def test_a_whole_answer_of_many_chunks_arrives_intact(desk):
@@ -764,6 +777,16 @@ async def test_an_account_with_its_own_base_url_is_served_there(desk):
     status, _, _ = await post(h, "/v1/responses", {"model": "gpt-5.4", "input": "hi"})
     assert status == 200
     assert (h.codex.seen[-1].path, h.codex.seen[-1].token) == ("/v1/responses", "sk-own")
+
+
+async def test_an_antigravity_account_with_its_own_base_url_is_served_there(desk):
+    h = desk
+    await h.add_antigravity_account("own", base_url=h.google.url + "/")
+    h.service.env["SUBLANE_ANTIGRAVITY_BASE_URL"] = "http://127.0.0.1:9"  # not where it goes
+    body = {"model": "gemini-2.5-flash", "messages": ASK}
+    status, _, _ = await post(h, "/v1/chat/completions", body)
+    assert status == 200
+    assert h.google.seen[-1].path == "/v1internal:generateContent"
 
 
 async def test_an_antigravity_stream_uses_the_streaming_method(desk):
