@@ -477,6 +477,9 @@ async def test_a_stream_that_falls_silent_or_drops_ends_with_an_error_event_and_
     record = await last_record(h)
     stored_code = "upstream_dropped" if kind == "drop" else "upstream_timeout"
     assert (record.outcome, record.error_code) == (recorded, stored_code)
+    # The first token's time is kept only where a token came: "stall" sent one delta, "drop"
+    # only message_start (no token, however early it came), "mute" nothing.
+    assert (record.first_token_ms is not None) == (kind == "stall")
     assert_cooled(h, claude)
 
 
