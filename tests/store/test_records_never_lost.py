@@ -53,15 +53,32 @@ async def test_a_row_that_fails_is_retried_alone_and_blanked(service, clock, mon
     assert [r.cached_tokens for r in rows] == [30, 30, None, 30]
 
 
+async def test_rows_that_fail_even_blanked_are_counted_dropped_once_each(service, clock):
+    """A row SQLite refuses with every odd value blanked (here no member at all, where a
+    member is required) is the only kind that counts as dropped; the rest of its batch is
+    stored."""
+    records = [make(clock, n, user_id=n) for n in range(1, 6)]
+    records[1].user_id = records[3].user_id = None
+    saved = await service.store.write(lambda: store_records.insert_records(records, clock.now()))
+    assert saved == (3, 2)
+    assert [r.user_id for r in await stored(service)] == [1, 3, 5]
+
+
 async def test_a_lost_batch_is_counted_not_hidden(service, clock, monkeypatch):
     def broken(batch, now):
         raise OSError("disk full")
 
     monkeypatch.setattr(store_records, "insert_records", broken)
+    told: list[dict] = []
+    service.bus.subscribe("records.added", lambda _topic, payload: told.append(payload))
     service.record(make(clock, 1))
     service.record(make(clock, 2))
     await service.flush_records()
     assert service.request_log.dropped == 2
+    service.record(make(clock, 3))
+    await service.flush_records()
+    assert service.request_log.dropped == 3  # a running count, as /healthz shows it
+    assert told == []  # nothing was written: no window is told to show new records
 
 
 async def test_rejections_are_evicted_before_any_other_outcome(service, clock):
