@@ -22,7 +22,7 @@ from pathlib import Path
 os.environ["QT_API"] = "pyside6"
 os.environ.pop("QT_QPA_PLATFORM", None)  # the real X server, not offscreen
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from sublane_desktop.gui import main as gui_main
@@ -55,10 +55,20 @@ def main() -> int:
         )
     app = QApplication(sys.argv[:1])
     if host is not None:  # the tray host needs a moment to claim the tray selection
+        # Qt's loop runs meanwhile (X events are handled); a timer looks again every 50 ms, as
+        # qtbot.waitUntil does, since Qt has no signal for a tray host appearing.
         deadline = time.monotonic() + WAIT_S
-        while not QSystemTrayIcon.isSystemTrayAvailable() and time.monotonic() < deadline:
-            app.processEvents()
-            time.sleep(0.05)
+        waiting = QEventLoop()
+        look = QTimer(interval=50)
+        look.timeout.connect(
+            lambda: (
+                (QSystemTrayIcon.isSystemTrayAvailable() or time.monotonic() >= deadline)
+                and waiting.quit()
+            )
+        )
+        look.start()
+        waiting.exec()
+        look.stop()
     report: dict[str, object] = {"platform": app.platformName()}
     held: list[asyncio.Future[None]] = []
 
