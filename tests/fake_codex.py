@@ -2,10 +2,17 @@
 "OpenAI / Codex" — the ChatGPT backend (`/responses`, subscription tokens, `x-codex-*` quota
 headers, 429 `usage_limit_reached`) and the platform API (`/v1/responses`, API keys).
 
-Like the real ChatGPT backend it refuses what the proxy must not send it: a request without
-`ChatGPT-Account-Id` / `originator`, `stream` other than true, `store` other than false,
-`max_output_tokens` (400 "Unsupported parameter"), a string `input` and missing `instructions`. Tests script replies per token (or for
-everyone) and read back what the upstream saw.
+Like the real ChatGPT backend (docs/upstreams.md "Codex") it refuses what the proxy must not send
+it, in the backend's own words: a request without `ChatGPT-Account-Id` or a Codex `originator`,
+`stream` other than true ("Stream must be set to true"), `store` other than false ("Store must
+be set to false"), a body field the subscription backend does not take (`temperature`, `top_p`,
+`max_output_tokens`, … : 400 `{"detail":"Unsupported parameter: temperature"}`), an input item
+with `role: "system"` ("System messages are not allowed") and a string `input`. Its model list
+hides models newer than the `client_version` asked with; its quota headers carry windows by
+length (a plan may have no 5-hour window) and per-model limit families
+(`x-codex-active-limit`, `x-<limit>-primary-*`); a request for a model whose limit family is
+spent gets 429 `usage_limit_reached` naming that limit. Tests script replies per token (or for
+everyone) and read back what the upstream saw, down to the body bytes.
 """
 
 from __future__ import annotations
@@ -58,6 +65,56 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    raw: bytes = b""  # the body bytes as they arrived
+    query: str = ""
+    header_items: list[tuple[str, str]] = field(default_factory=list)  # in order, as sent
+
+
+# Body fields the ChatGPT backend answers with 400 "Unsupported parameter: <name>": the first
+# three by its own words (PROTOCOLS.md), the rest because both CLIProxyAPI
+# (translator/codex/openai/responses) and claude-relay-service (routes/openaiRoutes.js) delete
+# them before every Codex request; `context_management` by the words CLIProxyAPI quotes.
+UNSUPPORTED = (
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "truncation",
+    "user",
+    "safety_identifier",
+    "prompt_cache_retention",
+    "context_management",
+)
+# The originators Codex's own clients send (claude-relay-service codexCliValidator.js):
+# codex_cli_rs (the TUI), codex_exec (`codex exec`), codex_vscode (the IDE extension).
+ORIGINATOR_PREFIX = "codex_"
+
+
+def version_tuple(text: str | None) -> tuple[int, ...]:
+    parts = []
+    for piece in (text or "0").split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+@dataclass
+class Window:
+    """One quota window as the backend reports it: used percent, length, reset time."""
+
+    used: float
+    minutes: int
+    reset_at: int = 1800003600
+
+
+@dataclass
+class LimitFamily:
+    """A per-model limit (openai/codex codex-api/src/rate_limits.rs): its id names the header
+    family `x-<id with - for _>-primary-*`, its name what `-limit-name` says."""
+
+    name: str
+    models: tuple[str, ...]
+    primary: Window
+    secondary: Window | None = None
 
 
 def token_of(request: web.Request) -> str:
@@ -81,9 +138,17 @@ class FakeCodex:
         self.cancelled = 0
         self.started = asyncio.Event()
         self.quota_used = 25.0  # primary used-percent reported in the headers
+        # The account-wide windows of the headers, primary first: a plan without the 5-hour
+        # window reports a lone 7-day (10080 minute) primary.
+        self.windows: list[Window] | None = None
+        # Per-model limit families by limit id (e.g. "codex_bengalfox").
+        self.families: dict[str, LimitFamily] = {}
         # GET …/models: the slugs it lists, or a status to answer with; who asked
         self.model_ids: list[str] | int = ["gpt-5.5", "gpt-5.4-mini", "gpt-brand-new-6"]
+        # A model the backend lists only to clients at least this new (`minimal_client_version`)
+        self.model_min_version: dict[str, str] = {"gpt-brand-new-6": "0.150.0"}
         self.models_reads: list[str] = []
+        self.models_versions: list[str | None] = []
         self.refused: set[str] = set()  # access tokens answered with 401
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -134,17 +199,19 @@ class FakeCodex:
             return None
         if not request.headers.get("ChatGPT-Account-Id"):
             return web.json_response({"detail": "missing chatgpt-account-id"}, status=400)
-        if request.headers.get("originator") != "codex_cli_rs":
+        if not request.headers.get("originator", "").startswith(ORIGINATOR_PREFIX):
             return web.json_response({"detail": "unknown originator"}, status=400)
         if request.path.endswith("/compact"):
             return None
-        for name in ("max_output_tokens",):
+        for name in UNSUPPORTED:
             if name in body:
                 return web.json_response({"detail": f"Unsupported parameter: {name}"}, status=400)
         if not isinstance(body.get("input"), list):
             return web.json_response({"detail": "Input must be a list"}, status=400)
-        if not body.get("instructions"):
-            return web.json_response({"detail": "Instructions are required"}, status=400)
+        # No `instructions` is fine: Codex CLI 0.171.0 sends none (its prompt is a developer
+        # item), and the backend takes its requests.
+        if any(isinstance(item, dict) and item.get("role") == "system" for item in body["input"]):
+            return web.json_response({"detail": "System messages are not allowed"}, status=400)
         if body.get("stream") is not True:
             return web.json_response({"detail": "Stream must be set to true"}, status=400)
         if body.get("store") is not False:
@@ -171,6 +238,7 @@ class FakeCodex:
     async def models(self, request: web.Request) -> web.Response:
         token = token_of(request)
         self.models_reads.append(token)
+        self.models_versions.append(request.query.get("client_version"))
         if token in self.refused:
             return web.json_response({"error": {"message": "bad token"}}, status=401)
         if isinstance(self.model_ids, int):
@@ -185,30 +253,75 @@ class FakeCodex:
                     ],
                 }
             )
+        # The ChatGPT backend lists only what a client of the asked version may use.
+        asked = version_tuple(request.query.get("client_version"))
         return web.json_response(
-            {"models": [{"slug": m, "display_name": m} for m in self.model_ids]}
+            {
+                "models": [
+                    {
+                        "slug": m,
+                        "display_name": m,
+                        "minimal_client_version": self.model_min_version.get(m, "0.1.0"),
+                    }
+                    for m in self.model_ids
+                    if version_tuple(self.model_min_version.get(m, "0.1.0")) <= asked
+                ]
+            }
         )
 
-    def _headers(self, request: web.Request, reply: CodexReply) -> dict[str, str]:
+    def _headers(
+        self, request: web.Request, reply: CodexReply, model: str | None = None
+    ) -> dict[str, str]:
         headers = {"x-request-id": "req_upstream_codex", **reply.headers}
         if reply.retry_after is not None:
             headers["retry-after"] = reply.retry_after
         if reply.quota and self._subscription(request):
-            headers.update(
-                {
-                    "x-codex-primary-used-percent": str(self.quota_used),
-                    "x-codex-primary-window-minutes": "300",
-                    "x-codex-primary-reset-at": "1800003600",
-                    "x-codex-secondary-used-percent": "40",
-                    "x-codex-secondary-window-minutes": "10080",
-                    "x-codex-secondary-reset-at": "1800300000",
-                }
-            )
+            windows = self.windows or [
+                Window(self.quota_used, 300, 1800003600),
+                Window(40, 10080, 1800300000),
+            ]
+            headers.update(window_headers("codex", windows))
+            for limit_id, family in self.families.items():
+                headers.update(
+                    window_headers(limit_id, [w for w in (family.primary, family.secondary) if w])
+                )
+                headers[f"x-{limit_id.replace('_', '-')}-limit-name"] = family.name
+            headers["x-codex-active-limit"] = self.active_limit(model)
         if request.headers.get("x-codex-turn-state"):
             headers["x-codex-turn-state"] = request.headers["x-codex-turn-state"]
         else:
             headers["x-codex-turn-state"] = "ts-fake-1"
         return headers
+
+    def active_limit(self, model: str | None) -> str:
+        """The limit a request for this model counts against: its family's, else `codex`."""
+        for limit_id, family in self.families.items():
+            if model in family.models:
+                return limit_id
+        return "codex"
+
+    def _spent_family(self, model: Any) -> web.Response | None:
+        """A model whose own limit is spent: 429 naming that limit (openai/codex
+        core/tests/suite/account_pool.rs `usage_limit_response`), the account's other models
+        still served."""
+        limit_id = self.active_limit(model)
+        family = self.families.get(limit_id)
+        if family is None or family.primary.used < 100:
+            return None
+        headers = window_headers(limit_id, [family.primary])
+        headers.update(window_headers("codex", [family.primary]))
+        headers["x-codex-active-limit"] = limit_id
+        return web.json_response(
+            {
+                "error": {
+                    "type": "usage_limit_reached",
+                    "message": "The usage limit has been reached",
+                    "resets_at": family.primary.reset_at,
+                }
+            },
+            status=429,
+            headers=headers,
+        )
 
     # --- routes ---------------------------------------------------------------------------------
 
@@ -247,7 +360,8 @@ class FakeCodex:
 
     async def responses(self, request: web.Request) -> web.StreamResponse:
         token = token_of(request)
-        body = await request.json()
+        raw = await request.read()
+        body = json.loads(raw)
         self.seen.append(
             Seen(
                 token,
@@ -255,11 +369,18 @@ class FakeCodex:
                 request.path,
                 dict(request.headers),
                 body,
+                raw,
+                request.query_string,
+                list(request.headers.items()),
             )
         )
         refused = self._refusal(request, body)
         if refused is not None:
             return refused
+        if self._subscription(request):
+            spent = self._spent_family(body.get("model"))
+            if spent is not None:
+                return spent
         reply = self._next(token)
         self.in_flight[token] += 1
         self.max_in_flight[token] = max(self.max_in_flight[token], self.in_flight[token])
@@ -275,7 +396,7 @@ class FakeCodex:
     async def _answer(
         self, request: web.Request, body: dict[str, Any], reply: CodexReply
     ) -> web.StreamResponse:
-        headers = self._headers(request, reply)
+        headers = self._headers(request, reply, body.get("model"))
         if reply.kind == "hang":
             await asyncio.Future()  # until the proxy gives up and disconnects
         if reply.kind == "error" or reply.status != 200:
@@ -315,6 +436,17 @@ class FakeCodex:
                 script.event(f"response.{reply.terminal}", response=script.final(reply.terminal))
             )
         return response
+
+
+def window_headers(limit_id: str, windows: list[Window]) -> dict[str, str]:
+    """`x-<limit>-{primary,secondary}-*` for up to two windows, in slot order."""
+    prefix = "x-" + limit_id.replace("_", "-")
+    headers = {}
+    for slot, window in zip(("primary", "secondary"), windows, strict=False):
+        headers[f"{prefix}-{slot}-used-percent"] = str(window.used)
+        headers[f"{prefix}-{slot}-window-minutes"] = str(window.minutes)
+        headers[f"{prefix}-{slot}-reset-at"] = str(window.reset_at)
+    return headers
 
 
 class Script:

@@ -15,6 +15,7 @@ Compaction adds `/compact` to either.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,9 +52,21 @@ PASS_BACK = (
 )
 PASS_BACK_PREFIX = "x-codex-"
 
-# The ChatGPT backend refuses these with 400 "Unsupported parameter" (it manages the output
-# budget itself); the platform API takes them, so only subscription requests lose them.
-SUBSCRIPTION_REFUSES = ("max_output_tokens",)
+# The ChatGPT backend refuses these with 400 `{"detail":"Unsupported parameter: <name>"}` (it
+# sets sampling and the output budget itself): temperature, top_p and max_output_tokens by its
+# own words; the rest because both CLIProxyAPI and claude-relay-service delete them before every
+# Codex request (context_management: CLIProxyAPI quotes the refusal). The platform API takes
+# them, so only subscription requests lose them (docs/upstreams.md "Codex").
+SUBSCRIPTION_REFUSES = (
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "truncation",
+    "user",
+    "safety_identifier",
+    "prompt_cache_retention",
+    "context_management",
+)
 
 # What GET /v1/models lists for a group with a Codex account (routing accepts any gpt-*,
 # codex-* or o<digit> name; this is only the menu).
@@ -89,15 +102,26 @@ def endpoint(base: str, credential: Mapping[str, Any], operation: str = "respons
     return base + ("/responses/compact" if operation == "compact" else "/responses")
 
 
-# The ChatGPT backend lists the models a Codex client of this version may use.
-CLIENT_VERSION = "0.60.0"
+# The ChatGPT backend lists only the models a Codex client of the asked version may use (each
+# model has a `minimal_client_version`), so SubLane asks as a current one: the setting
+# `codex.client_version`, this by default (the Codex CLI release the fidelity test runs).
+DEFAULT_CLIENT_VERSION = "0.171.0"
+_VERSION = re.compile(r"\d{1,4}(\.\d{1,4}){1,3}")
 
 
-def models_call(base: str, credential: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+def valid_client_version(value: Any) -> bool:
+    """A dotted release number such as 0.171.0 (it goes into a query string)."""
+    return isinstance(value, str) and _VERSION.fullmatch(value) is not None
+
+
+def models_call(
+    base: str, credential: Mapping[str, Any], client_version: str = DEFAULT_CLIENT_VERSION
+) -> tuple[str, dict[str, str]]:
     """GET …/models: model discovery, and the cheap authenticated call `verify` makes."""
     base = base.rstrip("/")
     if is_subscription(credential):
-        url = f"{base}/models?client_version={CLIENT_VERSION}"
+        version = client_version if valid_client_version(client_version) else DEFAULT_CLIENT_VERSION
+        url = f"{base}/models?client_version={version}"
     else:
         url = (base if base.endswith("/v1") else base + "/v1") + "/models"
     headers = upstream_headers({}, credential, stream=False)
@@ -121,6 +145,83 @@ def upstream_headers(
     return headers
 
 
+# --- Codex CLI's own requests, relayed as sent (R-WF-1) ---------------------------------------
+
+# Codex's own clients name themselves twice, the same way: `originator: codex_exec` and a user
+# agent `codex_exec/0.171.0 (…)` (codex_cli_rs for the TUI, codex_vscode for the IDE; what
+# claude-relay-service's codexCliValidator.js checks, and what Codex CLI 0.171.0 sent in our
+# capture). Both must agree: an SDK that copies one header is not Codex.
+CODEX_ORIGINATOR_PREFIX = "codex_"
+
+# Never forwarded on the faithful path: hop-by-hop headers (RFC 9110 §7.6.1), what the
+# connection to the upstream owns (Host, Content-Length), the client's own credential and
+# account (replaced by the account's), cookies (R-PX-3) and the WebSocket handshake's own
+# headers (a socket turn goes upstream as an HTTP POST).
+_NOT_FORWARDED = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "authorization",
+        "x-api-key",
+        "chatgpt-account-id",
+        "cookie",
+        "sec-websocket-key",
+        "sec-websocket-version",
+        "sec-websocket-extensions",
+        "sec-websocket-protocol",
+    }
+)
+
+
+def is_codex_cli(headers: Mapping[str, str]) -> bool:
+    """Whether a request comes from Codex's own client (originator and user agent agree)."""
+    originator = headers.get("originator") or ""
+    if not originator.startswith(CODEX_ORIGINATOR_PREFIX):
+        return False
+    return (headers.get("user-agent") or "").startswith(originator + "/")
+
+
+def faithful(client_headers: Mapping[str, str], credential: Mapping[str, Any]) -> bool:
+    """Codex CLI to a ChatGPT-login account: relayed as sent, not reshaped."""
+    return is_subscription(credential) and is_codex_cli(client_headers)
+
+
+def passthrough_headers(
+    client_headers: Mapping[str, str], credential: Mapping[str, Any], *, socket: bool = False
+) -> dict[str, str]:
+    """Every header Codex CLI sent, in its order and spelling, except those above; the
+    account's token and ChatGPT account id in place of the client's. On a socket turn the
+    WebSocket beta Codex announces in `openai-beta` is not sent to the HTTP endpoint."""
+    headers = {
+        name: value
+        for name, value in client_headers.items()
+        if name.lower() not in _NOT_FORWARDED
+        and not (socket and name.lower() == "openai-beta" and "websocket" in value.lower())
+    }
+    headers["authorization"] = f"Bearer {credential.get('access_token', '')}"
+    if credential.get("account_id"):
+        headers["chatgpt-account-id"] = str(credential["account_id"])
+    return headers
+
+
+def socket_turn_body(message: Mapping[str, Any]) -> bytes:
+    """The HTTP body for one socket turn of Codex CLI: the `response.create` message's fields
+    as they came (the socket layer has taken out `type` and expanded a continuation), streamed,
+    written compactly and unescaped as Codex writes its HTTP bodies."""
+    return json.dumps(
+        dict(message, stream=True), ensure_ascii=False, separators=(",", ":")
+    ).encode()
+
+
 def shape_body(body: dict[str, Any], credential: Mapping[str, Any], model: str) -> dict[str, Any]:
     """The body as the upstream takes it: always streamed (the relay folds a non-streaming
     answer from the terminal event); for subscriptions also what the ChatGPT backend insists
@@ -141,7 +242,24 @@ def shape_body(body: dict[str, Any], credential: Mapping[str, Any], model: str) 
             ]
         if not shaped.get("instructions"):
             _hoist_instructions(shaped)
+        _system_as_developer(shaped)
     return shaped
+
+
+def _system_as_developer(body: dict[str, Any]) -> None:
+    """The backend refuses `role: "system"` anywhere in `input` (400 "System messages are not
+    allowed"); `developer` is the role Codex itself gives its instructions and carries the same
+    authority, so a system item past the leading ones (which became `instructions`) keeps its
+    place and text with that role, as CLIProxyAPI does."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return
+    body["input"] = [
+        dict(item, role="developer")
+        if isinstance(item, dict) and item.get("role") == "system"
+        else item
+        for item in items
+    ]
 
 
 DEFAULT_INSTRUCTIONS = "You are a helpful assistant."

@@ -38,6 +38,7 @@ from sublane_desktop.core.errors import (
     parse_retry_after,
 )
 from sublane_desktop.core.ids import new_request_id, random_hex
+from sublane_desktop.core.json_edit import replace_top_level_string
 from sublane_desktop.core.pool import Demand, Lease, Outcome
 from sublane_desktop.core.records import RequestRecord, sanitize_code
 from sublane_desktop.core.routing import BETA_1M, ModelRoute
@@ -873,11 +874,27 @@ def codex_builder(
     route: ModelRoute,
     body: dict[str, Any],
     operation: str = "responses",
+    *,
+    raw: bytes | None = None,
+    query: str = "",
+    socket: bool = False,
 ) -> Builder:
+    """The upstream call for a Responses body. Codex CLI's own request to a ChatGPT-login
+    account, when its bytes are at hand (`raw`), goes as it was sent (R-WF-1): its headers
+    but the credential, its body bytes but a changed model name; everything else is shaped
+    for the account (`codex.shape_body`)."""
+
     def build(credential: Mapping[str, Any]) -> UpstreamCall:
         base = codex.base_for(
             account.base_url, credential, service.base_url("codex"), service.base_url("openai")
         )
+        if raw is not None and codex.faithful(client_headers, credential):
+            sent = raw
+            if body.get("model") != route.upstream_model:
+                sent = replace_top_level_string(raw, "model", route.upstream_model)
+            url = codex.endpoint(base, credential, operation) + (f"?{query}" if query else "")
+            headers = codex.passthrough_headers(client_headers, credential, socket=socket)
+            return UpstreamCall(url, headers, sent)
         if operation == "compact":
             shaped = codex.compact_body(body, route.upstream_model)
         else:

@@ -107,11 +107,14 @@ class ResponsesRoute:
             body, raw = await json_body(request)
             route = _route_or_error(body)
             key = conversation_key(request.headers, body)
+            sent: bytes | None = raw  # the client's bytes, while the body is as it sent it
             if route.provider != "codex":
                 prompt, upstream = _translated_body(body, route, key)
             elif raw.find(_ANTHROPIC_TAG_BYTES) >= 0 or raw.find(_GEMINI_TAG_BYTES) >= 0:
                 # a conversation that was on a Claude or Gemini model
-                body = rs.strip_foreign_reasoning(body) or body
+                stripped = rs.strip_foreign_reasoning(body)
+                if stripped is not None:
+                    body, sent = stripped, None
         except GatewayError as err:
             return openai_error(err)
         attempt = Attempt(
@@ -132,13 +135,23 @@ class ResponsesRoute:
                 ),
                 openai_error,
             )
-        return await serve(attempt, key, lambda a: self._native(request, a, body), openai_error)
+        return await serve(
+            attempt, key, lambda a: self._native(request, a, body, sent), openai_error
+        )
 
     async def _native(
-        self, request: web.Request, attempt: Attempt, body: dict[str, Any]
+        self, request: web.Request, attempt: Attempt, body: dict[str, Any], raw: bytes | None
     ) -> web.StreamResponse:
         upstream = await attempt.open(
-            codex_builder(attempt.service, attempt.account, request.headers, attempt.route, body)
+            codex_builder(
+                attempt.service,
+                attempt.account,
+                request.headers,
+                attempt.route,
+                body,
+                raw=raw,
+                query=request.query_string,
+            )
         )
         headers = passback_headers(attempt, "codex")
         if upstream.status != 200 or upstream.content_type != "text/event-stream":
@@ -216,7 +229,7 @@ class CompactRoute:
         service = request.app[SERVICE]
         try:
             identity = await authenticate(request)
-            body, _ = await json_body(request)
+            body, raw = await json_body(request)
             route = _route_or_error(body)
             if route.provider != "codex":
                 raise GatewayError(
@@ -239,7 +252,16 @@ class CompactRoute:
 
         async def exchange(a: Attempt) -> web.StreamResponse:
             await a.open(
-                codex_builder(service, a.account, request.headers, route, body, operation="compact")
+                codex_builder(
+                    service,
+                    a.account,
+                    request.headers,
+                    route,
+                    body,
+                    operation="compact",
+                    raw=raw,
+                    query=request.query_string,
+                )
             )
             return await _whole_answer(a, passback_headers(a, "codex"))
 
@@ -344,6 +366,7 @@ class SocketSession:
         self.identity = identity
         self.service = request.app[SERVICE]
         self.chain = TurnChain()
+        self.codex_cli = codex.is_codex_cli(request.headers)
         self.turn: asyncio.Task[None] | None = None
         self.attempt: Attempt | None = None  # the running turn's
         self.send_lock = asyncio.Lock()
@@ -452,7 +475,12 @@ class SocketSession:
 
     async def run_turn(self, body: dict[str, Any], route: ModelRoute) -> None:
         body, full_input = self.chain.expand(body)
-        for name in ("generate", "client_metadata", "stream"):
+        # Codex CLI's HTTP requests carry `client_metadata` (0.171.0), so its socket turns keep
+        # it; from other clients it is socket-only and not sent to the HTTP endpoint.
+        dropped = (
+            ("generate", "stream") if self.codex_cli else ("generate", "client_metadata", "stream")
+        )
+        for name in dropped:
             body.pop(name, None)
         key = conversation_key(self.request.headers, body)
         translated: dict[str, Any] | None = None
@@ -525,7 +553,15 @@ class SocketSession:
     ) -> None:
         headers = self.request.headers
         if translated is None:
-            build = codex_builder(self.service, attempt.account, headers, route, body)
+            build = codex_builder(
+                self.service,
+                attempt.account,
+                headers,
+                route,
+                body,
+                raw=codex.socket_turn_body(body) if self.codex_cli else None,
+                socket=True,
+            )
             reader: Any = rs.ResponsesReader()
         else:
             build, reader = translated_call(

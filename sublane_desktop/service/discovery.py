@@ -167,5 +167,7 @@ class ModelDiscovery:
             base = codex.base_for(
                 account.base_url, credential, service.base_url("codex"), service.base_url("openai")
             )
-            return codex.models_call(base, credential)
+            return codex.models_call(
+                base, credential, str(service.settings.get("codex.client_version", ""))
+            )
         return None, {}

@@ -12,6 +12,7 @@ from sublane_desktop.core import timeouts
 from sublane_desktop.core.pool import Pool
 from sublane_desktop.core.quota import QuotaRefresher
 from sublane_desktop.core.scheduler import MODES, Ceilings
+from sublane_desktop.providers import codex
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
@@ -42,6 +43,9 @@ SCHEDULER_SETTINGS = {
     "server.port": 8765,
     "app.start_at_login": False,
     **timeouts.DEFAULTS,  # upstream.connect/header/idle_timeout_s (R-FT-1)
+    # The Codex release SubLane asks the ChatGPT model list as (R-WF-4): older ones are not
+    # shown the newest models.
+    "codex.client_version": codex.DEFAULT_CLIENT_VERSION,
 }
 
 
@@ -102,5 +106,7 @@ def validate_settings(changes: Any) -> dict[str, Any]:
             value = timeouts.validate(key, value)
         elif key == "app.start_at_login" and not isinstance(value, bool):
             raise ValueError("app.start_at_login must be true or false")
+        elif key == "codex.client_version" and not codex.valid_client_version(value):
+            raise ValueError("codex.client_version must be a release number such as 0.171.0")
         clean[key] = value
     return clean

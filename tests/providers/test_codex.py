@@ -77,10 +77,99 @@ def test_body_shaping():
     }
     sub = codex.shape_body(body, SUB, "gpt-5.4")
     assert sub["model"] == "gpt-5.4" and sub["stream"] is True and sub["store"] is False
-    assert "max_output_tokens" not in sub and sub["temperature"] == 0.3
+    # the ChatGPT backend refuses sampling and budget fields (R-WF-4)
+    assert "max_output_tokens" not in sub and "temperature" not in sub
     api = codex.shape_body(body, KEY, "gpt-5.4")
     assert api["stream"] is True and api["store"] is True and api["max_output_tokens"] == 100
+    assert api["temperature"] == 0.3  # the platform API takes them
     assert body["stream"] is False  # the caller's dict is not touched
+
+
+def test_every_field_the_subscription_backend_refuses_is_removed():
+    from tests.fake_codex import UNSUPPORTED
+
+    body = {"model": "m", "input": [], **{name: 1 for name in UNSUPPORTED}, "text": {}}
+    sub = codex.shape_body(body, SUB, "m")
+    assert not set(UNSUPPORTED) & set(sub)
+    assert sub["text"] == {}  # Codex CLI itself sends `text`; the backend takes it
+
+
+def test_system_items_past_the_leading_ones_become_developer_items():
+    shaped = codex.shape_body(
+        {
+            "model": "m",
+            "instructions": "Be brief.",
+            "input": [
+                {"type": "message", "role": "system", "content": "Answer in French."},
+                {"type": "message", "role": "user", "content": "hi"},
+                {"role": "system", "content": [{"type": "input_text", "text": "Now German."}]},
+            ],
+        },
+        SUB,
+        "m",
+    )
+    assert shaped["instructions"] == "Be brief."
+    assert [item.get("role") for item in shaped["input"]] == ["developer", "user", "developer"]
+    assert shaped["input"][2]["content"] == [{"type": "input_text", "text": "Now German."}]
+    api = codex.shape_body({"model": "m", "input": [{"role": "system", "content": "x"}]}, KEY, "m")
+    assert api["input"][0]["role"] == "system"  # the platform API takes system items
+
+
+def test_codex_cli_is_told_by_originator_and_user_agent_together():
+    ua = "codex_exec/0.171.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.171.0)"
+    assert codex.is_codex_cli({"originator": "codex_exec", "user-agent": ua})
+    tui = "codex_cli_rs/0.171.0 (Mac OS 15.1.0; arm64) iTerm.app"
+    assert codex.is_codex_cli({"originator": "codex_cli_rs", "user-agent": tui})
+    assert not codex.is_codex_cli({"originator": "codex_cli_rs", "user-agent": "OpenAI/Python"})
+    assert not codex.is_codex_cli({"user-agent": ua})
+    assert not codex.is_codex_cli({"originator": "codex_cli_rs", "user-agent": ua})
+    assert not codex.is_codex_cli({"originator": "sdk", "user-agent": "sdk/1.0"})
+
+
+def test_codex_cli_headers_pass_through_but_its_credential():
+    client = {
+        "x-codex-beta-features": "remote_compaction_v2",
+        "session-id": "s-1",
+        "Accept": "text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": "Bearer sl-client-key",
+        "originator": "codex_exec",
+        "User-Agent": "codex_exec/0.171.0",
+        "Accept-Encoding": "zstd,gzip",
+        "Host": "127.0.0.1:8765",
+        "Content-Length": "42",
+        "Connection": "keep-alive",
+        "Cookie": "a=b",
+        "ChatGPT-Account-Id": "someone-else",
+    }
+    headers = codex.passthrough_headers(client, SUB)
+    assert list(headers) == [
+        "x-codex-beta-features",
+        "session-id",
+        "Accept",
+        "Content-Type",
+        "originator",
+        "User-Agent",
+        "Accept-Encoding",
+        "authorization",
+        "chatgpt-account-id",
+    ]
+    assert headers["authorization"] == f"Bearer {SUB['access_token']}"
+    assert headers["chatgpt-account-id"] == SUB["account_id"]
+    socket = codex.passthrough_headers(
+        {"OpenAI-Beta": "responses_websockets=2026-02-06", "Sec-WebSocket-Key": "k"},
+        SUB,
+        socket=True,
+    )
+    assert set(socket) == {"authorization", "chatgpt-account-id"}
+
+
+def test_the_model_list_asks_as_the_configured_client_version():
+    url, _ = codex.models_call(CODEX_BASE, SUB, "0.180.2")
+    assert url.endswith("/models?client_version=0.180.2")
+    url, _ = codex.models_call(CODEX_BASE, SUB, "0.1&x=1")  # never into the query as is
+    assert url.endswith(f"/models?client_version={codex.DEFAULT_CLIENT_VERSION}")
+    assert codex.DEFAULT_CLIENT_VERSION == "0.171.0"
 
 
 def test_quota_headers_become_fractions():
@@ -205,7 +294,11 @@ def test_a_credential_without_its_token_sends_an_empty_bearer_never_a_placeholde
 @pytest.mark.parametrize(
     "base, credential, url",
     [
-        (CODEX_BASE + "/", SUB, f"{CODEX_BASE}/models?client_version={codex.CLIENT_VERSION}"),
+        (
+            CODEX_BASE + "/",
+            SUB,
+            f"{CODEX_BASE}/models?client_version={codex.DEFAULT_CLIENT_VERSION}",
+        ),
         ("https://api.openai.com/", KEY, "https://api.openai.com/v1/models"),
         ("https://gw.corp/v1", KEY, "https://gw.corp/v1/models"),
     ],
