@@ -1,15 +1,24 @@
 """A fake Anthropic upstream: a real aiohttp server on loopback speaking PROTOCOLS.md.
 
 Tests script what each request gets (per access token, or for everyone) and read back what the
-upstream saw: headers, bodies, and how many requests each token had in flight at once.
+upstream saw: headers (as sent: names, case, order), body bytes, and how many requests each
+token had in flight at once.
+
+It refuses what the real API refuses (SPEC R-WF-7; docs/upstreams.md lists each rule and its
+source): a Bearer (OAuth) token without the `oauth-2025-04-20` beta, and any Bearer token on
+`GET /v1/models`, get 401 "OAuth authentication is currently not supported."; a request without
+`anthropic-version` or with a body that is not JSON gets 400; a refresh token is spent by its
+first use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import socket
+import zlib
 from collections import defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,6 +55,9 @@ class Reply:
     gate: asyncio.Event | None = None  # the stream waits on this before finishing
     # Content blocks instead of the one text block: text, thinking (with signature), tool_use.
     blocks: list[dict[str, Any]] | None = None
+    # "gzip": the answer (JSON or SSE) is gzip-compressed, as the real API's edge does for a
+    # client that offers gzip in Accept-Encoding; a client that does not gets it plain.
+    encoding: str | None = None
 
 
 @dataclass
@@ -55,6 +67,61 @@ class Seen:
     query: str
     headers: dict[str, str]
     body: dict[str, Any]
+    method: str = "POST"
+    raw: bytes = b""  # the body bytes as they arrived
+    raw_headers: list[tuple[str, str]] = field(default_factory=list)  # as sent: case, order
+
+
+OAUTH_BETA = "oauth-2025-04-20"
+# The real API's words (PROTOCOLS.md "Anthropic"; docs/upstreams.md).
+OAUTH_NOT_SUPPORTED = "OAuth authentication is currently not supported."
+REFRESH_REFUSED = {
+    "error": "invalid_grant",
+    "error_description": "Refresh token not found or invalid",
+}
+
+
+def api_error(status: int, kind: str, message: str) -> web.Response:
+    return web.json_response(
+        {
+            "type": "error",
+            "error": {"type": kind, "message": message},
+            "request_id": "req_upstream_refused",
+        },
+        status=status,
+    )
+
+
+def is_bearer(request: web.Request) -> bool:
+    return request.headers.get("Authorization", "").lower().startswith("bearer ")
+
+
+def betas_of(request: web.Request) -> list[str]:
+    return [
+        part.strip()
+        for value in request.headers.getall("anthropic-beta", [])
+        for part in value.split(",")
+        if part.strip()
+    ]
+
+
+def refusal(request: web.Request) -> web.Response | None:
+    """What the real Messages API says before it reads a request, or None when it would read it.
+    An OAuth (Bearer) token is accepted only with the oauth beta; the version header is
+    required."""
+    if is_bearer(request) and OAUTH_BETA not in betas_of(request):
+        return api_error(401, "authentication_error", OAUTH_NOT_SUPPORTED)
+    if not request.headers.get("anthropic-version"):
+        return api_error(400, "invalid_request_error", "anthropic-version: header is required")
+    return None
+
+
+def parsed(raw: bytes) -> dict[str, Any] | None:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def token_of(request: web.Request) -> str:
@@ -83,6 +150,8 @@ class FakeAnthropic:
         # OAuth: refresh_token -> (new access token, new refresh token), or a status to refuse
         self.refresh_grants: dict[str, tuple[str, str] | int] = {}
         self.refresh_calls: list[dict[str, Any]] = []
+        # refresh tokens already exchanged: the real endpoint rotates them, a reuse is refused
+        self.spent_refresh: set[str] = set()
         # access tokens the upstream treats as expired (401 "OAuth token has expired")
         self.expired: set[str] = set()
         # GET /v1/models: the ids it lists, or a status to answer with; who asked
@@ -93,6 +162,8 @@ class FakeAnthropic:
             "claude-brand-new-6",
         ]
         self.models_reads: list[str] = []
+        # every request that reached the server at all: (method, path with query)
+        self.requests: list[tuple[str, str]] = []
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -106,7 +177,7 @@ class FakeAnthropic:
         return self.default
 
     async def start(self) -> str:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._log_request])
         app.router.add_post("/v1/messages", self.messages)
         app.router.add_post("/v1/messages/count_tokens", self.count_tokens)
         app.router.add_get("/api/oauth/usage", self.usage)
@@ -124,12 +195,21 @@ class FakeAnthropic:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    @web.middleware
+    async def _log_request(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self.requests.append((request.method, request.path_qs))
+        return await handler(request)
+
     def tokens_served(self) -> list[str]:
         return [s.token for s in self.seen]
 
     async def usage(self, request: web.Request) -> web.Response:
         token = token_of(request)
         self.usage_reads.append(token)
+        if is_bearer(request) and OAUTH_BETA not in betas_of(request):
+            return api_error(401, "authentication_error", OAUTH_NOT_SUPPORTED)
+        if token in self.expired:
+            return api_error(401, "authentication_error", "OAuth token has expired.")
         self.usage_in_flight += 1
         self.usage_max_in_flight = max(self.usage_max_in_flight, self.usage_in_flight)
         try:
@@ -149,6 +229,8 @@ class FakeAnthropic:
     async def models(self, request: web.Request) -> web.Response:
         token = token_of(request)
         self.models_reads.append(token)
+        if is_bearer(request):  # the model list takes API keys only, whatever the betas
+            return api_error(401, "authentication_error", OAUTH_NOT_SUPPORTED)
         if token in self.expired:
             return web.json_response(
                 {
@@ -178,9 +260,13 @@ class FakeAnthropic:
     async def oauth_token(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.refresh_calls.append(body)
-        grant = self.refresh_grants.get(body.get("refresh_token"))
+        token = body.get("refresh_token")
+        grant = self.refresh_grants.get(token)
+        if token in self.spent_refresh:
+            return web.json_response(REFRESH_REFUSED, status=400)
         if grant is None or isinstance(grant, int):
-            return web.json_response({"error": "invalid_grant"}, status=grant or 400)
+            return web.json_response(REFRESH_REFUSED, status=grant or 400)
+        self.spent_refresh.add(token)
         access, refresh = grant
         return web.json_response(
             {
@@ -191,19 +277,38 @@ class FakeAnthropic:
             }
         )
 
-    async def count_tokens(self, request: web.Request) -> web.Response:
-        body = await request.json()
+    async def _take(
+        self, request: web.Request
+    ) -> tuple[dict[str, Any] | None, web.Response | None]:
+        """Record what arrived; the body, or the real API's refusal of the request."""
+        raw = await request.read()
+        body = parsed(raw)
         self.seen.append(
-            Seen(token_of(request), request.path, request.query_string, dict(request.headers), body)
+            Seen(
+                token_of(request),
+                request.path,
+                request.query_string,
+                dict(request.headers),
+                body if body is not None else {},
+                request.method,
+                raw,
+                [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers],
+            )
         )
-        return web.json_response({"input_tokens": 42})
+        refused = refusal(request)
+        if refused is None and body is None:
+            refused = api_error(400, "invalid_request_error", "The request body is not valid JSON.")
+        return body, refused
+
+    async def count_tokens(self, request: web.Request) -> web.Response:
+        _body, refused = await self._take(request)
+        return refused or web.json_response({"input_tokens": 42})
 
     async def messages(self, request: web.Request) -> web.StreamResponse:
         token = token_of(request)
-        body = await request.json()
-        self.seen.append(
-            Seen(token, request.path, request.query_string, dict(request.headers), body)
-        )
+        body, refused = await self._take(request)
+        if refused is not None or body is None:
+            return refused or api_error(400, "invalid_request_error", "no body")
         if token in self.expired:
             return web.json_response(
                 {
@@ -277,12 +382,22 @@ class FakeAnthropic:
             message["content"] = reply.blocks
             if any(b.get("type") == "tool_use" for b in reply.blocks):
                 message["stop_reason"] = "tool_use"
+        gzipped = reply.encoding == "gzip" and "gzip" in request.headers.get("Accept-Encoding", "")
+        if gzipped:
+            headers["content-encoding"] = "gzip"
         if kind == "json":
             if reply.delay_first:
                 await asyncio.sleep(reply.delay_first)
-            return web.json_response(message, headers=headers)
-        response = web.StreamResponse(headers={"content-type": "text/event-stream", **headers})
+            data = json.dumps(message).encode()
+            return web.Response(
+                body=gzip.compress(data) if gzipped else data,
+                content_type="application/json",
+                headers=headers,
+            )
+        response: Any = web.StreamResponse(headers={"content-type": "text/event-stream", **headers})
         await response.prepare(request)
+        if gzipped:
+            response = GzipStream(response)
         if kind == "drop":
             await response.write(
                 _event(
@@ -298,11 +413,14 @@ class FakeAnthropic:
                 )
             )
             request.transport.close()
-            return response
+            return response.response if gzipped else response
         if reply.blocks is not None:
             await _stream_blocks(response, message, reply)
         else:
             await self._stream(response, message, reply, kind)
+        if gzipped:
+            await response.finish()
+            return response.response
         return response
 
     async def _stream(
@@ -450,6 +568,21 @@ async def _stream_blocks(
         )
     )
     await response.write(_event("message_stop", {"type": "message_stop"}))
+
+
+class GzipStream:
+    """An SSE answer gzip-compressed as it goes: each event is flushed as it is written, so
+    the reader sees it at once (as a compressing edge does for an event stream)."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+        self.packer = zlib.compressobj(wbits=31)  # 31: the gzip container
+
+    async def write(self, data: bytes) -> None:
+        await self.response.write(self.packer.compress(data) + self.packer.flush(zlib.Z_SYNC_FLUSH))
+
+    async def finish(self) -> None:
+        await self.response.write(self.packer.flush())
 
 
 def _event(name: str, payload: dict[str, Any]) -> bytes:

@@ -15,6 +15,7 @@ from aiohttp import web
 from sublane_desktop.core import json_text
 from sublane_desktop.core.affinity import conversation_digest, conversation_key
 from sublane_desktop.core.errors import GatewayError
+from sublane_desktop.core.json_edit import replace_top_level_string
 from sublane_desktop.core.routing import route_model
 from sublane_desktop.core.translate.anthropic import (
     AnthropicReader,
@@ -47,6 +48,16 @@ _GEMINI_TAG_BYTES = GEMINI_TAG.encode()
 # a TypeError on every request, CPython 3.11.)
 
 __all__ = ["MessagesRoute", "outcome_for_status", "retry_after_of"]
+
+
+def with_model(raw: bytes, body: dict[str, Any], model: str) -> bytes:
+    """The request bytes naming `model`: only the top-level model value's bytes change. A
+    body that cannot be edited in place (not UTF-8, say) is written anew rather than sent
+    with the wrong name."""
+    try:
+        return replace_top_level_string(raw, "model", model)
+    except ValueError:
+        return json.dumps(dict(body, model=model)).encode()
 
 
 def anthropic_fail_frame(message: str, code: str = "upstream_error") -> bytes:
@@ -147,13 +158,19 @@ class MessagesRoute:
     async def _native(
         self, request: web.Request, attempt: Attempt, body: dict[str, Any], raw: bytes
     ) -> web.StreamResponse:
+        """The client's request as it sent it (R-WF-1): its headers but the credential
+        (`anthropic.relayed_headers`), its path and query, its body bytes. Where the model name
+        must change (a provider prefix, the `[1m]` suffix) only that value's bytes change. The
+        one re-serialised body is a conversation that was on a GPT or Gemini model: their
+        thinking blocks would be refused, so they are taken out and the body written anew."""
         route = attempt.route
         if raw.find(_OPENAI_TAG_BYTES) >= 0 or raw.find(_GEMINI_TAG_BYTES) >= 0:
-            # a conversation that was on a GPT or Gemini model before
-            body = strip_foreign_thinking(body) or body
-            raw = json.dumps(dict(body, model=route.upstream_model)).encode()
-        elif route.upstream_model != body.get("model"):
-            raw = json.dumps(dict(body, model=route.upstream_model)).encode()
+            stripped = strip_foreign_thinking(body)
+            if stripped is not None:
+                raw = json.dumps(dict(stripped, model=route.upstream_model)).encode()
+                body = stripped
+        if route.upstream_model != body.get("model"):
+            raw = with_model(raw, body, route.upstream_model)
         path = "/v1/messages" if self.operation == "messages" else "/v1/messages/count_tokens"
         upstream = await attempt.open(
             anthropic_builder(
@@ -164,6 +181,7 @@ class MessagesRoute:
                 raw,
                 path,
                 request.query_string,
+                relayed=True,
             )
         )
         headers = passback_headers(attempt, "anthropic")

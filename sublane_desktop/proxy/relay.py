@@ -449,6 +449,8 @@ class Attempt:
         the id is made per attempt and never stored anywhere.
         """
         if self.lease is not None and not self.lease.bound:
+            for name in [n for n in call.headers if n.lower() == CORRELATION_HEADER]:
+                del call.headers[name]  # a relayed client's own, in its spelling: ours instead
             call.headers[CORRELATION_HEADER] = random_hex(16)
         call.headers = sendable(call.headers)
         return call
@@ -855,13 +857,19 @@ def anthropic_builder(
     body: bytes,
     path: str = "/v1/messages",
     query: str = "",
+    *,
+    relayed: bool = False,
 ) -> Builder:
+    """The Messages call. A relayed client request (`relayed`, R-WF-1) keeps every header the
+    client sent but what stays here (`anthropic.relayed_headers`); a body SubLane composed
+    (translated) goes with the client's identity headers only."""
     base = (account.base_url or service.base_url("anthropic")).rstrip("/")
     url = base + path + (f"?{query}" if query else "")
     betas = [BETA_1M] if route.long_context else []
+    headers_for = anthropic.relayed_headers if relayed else anthropic.upstream_headers
 
     def build(credential: Mapping[str, Any]) -> UpstreamCall:
-        headers = anthropic.upstream_headers(client_headers, credential, extra_betas=betas)
+        headers = headers_for(client_headers, credential, extra_betas=betas)
         return UpstreamCall(url, headers, body)
 
     return build

@@ -1,10 +1,16 @@
 """Asking the upstreams what they serve (R-AG-5) and whether a credential works (R-AG-6).
 
-Both are one cheap authenticated GET of the provider's model list, a metadata operation: it
-takes a slot of the global cap, never an account's model slot (R-POOL-11), and a full cap means
-"not now" rather than a wait. Discovery answers are kept by `core.catalog.ModelCatalog`; verify
-only reports and changes no account state (a person asks "does this login work?", and the
-answer must not pause or repair anything behind their back).
+Both are one cheap authenticated call, a metadata operation: it takes a slot of the global
+cap, never an account's model slot (R-POOL-11), and a full cap means "not now" rather than a
+wait. Discovery answers are kept by `core.catalog.ModelCatalog`; verify only reports and
+changes no account state (a person asks "does this login work?", and the answer must not pause
+or repair anything behind their back).
+
+Each call is one the upstream accepts for that kind of credential (R-WF-3): Anthropic's model
+list takes API keys only, so an Anthropic subscription login lists the static catalog and is
+verified with its usage endpoint. A metadata call never refreshes a token that is not about to
+expire: the credential read refreshes one that is, and a refusal of a token with a known,
+distant expiry is the answer, not a reason to rotate the login's refresh token.
 """
 
 from __future__ import annotations
@@ -26,6 +32,25 @@ log = logging.getLogger(__name__)
 ASK_TIMEOUT_SECONDS = 10.0  # a list call is small; a slow upstream falls back to the menu
 
 
+def lists_models(account: AccountState) -> bool:
+    """Whether the account's login may ask its upstream's model list (R-WF-3)."""
+    return account.provider != "anthropic" or account.kind == "api_key"
+
+
+def refused_statuses(account: AccountState) -> tuple[int, ...]:
+    """Answers that say "this token is no good": Google says 403 as often as 401."""
+    return (401, 403) if account.provider == "antigravity" else (401,)
+
+
+def expiry_unknown(credential: Any) -> bool:
+    """A login token whose expiry we were never told (a refresh may mend its refusal)."""
+    return (
+        "api_key" not in credential
+        and bool(credential.get("refresh_token"))
+        and not isinstance(credential.get("expires_at"), (int, float))
+    )
+
+
 @dataclass(frozen=True)
 class Answer:
     status: int | None  # None: no HTTP answer at all
@@ -44,13 +69,17 @@ class ModelDiscovery:
     async def models_for_group(self, group_id: int) -> list[tuple[str, str]]:
         """(model id, owner) pairs the group can reach, asking due providers first."""
         by_provider: dict[str, AccountState] = {}
-        for account in sorted(self.service.pool.accounts.values(), key=lambda a: a.id):
+        # An account whose login can ask the list goes first (an Anthropic API key before a
+        # subscription login, which cannot).
+        for account in sorted(
+            self.service.pool.accounts.values(), key=lambda a: (not lists_models(a), a.id)
+        ):
             if group_id in account.group_ids and account.enabled and not account.auth_failed:
                 by_provider.setdefault(account.provider, account)
         due = [
             self._refresh(provider, account)
             for provider, account in by_provider.items()
-            if self.catalog.due(provider)
+            if lists_models(account) and self.catalog.due(provider)
         ]
         if due:
             await asyncio.gather(*due)
@@ -86,7 +115,7 @@ class ModelDiscovery:
     # --- verify ---------------------------------------------------------------------------------
 
     async def verify(self, account: AccountState) -> dict[str, Any]:
-        answer = await self.ask(account)
+        answer = await self.ask(account, verify=True)
         if answer.status is not None and 200 <= answer.status < 300:
             result, detail = "ok", "the credential works"
         elif answer.status in (401, 403):
@@ -108,28 +137,30 @@ class ModelDiscovery:
 
     # --- the one call ---------------------------------------------------------------------------
 
-    async def ask(self, account: AccountState) -> Answer:
+    async def ask(self, account: AccountState, *, verify: bool = False) -> Answer:
         pool = self.service.pool
         if not pool.try_metadata_slot():
             return Answer(None, detail="every slot of the global cap is busy; try again shortly")
         try:
             try:
+                # refreshes a token about to expire (the one refresh a metadata call may cause)
                 credential = await self.service.credential(account)
             except Exception as exc:  # never echo the secret store's text
                 return Answer(None, detail=f"credential unavailable ({type(exc).__name__})")
-            answer = await self._get(account, credential)
-            if answer.status == 401 and "api_key" not in credential:
-                # An expired OAuth token is not a broken login: refresh once, as requests do.
+            answer = await self._get(account, credential, verify)
+            if answer.status in refused_statuses(account) and expiry_unknown(credential):
+                # A token with no recorded expiry may have lapsed: refresh once, as requests
+                # do. One with a known expiry that is not near was refused for another reason.
                 try:
                     fresh = await self.service.refresh_credential(account)
                 except Exception:
                     return answer
-                answer = await self._get(account, fresh)
+                answer = await self._get(account, fresh, verify)
             return answer
         finally:
             pool.release_metadata_slot()
 
-    async def _get(self, account: AccountState, credential: Any) -> Answer:
+    async def _get(self, account: AccountState, credential: Any, verify: bool = False) -> Answer:
         payload: dict[str, Any] | None = None
         url: str | None
         if account.provider == "antigravity":  # fetchAvailableModels is a POST
@@ -138,7 +169,7 @@ class ModelDiscovery:
                 credential,
             )
         else:
-            url, headers = self._call(account, credential)
+            url, headers = self._call(account, credential, verify)
         if url is None:
             return Answer(None, detail=f"{account.provider} has no model list")
         try:
@@ -157,12 +188,15 @@ class ModelDiscovery:
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             return Answer(None, detail=f"could not reach the upstream ({type(exc).__name__})")
 
-    def _call(self, account: AccountState, credential: Any) -> tuple[str | None, dict[str, str]]:
+    def _call(
+        self, account: AccountState, credential: Any, verify: bool = False
+    ) -> tuple[str | None, dict[str, str]]:
         service = self.service
         if account.provider == "anthropic":
-            return anthropic.models_call(
-                account.base_url or service.base_url("anthropic"), credential
-            )
+            base = account.base_url or service.base_url("anthropic")
+            if verify:
+                return anthropic.verify_call(base, credential)
+            return anthropic.models_call(base, credential)
         if account.provider == "codex":
             base = codex.base_for(
                 account.base_url, credential, service.base_url("codex"), service.base_url("openai")

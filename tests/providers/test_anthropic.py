@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import pytest
+from multidict import CIMultiDict
 
 from sublane_desktop.providers import anthropic
 
 
-def test_model_discovery_uses_the_accounts_credential_and_version():
+def test_model_discovery_uses_the_accounts_api_key_and_version():
     url, headers = anthropic.models_call("https://api.anthropic.com/", {"api_key": "sk-ant-1"})
     assert url == "https://api.anthropic.com/v1/models?limit=1000"
     assert headers == {"anthropic-version": anthropic.API_VERSION, "x-api-key": "sk-ant-1"}
-    _, oauth = anthropic.models_call("https://gw", {"access_token": "sk-ant-oat01-x"})
-    assert oauth["authorization"] == "Bearer sk-ant-oat01-x"
-    assert oauth["anthropic-beta"] == anthropic.OAUTH_BETA and "content-type" not in oauth
+    assert anthropic.verify_call("https://api.anthropic.com/", {"api_key": "sk-ant-1"}) == (
+        url,
+        headers,
+    )
+
+
+def test_an_oauth_login_has_no_model_list_and_is_verified_by_its_usage_endpoint():
+    """R-WF-3: /v1/models refuses OAuth tokens (401 "OAuth authentication is currently not
+    supported.")."""
+    assert anthropic.models_call("https://gw", {"access_token": "sk-ant-oat01-x"}) == (None, {})
+    url, headers = anthropic.verify_call("https://gw/", {"access_token": "sk-ant-oat01-x"})
+    assert url == "https://gw/api/oauth/usage"
+    assert headers == {
+        "anthropic-version": anthropic.API_VERSION,
+        "authorization": "Bearer sk-ant-oat01-x",
+        "anthropic-beta": anthropic.OAUTH_BETA,
+    }
 
 
 @pytest.mark.parametrize(
@@ -112,3 +127,65 @@ def test_zero_counts_are_counts_and_a_later_event_without_one_keeps_it():
     usage.absorb({"output_tokens": 5, "cache_creation_input_tokens": 7})
     usage.absorb({"input_tokens": 3})  # message_delta-like: only what changed
     assert (usage.input_tokens, usage.output_tokens, usage.cache_creation) == (3, 5, 7)
+
+
+def test_a_relayed_request_keeps_every_client_header_but_those_that_stay_here():
+    """R-WF-1: names as spelled and in order; the client's key, hop-by-hop headers (and one
+    its Connection header names), cookies and proxy route headers stay here."""
+    client = CIMultiDict(
+        [
+            ("Accept", "application/json"),
+            ("X-Stainless-Retry-Count", "0"),
+            ("Host", "127.0.0.1:8765"),
+            ("Content-Length", "12"),
+            ("Connection", "keep-alive, X-Hop"),
+            ("X-Hop", "1"),
+            ("Transfer-Encoding", "chunked"),
+            ("Upgrade", "h2c"),
+            ("Proxy-Authorization", "Basic x"),
+            ("Authorization", "Bearer sl-client"),
+            ("X-Api-Key", "sl-client"),
+            ("Cookie", "a=1"),
+            ("X-Forwarded-For", "10.0.0.1"),
+            ("Via", "1.1 p"),
+            ("Expect", "100-continue"),
+            ("Content-Encoding", "gzip"),
+            ("x-client-request-id", "r-1"),
+            ("Anthropic-Beta", "b-1, b-2"),
+            ("anthropic-beta", "b-3"),  # a repeated field: one line, in order
+        ]
+    )
+    headers = anthropic.relayed_headers(client, {"access_token": "tok"}, extra_betas=["b-2"])
+    assert list(headers.items()) == [
+        ("Accept", "application/json"),
+        ("X-Stainless-Retry-Count", "0"),
+        ("x-client-request-id", "r-1"),
+        ("Anthropic-Beta", f"b-1, b-2, b-3,{anthropic.OAUTH_BETA}"),
+        ("anthropic-version", anthropic.API_VERSION),  # the API needs one; the client sent none
+        ("content-type", "application/json"),
+        ("authorization", "Bearer tok"),
+    ]
+    keyed = anthropic.relayed_headers(
+        {"anthropic-version": "2099-01-01", "Content-Type": "application/json; charset=utf-8"},
+        {"api_key": "sk-ant-api"},
+        extra_betas=[],
+    )
+    assert keyed == {
+        "anthropic-version": "2099-01-01",
+        "Content-Type": "application/json; charset=utf-8",
+        "x-api-key": "sk-ant-api",
+    }
+
+
+@pytest.mark.parametrize(
+    ("client", "needed", "expected"),
+    [
+        (None, [], ""),
+        (None, ["o"], "o"),
+        ("a, b", ["o"], "a, b,o"),  # the client's spelling kept, ours appended
+        ("a,o", ["o"], "a,o"),  # listed already: the very value
+        (" o ,a", ["o", "o", "c"], " o ,a,c"),
+    ],
+)
+def test_betas_keep_the_clients_list_and_append_what_is_missing(client, needed, expected):
+    assert anthropic.with_betas(client, needed) == expected
