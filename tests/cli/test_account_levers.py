@@ -73,6 +73,26 @@ async def test_verify_says_ok_auth_failed_or_unreachable(sublane: Sublane, upstr
     assert state(sublane, "work") == "ok"
 
 
+async def test_verify_of_a_subscription_login_asks_its_usage_endpoint(
+    sublane: Sublane, upstream
+) -> None:
+    """R-WF-3: an OAuth token is refused by GET /v1/models; verify asks the usage endpoint
+    and rotates nothing."""
+    sublane.env["SUBLANE_ANTHROPIC_BASE_URL"] = upstream.url
+    sublane.env["SUBLANE_OAUTH_BASE_URL"] = upstream.url
+    token = "sk-ant-oat01-sub-5e1f"
+    secret = {"access_token": token, "refresh_token": "rt-sub-5e1f", "expires_at": 4_000_000_000}
+    add(sublane, "sub", secret)
+    upstream.refresh_grants["rt-sub-5e1f"] = ("sk-ant-oat01-rotated", "rt-rotated")
+    sublane.serve()
+    ok = await asyncio.to_thread(sublane.run, "account", "verify", "sub")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("sub: ok")
+    assert token in upstream.usage_reads
+    assert upstream.models_reads == [] and upstream.refresh_calls == []
+    assert token not in ok.stdout + ok.stderr
+
+
 async def test_disable_while_serving_gates_requests_and_enable_brings_it_back(
     sublane: Sublane, upstream
 ) -> None:
