@@ -1,13 +1,21 @@
 """A fake Google Antigravity upstream: a real aiohttp server on loopback speaking PROTOCOLS.md
 "Google Antigravity" — `v1internal:streamGenerateContent?alt=sse` and `:generateContent` in the
-envelope, `loadCodeAssist`, `fetchAvailableModels`, Google error bodies with RetryInfo, and
-Google's OAuth token endpoint (`POST /token`, a form).
+envelope, `loadCodeAssist`, `onboardUser` and its long-running operation, `fetchAvailableModels`,
+Google error bodies (RetryInfo, or only an ErrorInfo for a spent quota), and Google's OAuth token
+endpoint (`POST /token`, a form).
 
-Like the real service it refuses what the proxy must not send: a missing or wrong project, a
-string systemInstruction, roles other than user/model, function responses that do not pair with
-the calls before them, a thought part whose signature it never issued, and (Gemini 3) a
-function call sent back without the thought signature it was issued with (or Google's
-documented placeholder). Tests script replies and read back what the upstream saw.
+Like the real service it refuses what the proxy must not send (docs/upstreams.md lists each rule
+with its public source): a client version below 2.9.0 in the user agent, a `loadCodeAssist`
+that does not say it is Antigravity, generation without a project (a login gets one only once
+`onboardUser` has run) or with another login's, an envelope without `requestType` or
+`request.sessionId`, a model its `fetchAvailableModels` does not list (retired names are 404
+NOT_FOUND), a string systemInstruction, roles other than user/model, function responses that do
+not pair with the calls before them, a thought part whose signature it never issued, and
+(Gemini 3) a function call sent back without the thought signature it was issued with (or
+Google's documented placeholder). An expired token is answered 401, or 403 when the test says
+so. The same server answers under several host prefixes (`HOSTS`: daily, sandbox, production),
+so a test can point SubLane's host order at it and see which host was asked, and make one host
+fail. Tests script replies and read back what the upstream saw.
 """
 
 from __future__ import annotations
@@ -23,14 +31,38 @@ from aiohttp import web
 PROJECT = "proj-fake-1"
 # Google's documented dummy signature: accepted in place of one the client could not keep.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
+# What fetchAvailableModels lists in August 2026 (PROTOCOLS.md; sub2api issue 5884 shows daily's
+# live list): generation serves exactly these.
 MODELS = (
+    "claude-opus-4-6-thinking",
+    "claude-sonnet-4-6",
+    "gemini-3.1-pro-high",
+    "gemini-3.1-pro-low",
+    "gemini-3-flash",
+)
+# Names the service once served and now answers 404 NOT_FOUND (sub2api issue 5884,
+# vscode-unify-chat-provider issue 43: `{"code": 404, "message": "Requested entity was not
+# found.", "status": "NOT_FOUND"}`).
+RETIRED = (
+    "claude-sonnet-4-5",
+    "claude-sonnet-4-5-thinking",
+    "claude-opus-4-5-thinking",
     "gemini-3-pro-high",
     "gemini-3-pro-low",
-    "gemini-3-flash",
     "gemini-2.5-flash",
-    "claude-sonnet-4-5",
-    "claude-opus-4-5-thinking",
 )
+# Cloud Code refuses current models to older clients (CLIProxyAPI internal/misc/
+# antigravity_version.go: "Cloud Code rejects newer models for clients below 2.9.0"); the words
+# are the ones users quote in the issue threads (Antigravity-Manager 3075, antigravity-cli 568).
+MIN_CLIENT_VERSION = (2, 9, 0)
+OUTDATED = (
+    "This version of Antigravity is no longer supported. Please upgrade to receive the latest"
+    " features."
+)
+NOT_FOUND = "Requested entity was not found."
+# Host prefixes the one server answers under, standing in for Google's three hosts.
+HOSTS = {"daily": "/daily", "sandbox": "/sandbox", "production": "/prod"}
+REQUEST_TYPES = ("agent", "image_gen", "web_search")
 DEFAULT_USAGE = {
     "promptTokenCount": 200,
     "candidatesTokenCount": 12,
@@ -76,6 +108,44 @@ def google_error(
     return {"error": error}
 
 
+def quota_exhausted_error(model: str, delay: str, reset_stamp: str) -> dict[str, Any]:
+    """A spent per-model quota as Cloud Code answers it: 429 with only an ErrorInfo (no
+    RetryInfo), its reset as a Go duration and an RFC 3339 time (antigravity-claude-proxy
+    src/cloudcode/rate-limit-parser.js; CLIProxyAPI helps/json_retry_helpers.go reads the same
+    field with Go's time.ParseDuration)."""
+    return {
+        "error": {
+            "code": 429,
+            "status": "RESOURCE_EXHAUSTED",
+            "message": f"You have exhausted your capacity on this model. Your quota will reset"
+            f" after {delay}.",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "QUOTA_EXHAUSTED",
+                    "domain": "cloudcode-pa.googleapis.com",
+                    "metadata": {
+                        "model": model,
+                        "quotaResetDelay": delay,
+                        "quotaResetTimeStamp": reset_stamp,
+                    },
+                }
+            ],
+        }
+    }
+
+
+def client_version(user_agent: str) -> tuple[int, ...] | None:
+    """The version in `antigravity/<version> <os>/<arch>`, None when it is not that form."""
+    if not user_agent.startswith("antigravity/"):
+        return None
+    version = user_agent[len("antigravity/") :].split(" ", 1)[0]
+    try:
+        return tuple(int(p) for p in version.split("."))
+    except ValueError:
+        return None
+
+
 def token_of(request: web.Request) -> str:
     auth = request.headers.get("Authorization", "")
     return auth[7:] if auth.lower().startswith("bearer ") else ""
@@ -88,9 +158,19 @@ class FakeAntigravity:
         self.seen: list[Seen] = []
         self.project = PROJECT
         self.expired: set[str] = set()  # access tokens answered with 401
+        self.forbidden: set[str] = set()  # expired access tokens Google answers with 403
         self.refresh_tokens: dict[str, str] = {}  # refresh token -> next access token
         self.refreshes: list[dict[str, str]] = []
         self.load_calls: list[str] = []
+        self.load_bodies: list[dict[str, Any]] = []
+        # Logins (by access token) with no project until onboardUser has run for them, and
+        # those onboarding never gives one (an ineligible account).
+        self.unprovisioned: set[str] = set()
+        self.ineligible: set[str] = set()
+        self.onboard_polls = 2  # operation reads before an onboarding is done
+        self.onboard_calls: list[dict[str, Any]] = []
+        self.operation_reads: list[str] = []
+        self._operations: dict[str, tuple[str, int]] = {}  # name -> (token, reads left)
         self.quota_reads: list[tuple[str, str]] = []
         self.quota: dict[str, Any] = {
             m: {
@@ -100,6 +180,11 @@ class FakeAntigravity:
             for m in MODELS
         }
         self.quota_status = 200
+        # model -> (quotaResetDelay, quotaResetTimeStamp): generation answers the 429 above
+        self.exhausted: dict[str, tuple[str, str]] = {}
+        # host name (HOSTS) -> the status it answers every call with (a host that is down)
+        self.host_status: dict[str, int] = {}
+        self.host_calls: list[tuple[str, str]] = []  # (host name or "", method) in order
         self.issued: dict[str, str] = {}  # function call id -> the signature it went out with
         self.thought_signatures: set[str] = set()
         self._n = 0
@@ -112,12 +197,24 @@ class FakeAntigravity:
     def _next(self) -> AgReply:
         return self.scripts.popleft() if self.scripts else self.default
 
+    def host(self, name: str) -> str:
+        """The base URL that stands for one of Google's hosts (`HOSTS`)."""
+        return self.url + HOSTS[name]
+
+    @property
+    def served(self) -> tuple[str, ...]:
+        """What generation serves: the models fetchAvailableModels lists."""
+        return tuple(self.quota)
+
     async def start(self) -> str:
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1internal:streamGenerateContent", self.generate)
-        app.router.add_post("/v1internal:generateContent", self.generate)
-        app.router.add_post("/v1internal:loadCodeAssist", self.load_code_assist)
-        app.router.add_post("/v1internal:fetchAvailableModels", self.fetch_models)
+        for prefix in ("", *HOSTS.values()):
+            app.router.add_post(f"{prefix}/v1internal:streamGenerateContent", self.generate)
+            app.router.add_post(f"{prefix}/v1internal:generateContent", self.generate)
+            app.router.add_post(f"{prefix}/v1internal:loadCodeAssist", self.load_code_assist)
+            app.router.add_post(f"{prefix}/v1internal:onboardUser", self.onboard_user)
+            app.router.add_get(f"{prefix}/v1internal/operations/{{op}}", self.operation)
+            app.router.add_post(f"{prefix}/v1internal:fetchAvailableModels", self.fetch_models)
         app.router.add_post("/token", self.token)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
@@ -131,10 +228,34 @@ class FakeAntigravity:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    # --- hosts ---------------------------------------------------------------------------------
+
+    def _host_refusal(self, request: web.Request) -> web.Response | None:
+        """Note which host was asked for what; a host the test took down answers its status."""
+        name = next((n for n, prefix in HOSTS.items() if request.path.startswith(prefix + "/")), "")
+        method = request.path.rsplit(":", 1)[-1] if ":" in request.path else "operation"
+        self.host_calls.append((name, method))
+        status = self.host_status.get(name)
+        if status is None:
+            return None
+        return web.json_response(
+            google_error(status, "UNAVAILABLE", "No capacity available for model on this host."),
+            status=status,
+        )
+
     # --- auth ----------------------------------------------------------------------------------
 
     def _unauthorized(self, request: web.Request) -> web.Response | None:
+        refused = self._host_refusal(request)
+        if refused is not None:
+            return refused
         token = token_of(request)
+        if token in self.forbidden:
+            # Google answers an expired token 403 as often as 401 (PROTOCOLS.md).
+            return web.json_response(
+                google_error(403, "PERMISSION_DENIED", "The caller does not have permission"),
+                status=403,
+            )
         if not token or token in self.expired:
             return web.json_response(
                 google_error(
@@ -169,22 +290,99 @@ class FakeAntigravity:
 
     # --- metadata ------------------------------------------------------------------------------
 
+    @staticmethod
+    def _metadata_refusal(body: Any) -> web.Response | None:
+        """An Antigravity login's metadata says it is Antigravity (`ideType` ANTIGRAVITY, or its
+        enum number 9 as antigravity-claude-proxy sends it) with the Gemini plugin; Gemini CLI's
+        IDE_UNSPECIFIED is another client's login. No public thread quotes Google's words for
+        this refusal: the fake's are its own."""
+        metadata = body.get("metadata") if isinstance(body, dict) else None
+        if not isinstance(metadata, dict) or metadata.get("pluginType") not in ("GEMINI", 2):
+            return web.json_response(
+                google_error(400, "INVALID_ARGUMENT", "bad metadata"), status=400
+            )
+        if metadata.get("ideType") not in ("ANTIGRAVITY", 9):
+            return web.json_response(
+                google_error(
+                    400,
+                    "INVALID_ARGUMENT",
+                    f"ideType {metadata.get('ideType')!r} is not an Antigravity client",
+                ),
+                status=400,
+            )
+        return None
+
     async def load_code_assist(self, request: web.Request) -> web.Response:
         refused = self._unauthorized(request)
         if refused is not None:
             return refused
         body = await request.json()
-        if body.get("metadata", {}).get("pluginType") != "GEMINI":
+        self.load_bodies.append(body)
+        refused = self._metadata_refusal(body)
+        if refused is not None:
+            return refused
+        token = token_of(request)
+        self.load_calls.append(token)
+        if token in self.unprovisioned:
+            # gemini-cli code_assist/setup.ts: no currentTier and no project until onboarding.
             return web.json_response(
-                google_error(400, "INVALID_ARGUMENT", "bad metadata"), status=400
+                {
+                    "allowedTiers": [
+                        {"id": "free-tier", "name": "Antigravity", "isDefault": True},
+                        {"id": "standard-tier", "name": "Standard"},
+                    ]
+                }
             )
-        self.load_calls.append(token_of(request))
         return web.json_response(
             {
                 "currentTier": {"id": "standard-tier"},
                 "cloudaicompanionProject": {"id": self.project},
             }
         )
+
+    async def onboard_user(self, request: web.Request) -> web.Response:
+        refused = self._unauthorized(request)
+        if refused is not None:
+            return refused
+        body = await request.json()
+        self.onboard_calls.append(body)
+        refused = self._metadata_refusal(body)
+        if refused is not None:
+            return refused
+        if body.get("tierId") != "free-tier":
+            return web.json_response(
+                google_error(400, "INVALID_ARGUMENT", "tierId must be an allowed tier"),
+                status=400,
+            )
+        token = token_of(request)
+        name = f"operations/onboard-{len(self.onboard_calls)}"
+        self._operations[name] = (token, self.onboard_polls)
+        return web.json_response(self._operation_state(name))
+
+    async def operation(self, request: web.Request) -> web.Response:
+        refused = self._unauthorized(request)
+        if refused is not None:
+            return refused
+        name = f"operations/{request.match_info['op']}"
+        self.operation_reads.append(name)
+        if name not in self._operations:
+            return web.json_response(google_error(404, "NOT_FOUND", NOT_FOUND), status=404)
+        token, left = self._operations[name]
+        self._operations[name] = (token, left - 1)
+        return web.json_response(self._operation_state(name))
+
+    def _operation_state(self, name: str) -> dict[str, Any]:
+        token, left = self._operations[name]
+        if left > 0:
+            return {"name": name, "done": False}
+        if token in self.ineligible:
+            return {"name": name, "done": True, "response": {}}
+        self.unprovisioned.discard(token)
+        return {
+            "name": name,
+            "done": True,
+            "response": {"cloudaicompanionProject": {"id": self.project, "name": self.project}},
+        }
 
     async def fetch_models(self, request: web.Request) -> web.Response:
         refused = self._unauthorized(request)
@@ -197,7 +395,11 @@ class FakeAntigravity:
                 google_error(self.quota_status, "RESOURCE_EXHAUSTED", "slow down", "30s"),
                 status=self.quota_status,
             )
-        return web.json_response({"models": self.quota})
+        models = dict(self.quota)
+        for model, (_, stamp) in self.exhausted.items():
+            # A spent model keeps only its reset time, as Google lists it.
+            models[model] = dict(models.get(model) or {}, quotaInfo={"resetTime": stamp})
+        return web.json_response({"models": models})
 
     # --- generation ----------------------------------------------------------------------------
 
@@ -205,9 +407,15 @@ class FakeAntigravity:
         def bad(message: str, code: int = 400, status: str = "INVALID_ARGUMENT") -> web.Response:
             return web.json_response(google_error(code, status, message), status=code)
 
-        if not request.headers.get("User-Agent", "").startswith("antigravity/"):
+        version = client_version(request.headers.get("User-Agent", ""))
+        if version is None:
             return bad("unknown client")
-        if body.get("project") != self.project:
+        if version < MIN_CLIENT_VERSION:
+            return bad(OUTDATED, 400, "FAILED_PRECONDITION")
+        if not body.get("project"):
+            # A login without a project (not yet onboarded) cannot generate at all.
+            return bad("Permission denied on resource project .", 403, "PERMISSION_DENIED")
+        if body.get("project") != self.project or token_of(request) in self.unprovisioned:
             return bad(
                 f"Permission denied on project {body.get('project')!r}", 403, "PERMISSION_DENIED"
             )
@@ -215,11 +423,18 @@ class FakeAntigravity:
             "agent-"
         ):
             return bad("bad envelope")
-        if body.get("model") not in MODELS:
-            return bad(f"Requested entity was not found: {body.get('model')}", 404, "NOT_FOUND")
+        if body.get("requestType") not in REQUEST_TYPES:
+            return bad(f"Invalid value at 'request_type' ({body.get('requestType')!r})")
+        if body.get("model") not in self.served:
+            return bad(NOT_FOUND, 404, "NOT_FOUND")
         inner = body.get("request")
         if not isinstance(inner, dict) or not isinstance(inner.get("contents"), list):
             return bad("request.contents is required")
+        if not isinstance(inner.get("sessionId"), str) or not inner["sessionId"]:
+            return bad("request.session_id is required")
+        if body["model"] in self.exhausted:
+            delay, stamp = self.exhausted[body["model"]]
+            return web.json_response(quota_exhausted_error(body["model"], delay, stamp), status=429)
         system = inner.get("systemInstruction")
         if system is not None and not isinstance(system, dict):
             return bad("Invalid value at 'request.system_instruction'")

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.core.errors import GatewayError
-from sublane_desktop.core.gauges import GaugeSet
+from sublane_desktop.core.gauges import GaugeSet, clean_observation
 from sublane_desktop.core.routing import ModelRoute
 from sublane_desktop.core.scheduler import Scheduler
 
@@ -77,6 +77,14 @@ class AccountState:
     fable_cooldown_until: float | None = None
     fable_streak: int = 0
     ceilings: dict[str, float] = field(default_factory=dict)  # per-account overrides
+    # Antigravity: a model family whose quota is spent rests until the reset Google named
+    # (R-WF-5); process-local, so after a restart one request learns it again.
+    family_cooldowns: dict[str, float] = field(default_factory=dict)
+
+    def family_resting(self, family: str, now: float) -> float | None:
+        """Until when this family rests, or None when it serves."""
+        until = self.family_cooldowns.get(family)
+        return until if until is not None and now < until else None
 
     def cooling(self, now: float) -> bool:
         return self.cooldown_until is not None and now < self.cooldown_until
@@ -128,6 +136,8 @@ class Lease:
     probe: bool
     bound: bool
     released: bool = False
+    # A conversation placed on another provider by a spill (R-WF-6): only a success keeps it.
+    spill_key: tuple[int, str] | None = None
 
     def release(
         self,
@@ -158,6 +168,12 @@ class Pool:
         self.metadata_in_flight = 0
         self.accounts: dict[int, AccountState] = {}
         self.bindings: dict[tuple[int, str], int] = {}
+        # Conversations placed by a spill (R-WF-6) -> the provider they came from. Kept in
+        # memory only: a spill is overflow, and the conversation's home is its own provider.
+        self.spilled: dict[tuple[int, str], str] = {}
+        # Whether an account serves a model (the service asks the account's model list); the
+        # spill goes only where the model is served.
+        self.serves: Callable[[AccountState, str], bool] = lambda account, model: True
         self.scheduler = Scheduler(clock)
         self._persist = persistence or NoPersistence()
         self._on_change = on_change or (lambda: None)
@@ -213,6 +229,15 @@ class Pool:
         if demand.conversation is not None:
             key = (demand.group_id, demand.conversation)
             bound_id = self.bindings.get(key)
+            if bound_id is not None and key in self.spilled:
+                bound_account = self.accounts.get(bound_id)
+                if bound_account is None or not self.serves(
+                    bound_account, demand.route.upstream_model
+                ):
+                    # A spilled conversation now asks for a model the spill provider does not
+                    # serve: it goes home (R-WF-6).
+                    self._unbind_spill(key)
+                    bound_id = None
             if bound_id is not None and bound_id in self.accounts:
                 bound = self.accounts[bound_id]
                 if self.scheduler.mode == "cost_aware":
@@ -227,6 +252,8 @@ class Pool:
                         return self._bind(target, demand, key, now)
                 return self._admit_bound(bound, demand, now)
             account = self._place(demand, now, self.scheduler.place_conversation)
+            if account.provider != demand.route.provider:
+                return self._bind_spill(account, demand, key, now)
             return self._bind(account, demand, key, now)
         account = self._place(demand, now, self.scheduler.select_independent)
         return self._admit(account, now, bound=False)
@@ -237,25 +264,54 @@ class Pool:
         assert demand.conversation is not None
         lease = self._admit(account, now, bound=True)
         self.bindings[key] = account.id
+        self.spilled.pop(key, None)  # placed at home (or moved) now: no longer a spill
         self._persist.save_binding(demand.group_id, demand.conversation, account.id)
         return lease
 
+    def _bind_spill(
+        self, account: AccountState, demand: Demand, key: tuple[int, str], now: float
+    ) -> Lease:
+        """A conversation placed by a spill: bound in memory only (never persisted), and only
+        for as long as it succeeds there (R-WF-6)."""
+        lease = self._admit(account, now, bound=True)
+        self.bindings[key] = account.id
+        self.spilled[key] = demand.route.provider
+        lease.spill_key = key
+        return lease
+
+    def _unbind_spill(self, key: tuple[int, str]) -> None:
+        self.spilled.pop(key, None)
+        self.bindings.pop(key, None)
+
+    def send_spills_home(self, account: AccountState) -> None:
+        """An operator action on an account frees the spilled conversations it serves and
+        those that left its provider (R-WF-6): their next request is placed afresh."""
+        for key, home in list(self.spilled.items()):
+            if self.bindings.get(key) == account.id or home == account.provider:
+                self._unbind_spill(key)
+
     def _place(self, demand: Demand, now: float, choose: Chooser) -> AccountState:
         """The route's own provider first; its spill providers only when none of its accounts
-        can take the request (R-AG-3). The spilled choice runs as that provider's demand, so
-        its lanes and anchors are that provider's and the preferred provider's stay intact.
-        A full global cap is no reason to spill: `_candidates` refuses it again below."""
+        can take the request (R-AG-3), and there only accounts that serve the model (R-WF-6).
+        The spilled choice runs as that provider's demand, so its lanes and anchors are that
+        provider's and the preferred provider's stay intact. A full global cap is no reason
+        to spill: `_candidates` refuses it again below."""
         try:
             return choose(self._candidates(demand), demand, now)
         except GatewayError as refusal:
+            model = demand.route.upstream_model
             for provider in demand.route.spill:
                 spilled = replace(demand, route=replace(demand.route, provider=provider))
-                candidates = self._candidates(spilled)
+                candidates = [a for a in self._candidates(spilled) if self.serves(a, model)]
                 if candidates:
                     try:
                         return choose(candidates, spilled, now)
-                    except GatewayError:
-                        pass  # this provider cannot take it either: the next one may
+                    except GatewayError as spill_refusal:
+                        # this provider cannot take it either: the next one may. Where the
+                        # route's own provider has no account at all, the spill provider's
+                        # reason (busy, resting until…) is the useful one.
+                        if refusal.code == "no_account" and not self._candidates(demand):
+                            refusal = spill_refusal
             raise refusal
 
     def _candidates(self, demand: Demand) -> list[AccountState]:
@@ -319,6 +375,9 @@ class Pool:
         self.in_flight -= 1
         if lease.probe:
             account.probe_in_flight = False
+        key = lease.spill_key
+        if key is not None and outcome != Outcome.SUCCESS and self.bindings.get(key) == account.id:
+            self._unbind_spill(key)  # a failed spill binds nothing (R-WF-6)
         if status == 429 or outcome == Outcome.AUTH_FAILURE:
             self.scheduler.on_rejection(account)
         if lease.runtime_revision == account.runtime_revision:
@@ -366,7 +425,9 @@ class Pool:
         account = self.find(ref)
         account.cooldown_until = None
         account.failure_streak = 0
+        account.family_cooldowns.clear()
         account.runtime_revision += 1
+        self.send_spills_home(account)
         self._persist.save_runtime(account.id, account.runtime_fields())
         self._on_change()
         return account
@@ -380,12 +441,14 @@ class Pool:
             raise ValueError(f"max_concurrency must be an integer from {MIN_LIMIT} to {MAX_LIMIT}")
         account = self.find(ref)
         account.max_concurrency = limit  # running requests finish; admission waits (R-POOL-3)
+        self.send_spills_home(account)
         self._on_change()
         return account
 
     def set_paused(self, ref: str | int, paused: bool) -> AccountState:
         account = self.find(ref)
         account.paused = paused
+        self.send_spills_home(account)
         if paused:
             self.free_bindings(account.id)
         self._persist.save_runtime(account.id, account.runtime_fields())
@@ -403,6 +466,7 @@ class Pool:
         if account.enabled == enabled:
             return account
         account.enabled = enabled
+        self.send_spills_home(account)
         if enabled:
             account.revision += 1
             account.runtime_revision += 1
@@ -422,6 +486,7 @@ class Pool:
         do nothing for Claude Code, whose every request belongs to a conversation.
         """
         account = self.find(ref)
+        self.send_spills_home(account)
         for other in list(self.accounts.values()):
             if other.provider == account.provider and other.id != account.id:
                 self.free_bindings(other.id)
@@ -448,9 +513,20 @@ class Pool:
         self._persist.save_runtime(account.id, account.runtime_fields())
         self._on_change()
 
+    def rest_family(self, account: AccountState, family: str, until: float) -> None:
+        """A spent Antigravity family quota: that family rests until its reset, the gauge reads
+        it spent, and the account keeps serving the other families (R-WF-5)."""
+        account.family_cooldowns[family] = until
+        now = self.clock.now()
+        spent = clean_observation(family, 1.0, until, now, "headers", rejected=True)
+        if spent is not None:
+            account.gauges.apply(replace(spent, epoch=account.quota_epoch))
+        self._on_change()
+
     def free_bindings(self, account_id: int) -> None:
         """An operator action frees the account's conversations (R-POOL-4)."""
         self.bindings = {k: v for k, v in self.bindings.items() if v != account_id}
+        self.spilled = {k: v for k, v in self.spilled.items() if k in self.bindings}
         self._persist.delete_bindings(account_id)
 
     # --- views --------------------------------------------------------------------------------

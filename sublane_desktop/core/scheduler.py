@@ -178,6 +178,16 @@ class Scheduler:
         family = (
             family_of(demand.route.upstream_model) if account.provider == "antigravity" else None
         )
+        resting = account.family_resting(family, now) if family is not None else None
+        if family is not None and resting is not None:
+            # A spent family quota rests until the reset Google named (R-WF-5), not only
+            # while the gauge reading is fresh.
+            return GatewayError(
+                "quota_exhausted",
+                f"account {account.name} has no {family.replace('_', ' ')} quota left until"
+                f" its reset",
+                retry_after=resting - now,
+            )
         if family is not None and account.gauges.get(family).exhausted(now):
             gauge = account.gauges.get(family)
             return GatewayError(

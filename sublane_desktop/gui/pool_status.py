@@ -289,6 +289,13 @@ def tooltip_text(
         if state in READY_STATES or state == "disabled":
             continue
         lines.append(f"{account.get('name', '?')}: {state_text(account, at)}")
+    for account in accounts:  # a spent model family rests while the account serves the rest
+        for family, until in sorted((account.get("family_cooldowns") or {}).items()):
+            if until > at and account.get("state") != "disabled":
+                lines.append(
+                    f"{account.get('name', '?')}: {window_label(family)} quota exhausted,"
+                    f" resets at {clock_time(until)} ({countdown(until - at)})"
+                )
     current = [a for a in accounts if a.get("current")]
     if current:
         lines.append("Current: " + ", ".join(a["name"] for a in current))

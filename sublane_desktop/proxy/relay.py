@@ -37,6 +37,7 @@ from sublane_desktop.core.errors import (
     bounded_retry_after,
     parse_retry_after,
 )
+from sublane_desktop.core.gauges import family_of
 from sublane_desktop.core.ids import new_request_id, random_hex
 from sublane_desktop.core.json_edit import replace_top_level_string
 from sublane_desktop.core.pool import Demand, Lease, Outcome
@@ -217,7 +218,9 @@ class UpstreamCall:
     url: str
     headers: dict[str, str]
     body: bytes
-
+    # Further URLs of the same upstream, tried in turn when one is unreachable, rate-limited or
+    # out of capacity (Antigravity's hosts: `antigravity.FALLBACK_STATUSES`).
+    fallbacks: tuple[str, ...] = ()
 
 # The header both upstreams accept as a client-chosen request id (PROTOCOLS.md: Codex sends it
 # itself; Anthropic's API accepts and ignores it), used for unbound requests only.
@@ -379,7 +382,7 @@ class Attempt:
             ) from None
         call = self._correlated(build(credential))
         try:
-            self.upstream = await self._post(call)
+            self.upstream = await self._post_hosts(call)
             if self.upstream.status in self._auth_statuses() and "api_key" not in credential:
                 # An expired OAuth token: refresh (shared with any concurrent refresh) and
                 # retry once; a second 401 is a real auth failure.
@@ -387,7 +390,7 @@ class Attempt:
                 fresh = await self.service.refresh_credential(account)
                 if fresh.get("access_token") != credential.get("access_token"):
                     call = self._correlated(build(fresh))
-                self.upstream = await self._post(call)
+                self.upstream = await self._post_hosts(call)
         except HeadersTimeout:
             self.outcome = Outcome.FAILURE
             record.outcome, record.error_code = "error", "upstream_timeout"
@@ -410,6 +413,24 @@ class Attempt:
             ) from None
         self._observe(self.upstream)
         return self.upstream
+
+    async def _post_hosts(self, call: UpstreamCall) -> aiohttp.ClientResponse:
+        """`_post` to the call's URL, then to each fallback in turn while a host is unreachable
+        or answers a status that hands over (Antigravity: daily, then production)."""
+        for fallback in call.fallbacks:
+            try:
+                upstream = await self._post(call)
+            except HeadersTimeout:
+                raise  # a host that accepted the request and went silent: no second wait
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+                log.info("upstream host unreachable (%s); trying the next", type(exc).__name__)
+            else:
+                if upstream.status not in antigravity.FALLBACK_STATUSES:
+                    return upstream
+                upstream.close()
+                log.info("upstream host answered %s; trying the next", upstream.status)
+            call = replace(call, url=fallback)
+        return await self._post(call)
 
     async def _post(self, call: UpstreamCall) -> aiohttp.ClientResponse:
         """One upstream request up to its response headers, under the connect and header
@@ -530,10 +551,12 @@ class Attempt:
         assert self.upstream is not None
         status = self.upstream.status
         if self.account.provider == "antigravity":
-            google = antigravity.read_google_error(data, status)
+            google = antigravity.read_google_error(data, status, self.service.clock.now())
             kind, message = (google.status.lower() if google.status else None), google.message
             if google.retry_after is not None and self.outcome == Outcome.FAILURE:
                 self.retry_after = google.retry_after  # RetryInfo.retryDelay (R-POOL-7)
+            if status == 429 and google.quota_exhausted:
+                self._rest_family(google)
         else:
             kind, message = read_error(data)
         kind = sanitize_code(kind, "") or None if kind else None  # R-FT-10: no upstream prose
@@ -544,6 +567,17 @@ class Attempt:
             if resets is not None:  # a spent subscription window: rest until it resets
                 self.retry_after = resets
         return kind, message
+
+    def _rest_family(self, google: antigravity.GoogleError) -> None:
+        """A spent per-model quota (QUOTA_EXHAUSTED): that model's family rests until the reset
+        Google names, and the account keeps serving the other families (R-WF-5)."""
+        family = family_of(google.model or antigravity.upstream_model(self.route.upstream_model))
+        if family is None:
+            return
+        wait = google.retry_after if google.retry_after is not None else cooldown_seconds(1)
+        self.service.pool.rest_family(self.account, family, self.service.clock.now() + wait)
+        self.outcome = Outcome.NEUTRAL  # not the account's failure: no account-wide cooldown
+        self.retry_after = wait
 
     def take_counts(
         self,
@@ -919,16 +953,19 @@ def antigravity_builder(
     service: Any, account: Any, route: ModelRoute, request: dict[str, Any], *, stream: bool
 ) -> Builder:
     """The v1internal call for a translated Gemini request (the project comes with the
-    credential: imported, or discovered once and kept)."""
-    base = antigravity.base_for(account.base_url, service.base_url("antigravity"))
+    credential: imported, or discovered once and kept), to the account's hosts in order, as
+    the client version the settings name (R-WF-5)."""
+    hosts = service.antigravity.hosts(account)
+    version = service.antigravity.version()
     model = antigravity.upstream_model(route.upstream_model)
 
     def build(credential: Mapping[str, Any]) -> UpstreamCall:
         body = antigravity.envelope(str(credential.get("project_id") or ""), model, request)
         return UpstreamCall(
-            antigravity.endpoint(base, stream),
-            antigravity.upstream_headers(credential, stream=stream),
+            antigravity.endpoint(hosts[0], stream),
+            antigravity.upstream_headers(credential, stream=stream, version=version),
             json.dumps(body).encode(),
+            tuple(antigravity.endpoint(host, stream) for host in hosts[1:]),
         )
 
     return build

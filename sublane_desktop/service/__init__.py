@@ -132,6 +132,10 @@ class Service:
         self.usage_trail = self.quota.usage_trail
         self.discovery = ModelDiscovery(self)
         self.antigravity = AntigravityAccounts(self)
+        # A spill goes only to accounts that serve the model (R-WF-6).
+        self.pool.serves = lambda account, model: (
+            account.provider != "antigravity" or self.antigravity.serves(account, model)
+        )
         self.levers = OperatorLevers(self)
         self._server: Any = None
         self._tick: asyncio.Task | None = None

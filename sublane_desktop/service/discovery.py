@@ -124,7 +124,10 @@ class ModelDiscovery:
                 f"the upstream refused the credential (HTTP {answer.status})",
             )
         elif answer.status is None:
-            result, detail = "unreachable", answer.detail
+            # A credential that cannot be used says why (R-UI-8), e.g. an Antigravity login
+            # that has no project even after onboarding (R-WF-5).
+            reason = self.service.credential_problems.reason(account.id)
+            result, detail = ("auth_failed", reason) if reason else ("unreachable", answer.detail)
         else:
             result, detail = "unreachable", f"the upstream answered HTTP {answer.status}"
         return {
@@ -164,10 +167,7 @@ class ModelDiscovery:
         payload: dict[str, Any] | None = None
         url: str | None
         if account.provider == "antigravity":  # fetchAvailableModels is a POST
-            url, headers, payload = antigravity.models_call(
-                antigravity.base_for(account.base_url, self.service.base_url("antigravity")),
-                credential,
-            )
+            url, headers, payload = self.service.antigravity.models_call(account, credential)
         else:
             url, headers = self._call(account, credential, verify)
         if url is None:
@@ -184,6 +184,10 @@ class ModelDiscovery:
                     body = await resp.json(content_type=None)
                 except ValueError:
                     body = None
+                if account.provider == "antigravity" and resp.status == 200:
+                    # what this account is served, for the spill (R-WF-6)
+                    models = antigravity.available_models(body)
+                    self.service.antigravity.learn_models(account, models)
                 return Answer(resp.status, body)
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             return Answer(None, detail=f"could not reach the upstream ({type(exc).__name__})")

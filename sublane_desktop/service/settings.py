@@ -12,6 +12,7 @@ from sublane_desktop.core import timeouts
 from sublane_desktop.core.pool import Pool
 from sublane_desktop.core.quota import QuotaRefresher
 from sublane_desktop.core.scheduler import MODES, Ceilings
+from sublane_desktop.providers.antigravity import DEFAULT_CLIENT_VERSION, check_client_version
 from sublane_desktop.providers import codex
 
 DEFAULT_PORT = 8765
@@ -42,6 +43,9 @@ SCHEDULER_SETTINGS = {
     "proxy.max_body_bytes": 32 * 1024 * 1024,
     "server.port": 8765,
     "app.start_at_login": False,
+    # The Antigravity client version its user agent names (R-WF-5): a current one, or Cloud
+    # Code refuses current models.
+    "antigravity.client_version": DEFAULT_CLIENT_VERSION,
     **timeouts.DEFAULTS,  # upstream.connect/header/idle_timeout_s (R-FT-1)
     # The Codex release SubLane asks the ChatGPT model list as (R-WF-4): older ones are not
     # shown the newest models.
@@ -106,6 +110,8 @@ def validate_settings(changes: Any) -> dict[str, Any]:
             value = timeouts.validate(key, value)
         elif key == "app.start_at_login" and not isinstance(value, bool):
             raise ValueError("app.start_at_login must be true or false")
+        elif key == "antigravity.client_version":
+            value = check_client_version(value)
         elif key == "codex.client_version" and not codex.valid_client_version(value):
             raise ValueError("codex.client_version must be a release number such as 0.171.0")
         clean[key] = value

@@ -36,6 +36,10 @@ def account_view(
         "current": pool.scheduler.is_current(account),
         "fable_current": pool.scheduler.is_fable_current(account),
         "gauges": gauges.to_json(now, windows_for(account.provider)),
+        # Antigravity families resting after a spent quota, until their reset (R-WF-5)
+        "family_cooldowns": {
+            f: until for f, until in account.family_cooldowns.items() if until > now
+        },
         "kind": account.kind,
         "forecast": forecasts(trail, account, now),
     }

@@ -163,7 +163,7 @@ async def test_done_when_a_gemini_cli_login_drives_gemini_from_claude_code(
     sublane: Sublane, antigravity_upstream
 ) -> None:
     """Issue 12's "done when", through the real command: import the Gemini CLI login (expired,
-    no project), serve, and let the anthropic SDK drive gemini-3-pro-high with a tool call over
+    no project), serve, and let the anthropic SDK drive gemini-3.1-pro-high with a tool call over
     two streamed turns; the history shows tokens and cache-hit rate, the pool its quota."""
     google = antigravity_upstream
     creds = sublane.home / ".gemini" / "oauth_creds.json"
@@ -198,13 +198,13 @@ async def test_done_when_a_gemini_cli_login_drives_gemini_from_claude_code(
     ]
     ask = [{"role": "user", "content": "what files are here?"}]
     async with client.messages.stream(
-        model="gemini-3-pro-high", max_tokens=1024, messages=ask, tools=tools
+        model="gemini-3.1-pro-high", max_tokens=1024, messages=ask, tools=tools
     ) as stream:
         first = await stream.get_final_message()
     call = first.content[-1]
     assert (call.type, call.input) == ("tool_use", {"command": "ls"})
     async with client.messages.stream(
-        model="gemini-3-pro-high",
+        model="gemini-3.1-pro-high",
         max_tokens=1024,
         tools=tools,
         messages=[
@@ -241,7 +241,7 @@ async def test_done_when_a_gemini_cli_login_drives_gemini_from_claude_code(
         assert asyncio.get_running_loop().time() < deadline, (items, gauges)
         await asyncio.sleep(0.05)
     assert {(i["provider"], i["model"], i["outcome"], i["cache_hit_rate"]) for i in items} == {
-        ("antigravity", "gemini-3-pro-high", "success", "75%")
+        ("antigravity", "gemini-3.1-pro-high", "success", "75%")
     }
     assert items[0]["input_tokens"] == 200 and items[0]["cached_tokens"] == 150
     assert gauges["gemini_pro"]["utilization"] == 0.0

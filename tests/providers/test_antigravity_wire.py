@@ -1,11 +1,15 @@
-"""providers/antigravity.py as pure functions: Google error bodies and their retry delays, the
-quota answer as family observations, project ids, the refresh form, the request envelope."""
+"""providers/antigravity.py as pure functions: Google error bodies and their retry delays (Go
+durations included, hypothesis-tested), the quota answer as family observations, project ids
+and onboarding tiers, the refresh form, the request envelope, hosts, the client version and
+the names an account serves."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sublane_desktop.core.gauges import family_of
 from sublane_desktop.providers import antigravity as ag
@@ -21,7 +25,16 @@ NOW = 1_800_000_000.0
         ("1500ms", 1.5),
         ("3m", 180.0),
         ("7", 7.0),
+        ("4h54m56.87563923s", 4 * 3600 + 54 * 60 + 56.87563923),
+        ("479.417207ms", 0.479417207),
+        ("1h0m0s", 3600.0),
+        ("2m3.5s", 123.5),
+        ("250us", 0.00025),
         ("0s", None),
+        ("4h 5m", None),
+        ("5m4h7", None),
+        ("h", None),
+        ("1.5.2s", None),
         ("-3s", None),
         ("soon", None),
         (12, None),
@@ -29,7 +42,130 @@ NOW = 1_800_000_000.0
     ],
 )
 def test_durations(value, seconds):
-    assert ag.parse_duration(value) == seconds
+    assert ag.parse_duration(value) == pytest.approx(seconds) if seconds else seconds is None
+
+
+UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(list(UNITS)),
+            st.integers(min_value=0, max_value=10_000),
+            st.one_of(st.none(), st.integers(min_value=0, max_value=999_999)),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_go_durations_read_as_the_sum_of_their_terms(terms):
+    """Any Go duration `time.Duration.String()` or a person could write (terms of a number and
+    a unit, in any order) reads as the sum of its terms; a zero one is no wait."""
+    text = "".join(
+        f"{whole}{'' if frac is None else f'.{frac}'}{unit}" for unit, whole, frac in terms
+    )
+    expected = sum(
+        float(f"{whole}{'' if frac is None else f'.{frac}'}") * UNITS[unit]
+        for unit, whole, frac in terms
+    )
+    parsed = ag.parse_duration(text)
+    if expected == 0 or expected > ag.MAX_DURATION_SECONDS:
+        assert parsed is None
+    else:
+        assert parsed == pytest.approx(expected, rel=1e-9)
+
+
+@given(st.text(max_size=20))
+def test_any_text_is_a_duration_or_none_never_an_error(text):
+    parsed = ag.parse_duration(text)
+    assert parsed is None or 0 < parsed <= ag.MAX_DURATION_SECONDS
+
+
+def test_a_spent_quota_names_its_model_and_its_reset():
+    """QUOTA_EXHAUSTED comes with only an ErrorInfo (antigravity-claude-proxy
+    rate-limit-parser.js): the reset is quotaResetDelay, else quotaResetTimeStamp."""
+
+    def body(**metadata):
+        detail = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "QUOTA_EXHAUSTED"}
+        return json.dumps(
+            {
+                "error": {
+                    "code": 429,
+                    "status": "RESOURCE_EXHAUSTED",
+                    "details": [dict(detail, metadata=metadata)],
+                }
+            }
+        ).encode()
+
+    spent = ag.read_google_error(
+        body(model="claude-opus-4-6-thinking", quotaResetDelay="4h54m56.87563923s"), 429, NOW
+    )
+    assert spent.quota_exhausted and spent.model == "claude-opus-4-6-thinking"
+    assert spent.retry_after == pytest.approx(17696.87563923)
+    stamped = ag.read_google_error(body(quotaResetTimeStamp="2027-01-15T09:00:00Z"), 429, NOW)
+    assert stamped.retry_after == pytest.approx(ag._timestamp("2027-01-15T09:00:00Z") - NOW)
+    assert stamped.model is None and stamped.quota_exhausted
+    past = ag.read_google_error(body(quotaResetTimeStamp="2020-01-01T00:00:00Z"), 429, NOW)
+    assert past.retry_after is None
+    other = ag.read_google_error(
+        json.dumps(
+            {"error": {"code": 429, "details": [{"reason": "RATE_LIMIT_EXCEEDED", "metadata": {}}]}}
+        ).encode(),
+        429,
+        NOW,
+    )
+    assert not other.quota_exhausted
+
+
+def test_the_client_version_is_current_and_well_formed():
+    assert ag.check_client_version(ag.DEFAULT_CLIENT_VERSION) == "2.9.1"
+    assert ag.check_client_version("2.9.0") == "2.9.0"
+    assert ag.check_client_version("10.0.3") == "10.0.3"
+    for bad in ("2.8.99", "1.11.5", "2.9", "2.9.0.1", "v2.9.1", " 2.9.1", "2.x.1", None, 2.91):
+        with pytest.raises(ValueError, match="antigravity"):
+            ag.check_client_version(bad)
+    assert ag.user_agent("3.0.0").startswith("antigravity/3.0.0 ")
+    assert ag.upstream_headers({}, stream=False, version="3.0.0")["user-agent"].startswith(
+        "antigravity/3.0.0 "
+    )
+
+
+def test_an_antigravity_login_says_so_in_its_metadata(monkeypatch):
+    monkeypatch.setattr(ag.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(ag.platform, "machine", lambda: "arm64")
+    assert ag.client_metadata() == {
+        "ideType": "ANTIGRAVITY",
+        "platform": "DARWIN_ARM64",
+        "pluginType": "GEMINI",
+    }
+    monkeypatch.setattr(ag.platform, "system", lambda: "Plan9")
+    assert ag.client_metadata()["platform"] == "PLATFORM_UNSPECIFIED"
+
+
+def test_onboarding_takes_the_default_tier():
+    tiers = {"allowedTiers": [{"id": "legacy"}, {"id": "free-tier", "isDefault": True}]}
+    assert ag.default_tier(tiers) == "free-tier"
+    assert ag.default_tier({"allowedTiers": [{"id": "legacy"}]}) is None
+    assert ag.default_tier({"allowedTiers": "x"}) is None and ag.default_tier(None) is None
+
+
+def test_host_order_and_its_override():
+    assert ag.GENERATION_HOSTS == (ag.DAILY, ag.PRODUCTION)
+    assert ag.SETUP_HOSTS == (ag.PRODUCTION, ag.DAILY)
+    assert ag.hosts(None, ag.GENERATION_HOSTS) == ag.GENERATION_HOSTS
+    assert ag.hosts("https://gw.corp/", ag.GENERATION_HOSTS) == ("https://gw.corp",)
+
+
+def test_what_an_account_serves():
+    listed = ("claude-sonnet-4-6", "gemini-3-flash")
+    assert ag.serves_model("claude-sonnet-4-6", listed)
+    assert not ag.serves_model("claude-haiku-4-5", listed)
+    assert not ag.serves_model("claude-opus-4-6", listed)  # its served name is not listed
+    # before an account's list has been read: the known names and the alias table
+    assert ag.serves_model("claude-opus-4-6", None)
+    assert not ag.serves_model("claude-haiku-4-5", None)
+    assert not ag.serves_model("claude-sonnet-4-5", None)  # retired
 
 
 def test_google_error_bodies():
@@ -74,10 +210,10 @@ def test_google_error_bodies():
 def test_quota_answer_as_family_observations():
     body = {
         "models": {
-            "gemini-3-pro-high": {
+            "gemini-3.1-pro-high": {
                 "quotaInfo": {"remainingFraction": 0.7, "resetTime": "2027-01-15T08:00:00Z"}
             },
-            "gemini-3-pro-low": {
+            "gemini-3.1-pro-low": {
                 "quotaInfo": {"remainingFraction": 0.2, "resetTime": "2027-01-15T09:00:00Z"}
             },
             "gemini-2.5-flash": {"quotaInfo": {"resetTime": "2027-01-15T07:00:00Z"}},  # exhausted
@@ -89,10 +225,10 @@ def test_quota_answer_as_family_observations():
     found = {o.window: o for o in ag.quota_observations(body, NOW)}
     assert set(found) == {"gemini_pro", "gemini_flash"}
     assert found["gemini_pro"].utilization == pytest.approx(0.8)  # the tightest model
-    assert found["gemini_pro"].resets_at == pytest.approx(ag._iso("2027-01-15T09:00:00Z"))
+    assert found["gemini_pro"].resets_at == pytest.approx(ag._timestamp("2027-01-15T09:00:00Z"))
     assert found["gemini_flash"].utilization == 1.0 and found["gemini_flash"].rejected
     assert found["gemini_pro"].source == "poll" and found["gemini_pro"].observed_at == NOW
-    for bad in (None, [], {"models": []}, {"models": {"gemini-3-pro-high": {}}}):
+    for bad in (None, [], {"models": []}, {"models": {"gemini-3.1-pro-high": {}}}):
         assert ag.quota_observations(bad, NOW) == []
     assert ag.available_models(body)[0] == "chat_20706"
 
@@ -101,8 +237,8 @@ def test_families():
     assert [
         family_of(m)
         for m in (
-            "claude-opus-4-5-thinking",
-            "gemini-3-pro-high",
+            "claude-opus-4-6-thinking",
+            "gemini-3.1-pro-high",
             "gemini-2.5-flash-lite",
             "gemini-3-flash",
             "gpt-5",
@@ -117,8 +253,16 @@ def test_project_ids_and_the_envelope():
     assert ag.project_of([]) is None
     envelope = ag.envelope("p-1", "gemini-3-flash", {"contents": []})
     assert envelope["project"] == "p-1" and envelope["userAgent"] == "antigravity"
-    assert envelope["requestId"].startswith("agent-") and envelope["request"] == {"contents": []}
-    assert ag.upstream_model("claude-opus-4-5") == "claude-opus-4-5-thinking"
+    assert envelope["requestType"] == "agent" and envelope["requestId"].startswith("agent-")
+    # a request outside any conversation still carries a session id, its own
+    assert envelope["request"]["contents"] == [] and envelope["request"]["sessionId"]
+    again = ag.envelope("p-1", "gemini-3-flash", {"contents": []})
+    assert again["request"]["sessionId"] != envelope["request"]["sessionId"]
+    kept = ag.envelope("p-1", "gemini-3-flash", {"contents": [], "sessionId": "conv-1"})
+    assert kept["request"]["sessionId"] == "conv-1"
+    assert ag.upstream_model("claude-opus-4-6") == "claude-opus-4-6-thinking"
+    assert ag.upstream_model("gemini-3.1-pro-preview") == "gemini-3.1-pro-high"
+    assert ag.upstream_model("claude-opus-4-5") == "claude-opus-4-5"  # no silent upgrades
     assert ag.upstream_model("gemini-2.5-pro") == "gemini-2.5-pro"
     assert ag.endpoint("https://x/", True) == "https://x/v1internal:streamGenerateContent?alt=sse"
     assert ag.endpoint("https://x", False) == "https://x/v1internal:generateContent"
@@ -156,7 +300,7 @@ def test_the_refresh_form_names_the_client_that_issued_the_login():
 def test_the_user_agent_names_the_platform_as_antigravity_does(monkeypatch, system, machine, agent):
     monkeypatch.setattr(ag.platform, "system", lambda: system)
     monkeypatch.setattr(ag.platform, "machine", lambda: machine)
-    assert ag.user_agent() == f"antigravity/{ag.VERSION} {agent}"
+    assert ag.user_agent() == f"antigravity/{ag.DEFAULT_CLIENT_VERSION} {agent}"
 
 
 def test_request_headers_carry_the_token_and_ask_for_the_right_answer():
@@ -218,10 +362,10 @@ def test_quota_edges_unreadable_models_are_skipped_not_fatal():
     body = {
         "models": {
             "chat_20706": {"quotaInfo": {"remainingFraction": 0.1}},  # not a family model
-            "claude-opus-4-5-thinking": {"quotaInfo": {"remainingFraction": -0.5}},  # nonsense
+            "claude-opus-4-6-thinking": {"quotaInfo": {"remainingFraction": -0.5}},  # nonsense
             "claude-sonnet-4-5": {"quotaInfo": {"remainingFraction": 1.0, "resetTime": 5}},
             "gemini-3-flash": {"quotaInfo": {}},  # neither fraction nor reset: says nothing
-            "gemini-3-pro-high": {
+            "gemini-3.1-pro-high": {
                 "quotaInfo": {"remainingFraction": 0.25, "resetTime": "2027-01-15T09:00:00Z"}
             },
         }

@@ -70,7 +70,7 @@ async def test_claude_code_drives_gemini_with_tools_and_thinking(ready):
     h.google.script(TOOL_TURN, AgReply(text="Two files: a.txt and b.txt."))
     client = sdk(h, key, **{"x-claude-code-session-id": "cc-7"})
     async with client.messages.stream(
-        model="gemini-3-pro-high",
+        model="gemini-3.1-pro-high",
         max_tokens=1024,
         system="You are Claude Code.",
         messages=ASK,
@@ -86,7 +86,7 @@ async def test_claude_code_drives_gemini_with_tools_and_thinking(ready):
     assert thinking.signature.startswith(GEMINI_TAG)
     assert text.text == "I'll run ls."
     assert (tool.name, tool.input) == ("Bash", {"command": "ls"})
-    assert first.stop_reason == "tool_use" and first.model == "gemini-3-pro-high"
+    assert first.stop_reason == "tool_use" and first.model == "gemini-3.1-pro-high"
     assert (
         first.usage.input_tokens,
         first.usage.cache_read_input_tokens,
@@ -95,7 +95,7 @@ async def test_claude_code_drives_gemini_with_tools_and_thinking(ready):
     seen = h.google.seen[-1]
     assert seen.path == "/v1internal:streamGenerateContent?alt=sse"
     assert seen.headers["Authorization"] == "Bearer ya29.google"
-    assert seen.body["project"] == "proj-fake-1" and seen.body["model"] == "gemini-3-pro-high"
+    assert seen.body["project"] == "proj-fake-1" and seen.body["model"] == "gemini-3.1-pro-high"
     inner = seen.body["request"]
     assert inner["systemInstruction"]["parts"] == [{"text": "You are Claude Code."}]
     assert inner["sessionId"] == conversation_digest("s:cc-7", "antigravity")
@@ -118,7 +118,7 @@ async def test_claude_code_drives_gemini_with_tools_and_thinking(ready):
         },
     ]
     async with client.messages.stream(
-        model="gemini-3-pro-high", max_tokens=1024, messages=follow, tools=TOOLS
+        model="gemini-3.1-pro-high", max_tokens=1024, messages=follow, tools=TOOLS
     ) as stream:
         second = await stream.get_final_message()
     assert second.content[0].text == "Two files: a.txt and b.txt."
@@ -136,7 +136,7 @@ async def test_claude_code_drives_gemini_with_tools_and_thinking(ready):
     assert (record.protocol, record.provider, record.model, record.outcome) == (
         "anthropic",
         "antigravity",
-        "gemini-3-pro-high",
+        "gemini-3.1-pro-high",
         "success",
     )
     assert (record.input_tokens, record.output_tokens, record.cached_tokens) == (200, 20, 150)
@@ -158,7 +158,7 @@ async def test_signatures_the_client_dropped_go_back_as_the_placeholder(ready):
     h, key = ready
     h.google.script(TOOL_TURN)
     first = await sdk(h, key).messages.create(
-        model="gemini-3-pro-high", max_tokens=64, messages=ASK, tools=TOOLS
+        model="gemini-3.1-pro-high", max_tokens=64, messages=ASK, tools=TOOLS
     )
     content = [b.model_dump() for b in first.content if b.type != "thinking"]
     follow = [
@@ -170,7 +170,7 @@ async def test_signatures_the_client_dropped_go_back_as_the_placeholder(ready):
         },
     ]
     await sdk(h, key).messages.create(
-        model="gemini-3-pro-high", max_tokens=64, messages=follow, tools=TOOLS
+        model="gemini-3.1-pro-high", max_tokens=64, messages=follow, tools=TOOLS
     )
     call = h.google.seen[-1].body["request"]["contents"][1]["parts"][-1]
     assert call["thoughtSignature"] == SKIP_SIGNATURE
@@ -180,7 +180,7 @@ async def test_signatures_the_client_dropped_go_back_as_the_placeholder(ready):
     ]
     with pytest.raises(anthropic.BadRequestError) as err:
         await sdk(h, key).messages.create(
-            model="gemini-3-pro-high",
+            model="gemini-3.1-pro-high",
             max_tokens=64,
             messages=[*ASK, {"role": "assistant", "content": forged}, follow[-1]],
             tools=TOOLS,
@@ -217,7 +217,7 @@ async def test_chat_completions_to_gemini(ready):
         }
     ]
     stream = await client.chat.completions.create(
-        model="gemini-3-pro-high",
+        model="gemini-3.1-pro-high",
         stream=True,
         stream_options={"include_usage": True},
         messages=[{"role": "user", "content": "Weather in Oslo?"}],
@@ -232,7 +232,7 @@ async def test_chat_completions_to_gemini(ready):
     assert chunks[-1].usage.prompt_tokens_details.cached_tokens == 150
     # Chat has nowhere to keep the signature: the turn goes back with Google's placeholder
     answer = await client.chat.completions.create(
-        model="gemini-3-pro-high",
+        model="gemini-3.1-pro-high",
         messages=[
             {"role": "user", "content": "Weather in Oslo?"},
             {
@@ -262,7 +262,7 @@ async def test_responses_to_gemini_keeps_reasoning_across_turns(ready):
     h.google.script(TOOL_TURN, AgReply(text="Done."))
     client = oai(h, key)
     stream = await client.responses.create(
-        model="gemini-3-pro-high",
+        model="gemini-3.1-pro-high",
         input="list the files",
         stream=True,
         reasoning={"effort": "high"},
@@ -281,7 +281,7 @@ async def test_responses_to_gemini_keeps_reasoning_across_turns(ready):
         *[i.model_dump(exclude_none=True) for i in final.output],
         {"type": "function_call_output", "call_id": call.call_id, "output": "a.txt"},
     ]
-    done = await client.responses.create(model="gemini-3-pro-high", input=follow)
+    done = await client.responses.create(model="gemini-3.1-pro-high", input=follow)
     assert done.output_text == "Done."
     parts = h.google.seen[-1].body["request"]["contents"][1]["parts"]
     assert parts[0]["thoughtSignature"] == "sig-thought-1"
@@ -329,7 +329,7 @@ async def test_resource_exhausted_cools_for_the_retry_delay(ready):
     )
     t0 = h.service.clock.now()
     with pytest.raises(anthropic.RateLimitError) as err:
-        await sdk(h, key).messages.create(model="gemini-3-pro-high", max_tokens=8, messages=ASK)
+        await sdk(h, key).messages.create(model="gemini-3.1-pro-high", max_tokens=8, messages=ASK)
     assert err.value.response.headers["retry-after"] == "42"
     assert "Quota exceeded" in err.value.message
     view = h.service.accounts_runtime()["accounts"][0]
@@ -342,7 +342,7 @@ async def test_resource_exhausted_cools_for_the_retry_delay(ready):
         429,
     )
     with pytest.raises(anthropic.RateLimitError) as cooling:
-        await sdk(h, key).messages.create(model="gemini-3-pro-high", max_tokens=8, messages=ASK)
+        await sdk(h, key).messages.create(model="gemini-3.1-pro-high", max_tokens=8, messages=ASK)
     assert cooling.value.body["error"]["code"] == "account_cooling"
 
 
@@ -439,7 +439,7 @@ async def test_a_responses_socket_turn_on_gemini(ready):
             ws,
             {
                 "type": "response.create",
-                "model": "gemini-3-pro-high",
+                "model": "gemini-3.1-pro-high",
                 "input": "list the files",
                 "tools": tools,
             },
@@ -451,7 +451,7 @@ async def test_a_responses_socket_turn_on_gemini(ready):
             ws,
             {
                 "type": "response.create",
-                "model": "gemini-3-pro-high",
+                "model": "gemini-3.1-pro-high",
                 "previous_response_id": first[-1]["response"]["id"],
                 "tools": tools,
                 "input": [
@@ -470,7 +470,7 @@ async def test_moving_a_conversation_from_gemini_to_claude_drops_gemini_signatur
     await h.add_account("claude", "sk-ant-oat01-claude")
     h.google.script(AgReply(text="Hi.", thought="Greeting."))
     first = await sdk(h, key).messages.create(
-        model="gemini-3-pro-high", max_tokens=64, messages=ASK
+        model="gemini-3.1-pro-high", max_tokens=64, messages=ASK
     )
     assert first.content[0].signature.startswith(GEMINI_TAG)
     await sdk(h, key).messages.create(

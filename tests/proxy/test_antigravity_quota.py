@@ -89,8 +89,8 @@ async def test_traffic_reads_fetch_available_models_into_family_gauges(clocked):
     resets = set_quota(
         h,
         **{
-            "gemini-3-pro-high": 0.6,
-            "gemini-3-pro-low": 0.8,
+            "gemini-3.1-pro-high": 0.6,
+            "gemini-3.1-pro-low": 0.8,
             "gemini-3-flash": 1.0,
             "claude-sonnet-4-5": 0.25,
         },
@@ -109,7 +109,7 @@ async def test_traffic_reads_fetch_available_models_into_family_gauges(clocked):
     gauges = (await runtime(h))["gauges"]
     # a family reads as its tightest model: utilization = 1 - remainingFraction
     assert gauges["gemini_pro"]["utilization"] == pytest.approx(0.4)
-    assert gauges["gemini_pro"]["resets_at"] == pytest.approx(resets["gemini-3-pro-high"])
+    assert gauges["gemini_pro"]["resets_at"] == pytest.approx(resets["gemini-3.1-pro-high"])
     assert gauges["claude"]["utilization"] == pytest.approx(0.75)
     assert gauges["gemini_flash"]["utilization"] == pytest.approx(0.0)
     assert set(gauges["claude"]) == {"utilization", "resets_at", "observed_at", "cold", "stale"}
@@ -136,7 +136,7 @@ async def test_a_person_refreshing_reads_at_once(clocked):
 
 async def test_an_exhausted_family_refuses_its_models_only(clocked):
     h = clocked
-    set_quota(h, **{"gemini-3-pro-high": 0.0, "gemini-3-pro-low": 0.3})
+    set_quota(h, **{"gemini-3.1-pro-high": 0.0, "gemini-3.1-pro-low": 0.3})
     h.service.refresh_quotas()
     await until(
         lambda: h.service.pool.accounts[h.account_id].gauges.gemini_pro.exhausted(h.clock.now()),
@@ -144,14 +144,14 @@ async def test_an_exhausted_family_refuses_its_models_only(clocked):
     )
     served = len(h.google.seen)
     with pytest.raises(anthropic.RateLimitError) as err:
-        await sdk(h).messages.create(model="gemini-3-pro-low", max_tokens=8, messages=ASK)
+        await sdk(h).messages.create(model="gemini-3.1-pro-low", max_tokens=8, messages=ASK)
     assert err.value.body["error"]["code"] == "quota_exhausted"
     assert "gemini pro" in err.value.body["error"]["message"]
     assert 1 <= int(err.value.response.headers["retry-after"]) <= 120
     assert len(h.google.seen) == served  # refused before it went upstream
     # Flash and Claude models on the same account keep serving
     await sdk(h).messages.create(model="gemini-3-flash", max_tokens=8, messages=ASK)
-    await sdk(h).messages.create(model="antigravity/claude-sonnet-4-5", max_tokens=8, messages=ASK)
+    await sdk(h).messages.create(model="antigravity/claude-sonnet-4-6", max_tokens=8, messages=ASK)
     assert len(h.google.seen) == served + 2
     assert h.service.account_view(h.account_id)["state"] == "ok"
     # every family spent: the account as a whole reads quota_exhausted
@@ -181,13 +181,13 @@ async def test_models_and_verify_ask_fetch_available_models(clocked):
     """R-AG-5 / R-AG-6 plumbing for Antigravity: /v1/models lists what the login can use, and
     verify is the same one cheap call."""
     h = clocked
-    h.google.quota = {"gemini-3-pro-high": {}, "claude-sonnet-4-5": {}}
+    h.google.quota = {"gemini-3.1-pro-high": {}, "claude-sonnet-4-5": {}}
     async with (
         aiohttp.ClientSession() as s,
         s.get(h.url + "/v1/models", headers={"Authorization": f"Bearer {h.key}"}) as r,
     ):
         listed = [m["id"] for m in (await r.json())["data"]]
-    assert listed == ["gemini-3-pro-high", "claude-sonnet-4-5"]
+    assert listed == ["gemini-3.1-pro-high", "claude-sonnet-4-5"]
     assert h.google.quota_reads == [("ya29.google", "proj-fake-1")]
     account = h.service.pool.accounts[h.account_id]
     assert (await h.service.discovery.verify(account))["result"] == "ok"

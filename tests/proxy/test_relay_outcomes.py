@@ -268,7 +268,7 @@ async def test_a_google_429_rests_the_account_for_its_retry_delay(desk):
     google = await h.add_antigravity_account("google")
     busy = google_error(429, "RESOURCE_EXHAUSTED", "slow down", "90s")
     h.google.script(AgReply(kind="error", status=429, error_body=busy))
-    body = {"model": "gemini-2.5-flash", "messages": ASK}
+    body = {"model": "gemini-3-flash", "messages": ASK}
     status, headers, _ = await post(h, "/v1/chat/completions", body)
     assert status == 429 and headers["Retry-After"] == "90"
     record = await last_record(h)
@@ -319,7 +319,7 @@ async def test_a_403_is_an_expired_token_for_google_and_a_refusal_for_anthropic(
     h.google.refresh_tokens["1//rt-google"] = "ya29.new"
     denied = google_error(403, "PERMISSION_DENIED", "token no good")
     h.google.script(AgReply(kind="error", status=403, error_body=denied))
-    body = {"model": "gemini-2.5-flash", "messages": ASK}
+    body = {"model": "gemini-3-flash", "messages": ASK}
     status, _, _ = await post(h, "/v1/chat/completions", body)
     assert status == 200
     assert [s.token for s in h.google.seen] == ["ya29.old", "ya29.new"]
@@ -366,12 +366,14 @@ async def test_a_google_login_without_a_project_is_a_502_that_says_why(desk):
     h = desk
     await h.add_antigravity_account("google", project=None)
     h.google.project = None
-    body = {"model": "gemini-2.5-flash", "messages": ASK}
+    body = {"model": "gemini-3-flash", "messages": ASK}
     status, _, raw = await post(h, "/v1/chat/completions", body)
     assert status == 502
     error = json.loads(raw)["error"]
     assert error["code"] == "upstream_error"
-    assert error["message"].startswith("account google: this Google login has no Code Assist")
+    assert error["message"].startswith(
+        "account google: Google gave this login no Code Assist project"
+    )
     record = await last_record(h)
     assert (record.outcome, record.error_code) == ("error", "project_unknown")
 
@@ -602,9 +604,9 @@ async def test_a_claude_turn_that_spills_is_recorded_as_the_serving_providers(de
     claude = await h.add_account("claude", "tok-claude")
     google = await h.add_antigravity_account("google")
     await h.service.pause(claude)
-    status, _, raw = await post(h, "/v1/messages", CLAUDE)
+    status, _, raw = await post(h, "/v1/messages", dict(CLAUDE, model="claude-sonnet-4-6"))
     assert status == 200 and json.loads(raw)["content"][0]["text"]
-    assert h.google.seen[-1].body["model"] == "claude-sonnet-4-5"
+    assert h.google.seen[-1].body["model"] == "claude-sonnet-4-6"
     record = await last_record(h)
     assert (record.provider, record.account_id, record.outcome) == (
         "antigravity",
@@ -614,7 +616,9 @@ async def test_a_claude_turn_that_spills_is_recorded_as_the_serving_providers(de
     # a conversation spilled once stays where it was served
     session = {"x-claude-code-session-id": "sess-spill"}
     for _ in range(2):
-        status, _, _ = await post(h, "/v1/messages", CLAUDE, session)
+        status, _, _ = await post(
+            h, "/v1/messages", dict(CLAUDE, model="claude-sonnet-4-6"), session
+        )
         assert status == 200
     assert (await last_record(h)).provider == "antigravity"
 
@@ -786,7 +790,7 @@ async def test_an_antigravity_account_with_its_own_base_url_is_served_there(desk
     h = desk
     await h.add_antigravity_account("own", base_url=h.google.url + "/")
     h.service.env["SUBLANE_ANTIGRAVITY_BASE_URL"] = "http://127.0.0.1:9"  # not where it goes
-    body = {"model": "gemini-2.5-flash", "messages": ASK}
+    body = {"model": "gemini-3-flash", "messages": ASK}
     status, _, _ = await post(h, "/v1/chat/completions", body)
     assert status == 200
     assert h.google.seen[-1].path == "/v1internal:generateContent"
@@ -795,7 +799,7 @@ async def test_an_antigravity_account_with_its_own_base_url_is_served_there(desk
 async def test_an_antigravity_stream_uses_the_streaming_method(desk):
     h = desk
     await h.add_antigravity_account("google")
-    body = {"model": "gemini-2.5-flash", "messages": ASK, "stream": True}
+    body = {"model": "gemini-3-flash", "messages": ASK, "stream": True}
     status, _, raw = await post(h, "/v1/chat/completions", body)
     assert status == 200 and sse(raw)[-1] == (None, "[DONE]")
     assert h.google.seen[-1].path == "/v1internal:streamGenerateContent?alt=sse"
@@ -880,7 +884,7 @@ async def test_a_google_401_refreshes_the_token_too(desk):
     h.google.expired.add("ya29.old")
     h.google.refresh_tokens["1//rt-google"] = "ya29.new"
     status, _, _ = await post(
-        h, "/v1/chat/completions", {"model": "gemini-2.5-flash", "messages": ASK}
+        h, "/v1/chat/completions", {"model": "gemini-3-flash", "messages": ASK}
     )
     assert status == 200
     assert [s.token for s in h.google.seen][-1] == "ya29.new"
@@ -928,7 +932,7 @@ async def test_a_google_error_page_that_is_not_json_is_retold_by_its_status(desk
     await h.add_antigravity_account("google")
     h.google.script(AgReply(kind="error", status=502, error_body=b"<html>bad gateway</html>"))
     status, _, raw = await post(
-        h, "/v1/chat/completions", {"model": "gemini-2.5-flash", "messages": ASK}
+        h, "/v1/chat/completions", {"model": "gemini-3-flash", "messages": ASK}
     )
     assert status == 502
     message = json.loads(raw)["error"]["message"]
@@ -940,7 +944,7 @@ async def test_a_whole_google_answer_is_recorded_with_its_counts(desk):
     h = desk
     await h.add_antigravity_account("google")
     status, _, _ = await post(
-        h, "/v1/chat/completions", {"model": "gemini-2.5-flash", "messages": ASK}
+        h, "/v1/chat/completions", {"model": "gemini-3-flash", "messages": ASK}
     )
     assert status == 200
     record = await last_record(h)
@@ -993,7 +997,7 @@ async def test_a_google_503_without_a_retry_delay_keeps_its_retry_after_header(d
     h.google.script(
         AgReply(kind="error", status=503, error_body=busy, headers={"Retry-After": "120"})
     )
-    body = {"model": "gemini-2.5-flash", "messages": ASK}
+    body = {"model": "gemini-3-flash", "messages": ASK}
     status, headers, _ = await post(h, "/v1/chat/completions", body)
     assert status == 503 and headers["Retry-After"] == "120"
     assert account(h, google).cooldown_until == h.service.clock.now() + 120
