@@ -12,8 +12,8 @@ from sublane_desktop.core import timeouts
 from sublane_desktop.core.pool import Pool
 from sublane_desktop.core.quota import QuotaRefresher
 from sublane_desktop.core.scheduler import MODES, Ceilings
-from sublane_desktop.providers.antigravity import DEFAULT_CLIENT_VERSION, check_client_version
 from sublane_desktop.providers import codex
+from sublane_desktop.providers.antigravity import DEFAULT_CLIENT_VERSION, check_client_version
 
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
