@@ -114,6 +114,12 @@ async def test_verify_refreshes_a_token_about_to_expire_once_before_asking(h):
     assert (await h.service.discovery.verify(account))["result"] == "ok"
     assert [c["refresh_token"] for c in h.upstream.refresh_calls] == ["rt-sub"]
     assert h.upstream.usage_reads == ["sk-ant-oat01-new"]
+    # the next one spends the rotated refresh token; the spent one is never offered again
+    h.upstream.refresh_grants["rt-new"] = ("sk-ant-oat01-newer", "rt-newer")
+    h.clock.advance(28_800 - 60)
+    assert (await h.service.discovery.verify(account))["result"] == "ok"
+    assert [c["refresh_token"] for c in h.upstream.refresh_calls] == ["rt-sub", "rt-new"]
+    assert h.upstream.usage_reads[-1] == "sk-ant-oat01-newer"
 
 
 async def test_an_api_key_is_still_verified_by_the_model_list(h):
