@@ -222,6 +222,7 @@ class UpstreamCall:
     # out of capacity (Antigravity's hosts: `antigravity.FALLBACK_STATUSES`).
     fallbacks: tuple[str, ...] = ()
 
+
 # The header both upstreams accept as a client-chosen request id (PROTOCOLS.md: Codex sends it
 # itself; Anthropic's API accepts and ignores it), used for unbound requests only.
 CORRELATION_HEADER = "x-client-request-id"
