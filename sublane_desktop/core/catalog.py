@@ -40,13 +40,14 @@ STATIC_MODELS: dict[str, tuple[str, ...]] = {
         "gpt-5.1-codex-mini",
         "gpt-5",
     ),
+    # What Antigravity's fetchAvailableModels lists in August 2026 (PROTOCOLS.md); an account's
+    # own list replaces it once read (providers/antigravity.py, R-WF-5, R-WF-6).
     "antigravity": (
-        "gemini-3-pro-high",
-        "gemini-3-pro-low",
+        "claude-opus-4-6-thinking",
+        "claude-sonnet-4-6",
+        "gemini-3.1-pro-high",
+        "gemini-3.1-pro-low",
         "gemini-3-flash",
-        "claude-sonnet-4-5",
-        "claude-sonnet-4-5-thinking",
-        "claude-opus-4-5-thinking",
     ),
 }
 # The owner an OpenAI-style list names for each provider's models.

@@ -25,6 +25,7 @@ from typing import Any
 
 import aiohttp
 
+from sublane_desktop.core.catalog import STATIC_MODELS
 from sublane_desktop.core.gauges import (
     FAMILY_WINDOWS,
     Observation,
@@ -74,13 +75,7 @@ DEFAULT_CLIENT = "antigravity"
 
 # The names an account serves come from its `fetchAvailableModels`; this is only what the
 # August 2026 lists hold (PROTOCOLS.md), used until an account's own list has been read.
-KNOWN_MODELS = (
-    "claude-opus-4-6-thinking",
-    "claude-sonnet-4-6",
-    "gemini-3.1-pro-high",
-    "gemini-3.1-pro-low",
-    "gemini-3-flash",
-)
+KNOWN_MODELS = STATIC_MODELS["antigravity"]
 # Names clients send for a model Antigravity serves under another name (the same model, never a
 # different version): Gemini's preview and bare names, and Claude names without Antigravity's
 # `-thinking` (Opus) or with it (Sonnet 4.6 dropped it: pi issue 1859).
