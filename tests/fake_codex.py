@@ -280,6 +280,10 @@ class FakeCodex:
                 Window(self.quota_used, 300, 1800003600),
                 Window(40, 10080, 1800300000),
             ]
+            active = self.active_limit(model)
+            if active != "codex":  # `x-codex-*` carries the active limit's numbers
+                family = self.families[active]
+                windows = [w for w in (family.primary, family.secondary) if w]
             headers.update(window_headers("codex", windows))
             for limit_id, family in self.families.items():
                 headers.update(

@@ -7,6 +7,7 @@ wins whichever feed it came from. Parsing lives in providers/; this module only 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,16 @@ WINDOWS = ("five_hour", "seven_day", "fable")
 # Antigravity's quota is per model family, roughly 5 h each (R-AG-4).
 FAMILY_WINDOWS = ("claude", "gemini_pro", "gemini_flash")
 ALL_WINDOWS = WINDOWS + FAMILY_WINDOWS
+# Codex's per-model limits (openai/codex codex-api/src/rate_limits.rs): one gauge per limit id
+# the upstream names, "limit:" + the id (e.g. "limit:codex_bengalfox").
+LIMIT_PREFIX = "limit:"
+_LIMIT_ID = re.compile(r"[a-z0-9_]{1,48}")
+
+
+def is_limit_window(window: str) -> bool:
+    return window.startswith(LIMIT_PREFIX) and _LIMIT_ID.fullmatch(window[6:]) is not None
+
+
 # An observation further ahead than this is a clock problem, not a quota fact.
 MAX_FUTURE_SKEW = 300.0
 MAX_RESET_AHEAD = 8 * 86400.0
@@ -33,6 +44,9 @@ class Observation:
     # The account's quota epoch when the reading was taken (R-FT-9): reset-usage and re-auth
     # advance it, and a reading from an older epoch is discarded wherever it is in flight.
     epoch: int = 0
+    # The upstream reported its windows and this one is not among them (a Codex plan without
+    # the 5-hour window): the gauge reads "no such window", not the last number it had.
+    absent: bool = False
 
 
 def clean_observation(
@@ -44,7 +58,7 @@ def clean_observation(
     rejected: bool = False,
 ) -> Observation | None:
     """An Observation from untrusted numbers, or None when they cannot be trusted."""
-    if window not in ALL_WINDOWS:
+    if window not in ALL_WINDOWS and not is_limit_window(window):
         return None
     if isinstance(utilization, bool) or not isinstance(utilization, (int, float)):
         return None
@@ -65,6 +79,7 @@ class Gauge:
     observed_at: float | None = None
     source: str | None = None
     rejected: bool = False
+    absent: bool = False
 
     @property
     def cold(self) -> bool:
@@ -79,11 +94,12 @@ class Gauge:
         self.observed_at = obs.observed_at
         self.source = obs.source
         self.rejected = obs.rejected
+        self.absent = obs.absent
         return True
 
     def clear(self) -> None:
         self.utilization = self.resets_at = self.observed_at = self.source = None
-        self.rejected = False
+        self.rejected = self.absent = False
 
     def past_reset(self, now: float) -> bool:
         return self.resets_at is not None and now >= self.resets_at
@@ -91,8 +107,8 @@ class Gauge:
     # reading and stale are asked several times per request: written out, not through
     # `cold` and `past_reset`.
     def reading(self, now: float) -> float | None:
-        """Utilization now; a window past its reset reads 0; cold reads None (unknown)."""
-        if self.observed_at is None:
+        """Utilization now; a window past its reset reads 0; cold or absent reads None."""
+        if self.observed_at is None or self.absent:
             return None
         resets_at = self.resets_at
         if resets_at is not None and now >= resets_at:
@@ -128,6 +144,7 @@ class Gauge:
             "observed_at": self.observed_at,
             "cold": self.cold,
             "stale": self.stale(now),
+            **({"absent": True} if self.absent else {}),
         }
 
 
@@ -153,8 +170,14 @@ class GaugeSet:
     claude: Gauge = field(default_factory=Gauge)
     gemini_pro: Gauge = field(default_factory=Gauge)
     gemini_flash: Gauge = field(default_factory=Gauge)
+    # Codex per-model limits by window name ("limit:<id>"), and which limit a model draws on
+    # (learned from a 429 that names it in `x-codex-active-limit`).
+    limits: dict[str, Gauge] = field(default_factory=dict)
+    model_limits: dict[str, str] = field(default_factory=dict)
 
     def get(self, window: str) -> Gauge:
+        if window.startswith(LIMIT_PREFIX):
+            return self.limits.setdefault(window, Gauge())
         gauge: Gauge = getattr(self, window)
         return gauge
 
@@ -164,6 +187,17 @@ class GaugeSet:
     def clear(self) -> None:
         for window in ALL_WINDOWS:
             self.get(window).clear()
+        self.limits.clear()
+        self.model_limits.clear()
+
+    def family_for(self, provider: str, model: str) -> str | None:
+        """The gauge a model's own quota lives in, when it has one: an Antigravity model
+        family, or a Codex per-model limit this account named for the model."""
+        if provider == "antigravity":
+            return family_of(model)
+        if provider == "codex":
+            return self.model_limits.get(model)
+        return None
 
     def any_stale(self, now: float, windows: tuple[str, ...] = WINDOWS) -> bool:
         # A loop, not any() over a generator: leaving a generator early raises GeneratorExit
@@ -174,4 +208,7 @@ class GaugeSet:
         return False
 
     def to_json(self, now: float, windows: tuple[str, ...] = WINDOWS) -> dict[str, Any]:
-        return {name: self.get(name).to_json(now) for name in windows}
+        shown = {name: self.get(name).to_json(now) for name in windows}
+        for name, gauge in self.limits.items():  # Codex per-model limits, like families
+            shown[name] = gauge.to_json(now)
+        return shown

@@ -175,9 +175,9 @@ class Scheduler:
                 f"account {account.name} has no quota left",
                 retry_after=self.quota_recheck_in(account, now),
             )
-        family = (
-            family_of(demand.route.upstream_model) if account.provider == "antigravity" else None
-        )
+        # The model's own quota, where it has one: an Antigravity family, or a Codex per-model
+        # limit (R-WF-4) that rests alone while the account serves its other models.
+        family = account.gauges.family_for(account.provider, demand.route.upstream_model)
         resting = account.family_resting(family, now) if family is not None else None
         if family is not None and resting is not None:
             # A spent family quota rests until the reset Google named (R-WF-5), not only

@@ -18,6 +18,7 @@ from typing import Any
 
 from sublane_desktop.core.forecast import Forecast
 from sublane_desktop.gui.pool_status import (
+    NO_SUCH_WINDOW,
     Account,
     Tone,
     ceilings_for,
@@ -120,6 +121,8 @@ def window_line(
     forecast: Mapping[str, Any] | None = None,
 ) -> WindowLine:
     label = window_label(window)
+    if gauge and gauge.get("absent"):
+        return WindowLine(window, label, None, NO_SUCH_WINDOW, "", Tone.MUTED)
     if not gauge or gauge.get("cold") or gauge.get("utilization") is None:
         return WindowLine(window, label, None, "—", "", Tone.MUTED)
     value = float(gauge["utilization"])

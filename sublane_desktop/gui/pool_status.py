@@ -105,7 +105,12 @@ def percent(fraction: float) -> str:
     return f"{round(float(fraction) * 100)}%"
 
 
+NO_SUCH_WINDOW = "no such window"
+
+
 def window_label(window: str) -> str:
+    if window.startswith("limit:"):  # a Codex per-model limit, by the id the upstream names
+        return window[6:]
     return WINDOW_LABELS.get(window, window.replace("_", " ").title())
 
 
@@ -214,18 +219,20 @@ def gauge_windows(account: Account | str | None) -> tuple[str, ...]:
     """The windows to draw for an account: none for an API key (it has no subscription quota);
     whatever gauges a provider reports beyond the Claude/Codex ones (Antigravity's model
     families); else 5h / 7d, plus Fable on Claude subscriptions."""
+    limits: tuple[str, ...] = ()  # Codex per-model limits, after its 5h / 7d
     if isinstance(account, Mapping):
         if is_api_key(account):
             return ()
         other = [w for w in (account.get("gauges") or {}) if w not in STANDARD_WINDOWS]
-        if other:
+        limits = tuple(w for w in other if w.startswith("limit:"))
+        if len(other) > len(limits):
             return tuple(other)
         provider = account.get("provider")
     else:
         provider = account
     if provider == "anthropic":
         return ("five_hour", "seven_day", "fable")
-    return ("five_hour", "seven_day")
+    return ("five_hour", "seven_day", *limits)
 
 
 def ceilings_for(settings: Mapping[str, Any], account_name: str | None) -> dict[str, float]:
@@ -239,7 +246,10 @@ def ceilings_for(settings: Mapping[str, Any], account_name: str | None) -> dict[
 
 
 def gauge_caption(gauge: Mapping[str, Any] | None, now: float) -> str:
-    """37% · resets in 2h 14m; cold gauges say so instead of pretending to be 0%."""
+    """37% · resets in 2h 14m; cold gauges say so instead of pretending to be 0%, and a window
+    the upstream does not have (a Codex plan without the 5-hour one) says that."""
+    if gauge and gauge.get("absent"):
+        return NO_SUCH_WINDOW
     if not gauge or gauge.get("cold") or gauge.get("utilization") is None:
         return "no data yet"
     text = percent(gauge["utilization"])

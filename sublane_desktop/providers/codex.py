@@ -305,20 +305,57 @@ class QuotaWindow:
 
 
 @dataclass(frozen=True)
+class LimitReading:
+    """One per-model limit family of a response (`x-<limit>-primary-*`), by its limit id."""
+
+    limit_id: str
+    windows: tuple[QuotaWindow, ...]
+
+
+@dataclass(frozen=True)
 class QuotaObservation:
-    """The `x-codex-*` rate-limit headers of one response: primary = 5 h, secondary = 7 d."""
+    """The rate-limit headers of one response. The account-wide windows are named by their
+    length, never by slot (R-WF-4): Codex dropped its 5-hour window for a while, and some plans
+    report the week as primary. `five_hour_absent`: windows were reported and none is 5 h."""
 
     five_hour: QuotaWindow | None
     seven_day: QuotaWindow | None
     observed_at: float
+    families: tuple[LimitReading, ...] = ()
+    five_hour_absent: bool = False
 
 
-def _window(headers: Mapping[str, str], which: str) -> QuotaWindow | None:
-    used = finite_float(headers.get(f"x-codex-{which}-used-percent"))
+FIVE_HOUR_MINUTES = (240, 360)  # 300, with room for a backend that rounds
+SEVEN_DAY_MINUTES = (9000, 11000)  # 10080
+ACCOUNT_LIMIT = "codex"  # the header family of the account-wide limit
+
+
+def window_by_length(minutes: float | None) -> str | None:
+    """five_hour | seven_day for a window of that length; None for any other (or none)."""
+    if minutes is None:
+        return None
+    if FIVE_HOUR_MINUTES[0] <= minutes <= FIVE_HOUR_MINUTES[1]:
+        return "five_hour"
+    if SEVEN_DAY_MINUTES[0] <= minutes <= SEVEN_DAY_MINUTES[1]:
+        return "seven_day"
+    return None
+
+
+def limit_id(name: str) -> str:
+    """A limit's id as openai/codex normalises it (lower case, `_` for `-`), anything else
+    that is not a letter or digit made `_` too (it names a gauge)."""
+    return _NOT_ID.sub("_", name.strip().lower())
+
+
+_NOT_ID = re.compile(r"[^a-z0-9_]")
+
+
+def _window(headers: Mapping[str, str], prefix: str, slot: str) -> QuotaWindow | None:
+    used = finite_float(headers.get(f"{prefix}-{slot}-used-percent"))
     if used is None or used < 0:
         return None
-    minutes = finite_float(headers.get(f"x-codex-{which}-window-minutes"))
-    reset = finite_float(headers.get(f"x-codex-{which}-reset-at"))
+    minutes = finite_float(headers.get(f"{prefix}-{slot}-window-minutes"))
+    reset = finite_float(headers.get(f"{prefix}-{slot}-reset-at"))
     return QuotaWindow(
         used / 100.0,
         int(minutes) if minutes and minutes > 0 else None,
@@ -326,15 +363,58 @@ def _window(headers: Mapping[str, str], which: str) -> QuotaWindow | None:
     )
 
 
+def _windows(headers: Mapping[str, str], limit: str) -> tuple[QuotaWindow, ...]:
+    prefix = "x-" + limit.replace("_", "-")
+    found = (_window(headers, prefix, "primary"), _window(headers, prefix, "secondary"))
+    return tuple(w for w in found if w is not None)
+
+
+def active_limit(headers: Mapping[str, str]) -> str | None:
+    """The limit this request counted against (`x-codex-active-limit`), when it is a
+    per-model one rather than the account's."""
+    for name, value in headers.items():
+        if name.lower() == "x-codex-active-limit":
+            active = limit_id(value)
+            return active if active and active != ACCOUNT_LIMIT else None
+    return None
+
+
 def quota_from_headers(headers: Mapping[str, str], now: float) -> QuotaObservation | None:
-    """None when the response carried no Codex quota headers (API-key accounts, errors)."""
-    lowered = {k.lower(): v for k, v in headers.items() if k.lower().startswith("x-codex-")}
+    """None when the response carried no Codex quota headers (API-key accounts, errors).
+
+    Header families follow openai/codex `codex-api/src/rate_limits.rs`: `x-codex-*` is the
+    account's limit, `x-<limit>-primary-*` each per-model limit. When `x-codex-active-limit`
+    names a per-model limit, the `x-codex-*` numbers are that limit's (the active one), so
+    they are not read as the account's windows then.
+    """
+    lowered = {k.lower(): v for k, v in headers.items() if k[:2].lower() == "x-"}
     if not lowered:
         return None
-    primary, secondary = _window(lowered, "primary"), _window(lowered, "secondary")
-    if primary is None and secondary is None:
+    five = week = None
+    lengths = set()  # the account's windows the upstream has, readable or not
+    if active_limit(lowered) is None:
+        for slot in ("primary", "secondary"):
+            name = window_by_length(finite_float(lowered.get(f"x-codex-{slot}-window-minutes")))
+            if name is None:
+                continue
+            lengths.add(name)
+            window = _window(lowered, "x-codex", slot)
+            if name == "five_hour" and five is None:
+                five = window
+            elif name == "seven_day" and week is None:
+                week = window
+    families = []
+    for name in lowered:
+        if name.endswith("-primary-used-percent"):
+            family = limit_id(name[2 : -len("-primary-used-percent")])
+            if family != ACCOUNT_LIMIT:
+                windows = _windows(lowered, family)
+                if windows:
+                    families.append(LimitReading(family, windows))
+    if five is None and week is None and not families and not lengths:
         return None
-    return QuotaObservation(primary, secondary, now)
+    absent = bool(lengths) and "five_hour" not in lengths
+    return QuotaObservation(five, week, now, tuple(families), absent)
 
 
 def usage_limit_retry_after(body: bytes, now: float) -> float | None:

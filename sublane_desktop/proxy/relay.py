@@ -37,7 +37,7 @@ from sublane_desktop.core.errors import (
     bounded_retry_after,
     parse_retry_after,
 )
-from sublane_desktop.core.gauges import family_of
+from sublane_desktop.core.gauges import LIMIT_PREFIX, family_of
 from sublane_desktop.core.ids import new_request_id, random_hex
 from sublane_desktop.core.json_edit import replace_top_level_string
 from sublane_desktop.core.pool import Demand, Lease, Outcome
@@ -567,7 +567,21 @@ class Attempt:
             resets = codex.usage_limit_retry_after(data, self.service.clock.now())
             if resets is not None:  # a spent subscription window: rest until it resets
                 self.retry_after = resets
+            scoped = codex.active_limit(self.upstream.headers)
+            if scoped is not None:
+                self._rest_codex_limit(scoped, resets)
         return kind, message
+
+    def _rest_codex_limit(self, limit: str, resets: float | None) -> None:
+        """A 429 naming a per-model limit (`x-codex-active-limit`): the models of that limit
+        rest until its reset, the account keeps serving the others (R-WF-4), as an
+        Antigravity family does."""
+        window = LIMIT_PREFIX + codex.limit_id(limit)
+        self.account.gauges.model_limits[self.route.upstream_model] = window
+        wait = resets if resets is not None else cooldown_seconds(1)
+        self.service.pool.rest_family(self.account, window, self.service.clock.now() + wait)
+        self.outcome = Outcome.NEUTRAL  # not the account's failure: no account-wide cooldown
+        self.retry_after = wait
 
     def _rest_family(self, google: antigravity.GoogleError) -> None:
         """A spent per-model quota (QUOTA_EXHAUSTED): that model's family rests until the reset

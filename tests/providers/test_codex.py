@@ -207,10 +207,66 @@ def test_quota_headers_missing_or_garbage(headers):
 
 def test_quota_one_window_only():
     obs = codex.quota_from_headers(
-        {"x-codex-secondary-used-percent": "100", "x-codex-secondary-reset-at": "junk"}, 5.0
+        {
+            "x-codex-secondary-used-percent": "100",
+            "x-codex-secondary-window-minutes": "10080",
+            "x-codex-secondary-reset-at": "junk",
+        },
+        5.0,
     )
-    assert obs.five_hour is None
-    assert obs.seven_day == codex.QuotaWindow(1.0, None, None)
+    assert obs.five_hour is None and obs.five_hour_absent
+    assert obs.seven_day == codex.QuotaWindow(1.0, 10080, None)
+
+
+def test_windows_are_named_by_their_length_never_by_slot():
+    """A plan without the 5-hour window reports its week as primary (R-WF-4)."""
+    week_only = codex.quota_from_headers(
+        {
+            "x-codex-primary-used-percent": "62",
+            "x-codex-primary-window-minutes": "10080",
+            "x-codex-primary-reset-at": "1800300000",
+        },
+        5.0,
+    )
+    assert week_only.seven_day == codex.QuotaWindow(0.62, 10080, 1800300000.0)
+    assert week_only.five_hour is None and week_only.five_hour_absent
+    swapped = codex.quota_from_headers(
+        {
+            "x-codex-primary-used-percent": "10",
+            "x-codex-primary-window-minutes": "10080",
+            "x-codex-secondary-used-percent": "70",
+            "x-codex-secondary-window-minutes": "300",
+        },
+        5.0,
+    )
+    assert (swapped.five_hour.utilization, swapped.seven_day.utilization) == (0.7, 0.1)
+    assert not swapped.five_hour_absent
+    # a window without a length (or of another length) is nobody's: not guessed from its slot
+    unnamed = codex.quota_from_headers(
+        {"x-codex-primary-used-percent": "10", "x-codex-secondary-used-percent": "20"}, 5.0
+    )
+    assert unnamed is None
+
+
+def test_per_model_limit_families_are_read_by_limit_id():
+    headers = {
+        "x-codex-active-limit": "codex_bengalfox",
+        "x-codex-primary-used-percent": "100",
+        "x-codex-primary-window-minutes": "300",
+        "x-codex-bengalfox-primary-used-percent": "100",
+        "x-codex-bengalfox-primary-window-minutes": "300",
+        "x-codex-bengalfox-primary-reset-at": "1800000600",
+        "x-codex-bengalfox-limit-name": "GPT-5.3-Codex-Spark",
+    }
+    obs = codex.quota_from_headers(headers, 5.0)
+    # `x-codex-*` carries the active limit's numbers here: not the account's 5h window
+    assert obs.five_hour is None and obs.seven_day is None and not obs.five_hour_absent
+    assert obs.families == (
+        codex.LimitReading("codex_bengalfox", (codex.QuotaWindow(1.0, 300, 1800000600.0),)),
+    )
+    assert codex.active_limit(headers) == "codex_bengalfox"
+    assert codex.active_limit({"x-codex-active-limit": "codex"}) is None
+    assert codex.active_limit({}) is None
 
 
 @pytest.mark.parametrize(
@@ -321,16 +377,20 @@ def test_quota_windows_at_their_edges():
     obs = codex.quota_from_headers(
         {
             "x-codex-primary-used-percent": "0",
-            "x-codex-primary-window-minutes": "1",
+            "x-codex-primary-window-minutes": "300",
             "x-codex-primary-reset-at": "0.5",
             "x-codex-secondary-used-percent": "0.5",
-            "x-codex-secondary-window-minutes": "-300",
+            "x-codex-secondary-window-minutes": "10080",
             "x-codex-secondary-reset-at": "-100",
         },
         5.0,
     )
-    assert obs.five_hour == codex.QuotaWindow(0.0, 1, 0.5)  # an idle window is still read
-    assert obs.seven_day == codex.QuotaWindow(0.005, None, None)
+    assert obs.five_hour == codex.QuotaWindow(0.0, 300, 0.5)  # an idle window is still read
+    assert obs.seven_day == codex.QuotaWindow(0.005, 10080, None)
+    negative = codex.quota_from_headers(
+        {"x-codex-primary-used-percent": "1", "x-codex-primary-window-minutes": "-300"}, 5.0
+    )
+    assert negative is None  # no usable length: no window
 
 
 def test_usage_limit_waits_must_be_positive():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sublane_desktop.providers.codex import QuotaObservation, QuotaWindow
+from sublane_desktop.providers.codex import LimitReading, QuotaObservation, QuotaWindow
 from sublane_desktop.providers.codex_quota import (
     header_observations,
     usage_observations,
@@ -51,7 +51,13 @@ def test_a_missing_or_untrustworthy_header_window_is_skipped():
     assert [o.window for o in header_observations(only_five)] == ["five_hour"]
 
 
+FIVE, WEEK = 18000, 604800  # limit_window_seconds of the 5-hour and 7-day windows
+
+
 def _usage(**limits):
+    for key in ("primary_window", "secondary_window"):
+        if isinstance(limits.get(key), dict):
+            limits[key] = {"limit_window_seconds": FIVE if key[0] == "p" else WEEK, **limits[key]}
     return {"rate_limit": limits}
 
 
@@ -114,3 +120,70 @@ def test_one_bad_window_does_not_hide_the_other():
     ]
     body = _usage(primary_window={"used_percent": 20}, secondary_window="nope")
     assert [o.window for o in usage_observations(body, NOW)] == ["five_hour"]
+
+
+def test_a_lone_week_window_is_the_seven_day_gauge_and_the_five_hour_reads_absent():
+    """A plan without the 5-hour window reports its week as primary (R-WF-4)."""
+    body = {
+        "rate_limit": {
+            "allowed": True,
+            "primary_window": {
+                "used_percent": 62,
+                "limit_window_seconds": WEEK,
+                "reset_at": NOW + 9,
+            },
+            "secondary_window": None,
+        }
+    }
+    obs = {o.window: o for o in usage_observations(body, NOW)}
+    assert obs["seven_day"].utilization == 0.62 and obs["seven_day"].resets_at == NOW + 9
+    assert obs["five_hour"].absent and not obs["seven_day"].absent
+    # without a length a window is nobody's: no gauge is guessed from its slot
+    unnamed = {"rate_limit": {"primary_window": {"used_percent": 5}}}
+    assert usage_observations(unnamed, NOW) == []
+
+
+def test_additional_rate_limits_become_per_model_limit_gauges():
+    body = {
+        "rate_limit": {
+            "primary_window": {"used_percent": 5, "limit_window_seconds": FIVE},
+            "secondary_window": {"used_percent": 9, "limit_window_seconds": WEEK},
+        },
+        "additional_rate_limits": [
+            {
+                "limit_name": "GPT-5.3-Codex-Spark",
+                "metered_feature": "codex_bengalfox",
+                "rate_limit": {
+                    "allowed": False,
+                    "primary_window": {
+                        "used_percent": 100,
+                        "limit_window_seconds": FIVE,
+                        "reset_at": NOW + 600,
+                    },
+                    "secondary_window": {"used_percent": 40, "limit_window_seconds": WEEK},
+                },
+            },
+            {"limit_name": "Only A Name", "rate_limit": {"primary_window": {"used_percent": 3}}},
+            {"limit_name": "broken", "rate_limit": "nope"},
+            "junk",
+        ],
+    }
+    obs = {o.window: o for o in usage_observations(body, NOW)}
+    assert set(obs) == {"five_hour", "seven_day", "limit:codex_bengalfox", "limit:only_a_name"}
+    spark = obs["limit:codex_bengalfox"]
+    assert (spark.utilization, spark.resets_at, spark.rejected) == (1.0, NOW + 600, True)
+    assert not obs["five_hour"].rejected  # the account's own windows are not the family's
+
+
+def test_header_families_and_an_absent_five_hour_window_become_readings():
+    quota = QuotaObservation(
+        None,
+        QuotaWindow(0.3, 10080, NOW + 60),
+        NOW,
+        families=(LimitReading("codex_bengalfox", (QuotaWindow(0.8, 300, NOW + 9),)),),
+        five_hour_absent=True,
+    )
+    obs = {o.window: o for o in header_observations(quota)}
+    assert obs["five_hour"].absent and obs["five_hour"].source == "headers"
+    assert obs["limit:codex_bengalfox"].utilization == 0.8
+    assert obs["seven_day"].utilization == 0.3

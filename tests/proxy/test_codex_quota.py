@@ -33,8 +33,16 @@ HEALTHY = {
     "rate_limit": {
         "allowed": True,
         "limit_reached": False,
-        "primary_window": {"used_percent": 12.5, "reset_after_seconds": 9000},
-        "secondary_window": {"used_percent": 3, "reset_after_seconds": 500000},
+        "primary_window": {
+            "used_percent": 12.5,
+            "limit_window_seconds": 18000,
+            "reset_after_seconds": 9000,
+        },
+        "secondary_window": {
+            "used_percent": 3,
+            "limit_window_seconds": 604800,
+            "reset_after_seconds": 500000,
+        },
     },
 }
 

@@ -325,9 +325,9 @@ async def test_models_lists_what_the_group_reaches(codex_harness):
     assert ids == h.codex.model_ids  # as the upstream lists it; the Claude account is elsewhere
     await h.add_account("mine", "tok-m")
     page = await anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0).models.list()
-    assert "claude-brand-new-6" in [m.id for m in page.data] and "gpt-5.5" in [
-        m.id for m in page.data
-    ]
+    # a Claude subscription login lists the static catalog (R-WF-3), the Codex one its upstream
+    listed = [m.id for m in page.data]
+    assert "claude-sonnet-4-5" in listed and "gpt-brand-new-6" in listed
     assert records(h) == []  # model discovery is not a model attempt (R-REC-1)
 
 
