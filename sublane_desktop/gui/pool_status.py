@@ -208,8 +208,13 @@ def pin_remaining(account: Account, now: float) -> float | None:
 
 
 def has_cooldown(account: Account) -> bool:
-    """Whether "Clear cooldown" has anything to clear: a cooldown or a failure streak."""
-    return bool(account.get("cooldown_until")) or bool(account.get("failure_streak"))
+    """Whether "Clear cooldown" has anything to clear: a cooldown, a failure streak, or a model
+    family resting after a spent quota."""
+    return (
+        bool(account.get("cooldown_until"))
+        or bool(account.get("failure_streak"))
+        or bool(account.get("family_cooldowns"))
+    )
 
 
 # --- gauges ----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import anthropic
 import pytest
 
 from sublane_desktop.core.affinity import conversation_digest
-from sublane_desktop.gui import pool_status
+from sublane_desktop.gui import dashboard, pool_status
 from sublane_desktop.providers import antigravity
 from sublane_desktop.service import Service
 from tests.conftest import Harness
@@ -273,6 +273,16 @@ async def test_a_spent_quota_rests_only_its_family_until_the_reset_it_names(cloc
     assert view["gauges"]["claude"]["utilization"] == 1.0
     tip = pool_status.tooltip_text(h.url, [view], now=h.clock.now())
     assert "google: Claude quota exhausted" in tip
+    row = dashboard.account_row(view, h.service.settings, h.clock.now())
+    claude = next(w for w in row.windows if w.window == "claude")
+    assert claude.text.startswith("Claude 100% · resets in 4h 39m")  # the tray's family line
+    assert row.can_clear  # "Clear cooldown" lifts the rest, as it does an account cooldown
+    # 15 minutes on, Google names the same reset
+    h.google.exhausted["claude-sonnet-4-6"] = ("4h39m56.87563923s", iso(resets))
+    await h.service.clear_cooldown(account)  # the operator lifts it: Claude goes upstream
+    with pytest.raises(anthropic.RateLimitError):
+        await ask(h, "claude-sonnet-4-6")
+    assert len(h.google.seen) == sent + 2
     del h.google.exhausted["claude-sonnet-4-6"]
     h.clock.advance(resets - h.clock.now() + 1)
     assert (await ask(h, "claude-sonnet-4-6")).content[0].text
