@@ -330,7 +330,8 @@ class FakeCodex:
     # --- routes ---------------------------------------------------------------------------------
 
     async def compact(self, request: web.Request) -> web.Response:
-        body = await request.json()
+        raw = await request.read()
+        body = json.loads(raw)
         self.seen.append(
             Seen(
                 token_of(request),
@@ -338,6 +339,9 @@ class FakeCodex:
                 request.path,
                 dict(request.headers),
                 body,
+                raw,
+                request.query_string,
+                list(request.headers.items()),
             )
         )
         refused = self._refusal(request, body)

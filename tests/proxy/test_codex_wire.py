@@ -237,3 +237,60 @@ async def test_the_client_version_is_a_validated_setting(ready):
         with pytest.raises(ValueError, match=r"codex\.client_version"):
             await h.service.update_settings({"codex.client_version": bad})
     assert h.service.settings["codex.client_version"] == "0.180.1"
+
+
+async def test_a_codex_cli_socket_turn_goes_up_as_its_http_request_would(ready):
+    """The socket route sends each turn upstream as an HTTP POST. For Codex CLI it keeps what
+    it can: every header of the upgrade request but the WebSocket handshake's own and the
+    socket beta, and the message's fields in their order, compact and unescaped as Codex writes
+    its HTTP bodies, with `stream: true` (the message has no `stream`) and `client_metadata`
+    kept (Codex sends it over HTTP too)."""
+    h, key = ready
+    headers = [
+        (name, value)
+        for name, value in codex_cli_headers(key)
+        if name not in ("Accept", "Content-Type")
+    ] + [("OpenAI-Beta", "responses_websockets=2026-02-06")]
+    message = {
+        "type": "response.create",
+        "model": "gpt-5.5",
+        "input": [user("héllo")],
+        "store": False,
+        "client_metadata": {"x-codex-window-id": "019b-thread:0"},
+    }
+    async with aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as http:
+        async with http.ws_connect(h.url + "/v1/responses", headers=headers) as ws:
+            await ws.send_str(json.dumps(message))
+            while True:
+                event = json.loads((await ws.receive()).data)
+                if event["type"] in ("response.completed", "error"):
+                    break
+    assert event["type"] == "response.completed"
+    seen = h.codex.seen[-1]
+    assert (
+        seen.raw
+        == (
+            '{"model":"gpt-5.5","input":[{"type":"message","role":"user","content":'
+            '[{"type":"input_text","text":"héllo"}]}],"store":false,'
+            '"client_metadata":{"x-codex-window-id":"019b-thread:0"},"stream":true}'
+        ).encode()
+    )
+    got = forwarded(seen)
+    for name, value in headers:
+        if name.lower() not in ("authorization", "openai-beta"):
+            assert got[name.lower()] == value, name
+    assert "openai-beta" not in got and not any(n.startswith("sec-websocket") for n in got)
+    assert got["authorization"] == "Bearer tok-sub" and got["originator"] == "codex_exec"
+
+
+async def test_codex_cli_compaction_is_relayed_as_sent(ready):
+    h, key = ready
+    body = b'{"model":"gpt-5.5","input":[],"instructions":"x"}'
+    async with aiohttp.ClientSession(skip_auto_headers=("User-Agent", "Accept-Encoding")) as http:
+        async with http.post(
+            h.url + "/v1/responses/compact", data=body, headers=codex_cli_headers(key)
+        ) as response:
+            assert response.status == 200
+    seen = h.codex.seen[-1]
+    assert (seen.path, seen.raw) == ("/responses/compact", body)
+    assert forwarded(seen)["x-codex-window-id"] == "019b-thread:0"
