@@ -32,7 +32,7 @@ ACCOUNT_KEYS = {
 # Beyond SPEC §7's fields, the view adds what the tray shows: why an account is auth_failed,
 # its kind (oauth / api_key) and its forecasts (R-UI-7). Clients must tolerate additions; a
 # missing or renamed SPEC field is the break this guards against.
-ACCOUNT_EXTRA_KEYS = {"auth_reason", "kind", "forecast"}
+ACCOUNT_EXTRA_KEYS = {"auth_reason", "kind", "forecast", "family_cooldowns"}
 GAUGE_KEYS = {"utilization", "resets_at", "observed_at", "cold", "stale"}
 
 
