@@ -196,30 +196,65 @@ def faithful(client_headers: Mapping[str, str], credential: Mapping[str, Any]) -
 
 
 def passthrough_headers(
-    client_headers: Mapping[str, str], credential: Mapping[str, Any], *, socket: bool = False
+    client_headers: Mapping[str, str],
+    credential: Mapping[str, Any],
+    *,
+    socket: bool = False,
+    turn: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
     """Every header Codex CLI sent, in its order and spelling, except those above; the
-    account's token and ChatGPT account id in place of the client's. On a socket turn the
-    WebSocket beta Codex announces in `openai-beta` is not sent to the HTTP endpoint."""
-    headers = {
-        name: value
-        for name, value in client_headers.items()
-        if name.lower() not in _NOT_FORWARDED
-        and not (socket and name.lower() == "openai-beta" and "websocket" in value.lower())
-    }
+    account's token and ChatGPT account id in place of the client's.
+
+    A socket turn (`socket`, its `response.create` message `turn`) goes as Codex sends the same
+    request over HTTP: not the WebSocket beta Codex announces in `openai-beta`, and a header
+    the upgrade request carried once for the connection (`x-codex-turn-metadata`,
+    `x-codex-window-id`) with the value this turn's `client_metadata` gives it, which is the
+    value Codex puts in that header on an HTTP request."""
+    per_turn = turn.get("client_metadata") if turn is not None else None
+    per_turn = per_turn if isinstance(per_turn, dict) else {}
+    headers = {}
+    for name, value in client_headers.items():
+        lower = name.lower()
+        if lower in _NOT_FORWARDED:
+            continue
+        if socket and lower == "openai-beta" and "websocket" in value.lower():
+            continue
+        if socket and isinstance(per_turn.get(lower), str):
+            value = per_turn[lower]
+        headers[name] = value
+    if socket:  # what Codex sends with the same request over HTTP (the upgrade had no body)
+        lowered = {name.lower() for name in headers}
+        if "content-type" not in lowered:
+            headers["content-type"] = "application/json"
+        if "accept" not in lowered:
+            headers["accept"] = "text/event-stream"
     headers["authorization"] = f"Bearer {credential.get('access_token', '')}"
     if credential.get("account_id"):
         headers["chatgpt-account-id"] = str(credential["account_id"])
     return headers
 
 
+# `client_metadata` keys Codex adds only on a socket (its send time there); over HTTP it sends
+# none of them (Codex CLI 0.171.0 captured both ways).
+SOCKET_ONLY_METADATA = "x-codex-ws-"
+
+
 def socket_turn_body(message: Mapping[str, Any]) -> bytes:
-    """The HTTP body for one socket turn of Codex CLI: the `response.create` message's fields
-    as they came (the socket layer has taken out `type` and expanded a continuation), streamed,
-    written compactly and unescaped as Codex writes its HTTP bodies."""
-    return json.dumps(
-        dict(message, stream=True), ensure_ascii=False, separators=(",", ":")
-    ).encode()
+    """The HTTP body for one socket turn of Codex CLI, as Codex itself sends the same request
+    over HTTP: the `response.create` message's fields in their order (the socket layer has taken
+    out `type` and expanded a continuation), `"stream": true` after the model, no socket-only
+    metadata, written compactly and unescaped as Codex writes JSON."""
+    body: dict[str, Any] = {}
+    for name, value in message.items():
+        if name == "stream":
+            continue
+        if name == "client_metadata" and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if not k.startswith(SOCKET_ONLY_METADATA)}
+        body[name] = value
+        if name == "model":
+            body["stream"] = True
+    body.setdefault("stream", True)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def shape_body(body: dict[str, Any], credential: Mapping[str, Any], model: str) -> dict[str, Any]:

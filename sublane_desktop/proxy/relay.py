@@ -950,7 +950,9 @@ def codex_builder(
             if body.get("model") != route.upstream_model:
                 sent = replace_top_level_string(raw, "model", route.upstream_model)
             url = codex.endpoint(base, credential, operation) + (f"?{query}" if query else "")
-            headers = codex.passthrough_headers(client_headers, credential, socket=socket)
+            headers = codex.passthrough_headers(
+                client_headers, credential, socket=socket, turn=body if socket else None
+            )
             return UpstreamCall(url, headers, sent)
         if operation == "compact":
             shaped = codex.compact_body(body, route.upstream_model)

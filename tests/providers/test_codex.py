@@ -161,7 +161,25 @@ def test_codex_cli_headers_pass_through_but_its_credential():
         SUB,
         socket=True,
     )
-    assert set(socket) == {"authorization", "chatgpt-account-id"}
+    assert socket == {
+        "content-type": "application/json",  # as Codex sends the same request over HTTP
+        "accept": "text/event-stream",
+        "authorization": f"Bearer {SUB['access_token']}",
+        "chatgpt-account-id": SUB["account_id"],
+    }
+
+
+def test_a_socket_turn_body_is_what_codex_sends_over_http():
+    message = {
+        "model": "gpt-5.5",
+        "input": [],
+        "stream": False,
+        "client_metadata": {"a": "1", "x-codex-ws-stream-request-start-ms": "9"},
+    }
+    assert codex.socket_turn_body(message) == (
+        b'{"model":"gpt-5.5","stream":true,"input":[],"client_metadata":{"a":"1"}}'
+    )
+    assert codex.socket_turn_body({"input": "\u00e9"}) == '{"input":"é","stream":true}'.encode()
 
 
 def test_the_model_list_asks_as_the_configured_client_version():

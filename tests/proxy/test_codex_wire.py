@@ -242,9 +242,10 @@ async def test_the_client_version_is_a_validated_setting(ready):
 async def test_a_codex_cli_socket_turn_goes_up_as_its_http_request_would(ready):
     """The socket route sends each turn upstream as an HTTP POST. For Codex CLI it keeps what
     it can: every header of the upgrade request but the WebSocket handshake's own and the
-    socket beta, and the message's fields in their order, compact and unescaped as Codex writes
-    its HTTP bodies, with `stream: true` (the message has no `stream`) and `client_metadata`
-    kept (Codex sends it over HTTP too)."""
+    socket beta (plus the JSON and event-stream types Codex sends over HTTP), and the message's
+    fields in their order, compact and unescaped as Codex writes its HTTP bodies, `stream: true`
+    after the model where Codex's HTTP body has it, `client_metadata` kept (Codex sends it over
+    HTTP too) but for its socket-only `x-codex-ws-*` keys."""
     h, key = ready
     headers = [
         (name, value)
@@ -256,9 +257,13 @@ async def test_a_codex_cli_socket_turn_goes_up_as_its_http_request_would(ready):
         "model": "gpt-5.5",
         "input": [user("héllo")],
         "store": False,
-        "client_metadata": {"x-codex-window-id": "019b-thread:0"},
+        "client_metadata": {
+            "x-codex-window-id": "019b-thread:0",
+            "x-codex-turn-metadata": "turn-2",
+            "x-codex-ws-stream-request-start-ms": "1796514189594",
+        },
     }
-    async with aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as http:
+    async with aiohttp.ClientSession(skip_auto_headers=("User-Agent", "Accept")) as http:
         async with http.ws_connect(h.url + "/v1/responses", headers=headers) as ws:
             await ws.send_str(json.dumps(message))
             while True:
@@ -270,12 +275,17 @@ async def test_a_codex_cli_socket_turn_goes_up_as_its_http_request_would(ready):
     assert (
         seen.raw
         == (
-            '{"model":"gpt-5.5","input":[{"type":"message","role":"user","content":'
+            '{"model":"gpt-5.5","stream":true,"input":[{"type":"message","role":"user","content":'
             '[{"type":"input_text","text":"héllo"}]}],"store":false,'
-            '"client_metadata":{"x-codex-window-id":"019b-thread:0"},"stream":true}'
+            '"client_metadata":{"x-codex-window-id":"019b-thread:0",'
+            '"x-codex-turn-metadata":"turn-2"}}'
         ).encode()
     )
     got = forwarded(seen)
+    # the connection's turn metadata header carries this turn's, as Codex sends it over HTTP
+    assert got["x-codex-turn-metadata"] == "turn-2"
+    headers = [(n, v) for n, v in headers if n != "x-codex-turn-metadata"]
+    assert (got["content-type"], got["accept"]) == ("application/json", "text/event-stream")
     for name, value in headers:
         if name.lower() not in ("authorization", "openai-beta"):
             assert got[name.lower()] == value, name

@@ -21,6 +21,16 @@ each for its reason:
   bytes as they are is shown byte for byte in tests/proxy/test_codex_wire);
 - header order and the spelling case of header names: HTTP names are case-insensitive and
   their order carries nothing (RFC 9110 §5.1, §5.3); the values are compared exactly.
+
+A third run goes through SubLane's WebSocket (`supports_websockets = true`; Codex opens
+`GET /v1/responses` with `openai-beta: responses_websockets=2026-02-06` and falls back to HTTP
+only on a 426). SubLane sends each socket turn upstream as an HTTP POST, written as Codex writes
+the same request over HTTP (`"stream": true` after the model, compact JSON, the socket-only
+`client_metadata` key `x-codex-ws-stream-request-start-ms` left out, `Content-Type` and `Accept`
+as Codex sends them over HTTP, and `x-codex-turn-metadata` / `x-codex-window-id`, which the
+upgrade carried once with the connection's values, given this turn's from its
+`client_metadata`): the body compares equal; of the headers only `Accept-Encoding` differs,
+because Codex sends none on the upgrade request.
 """
 
 from __future__ import annotations
@@ -146,8 +156,16 @@ async def test_codex_cli_reaches_the_backend_the_same_through_sublane(
     )
     await run_codex(codex, home, workdir, dict(env, SUBLANE_KEY=key))
 
-    direct, relayed = codex_upstream.seen[-2:]
-    assert len(codex_upstream.seen) == 2
+    # 3. through SubLane over its WebSocket (a provider that opts in): each turn goes upstream
+    #    as an HTTP POST
+    (home / "config.toml").write_text(
+        provider_config(
+            "sublane", h.url + "/v1", 'env_key = "SUBLANE_KEY"\nsupports_websockets = true\n'
+        )
+    )
+    await run_codex(codex, home, workdir, dict(env, SUBLANE_KEY=key))
+
+    direct, relayed, socket = codex_upstream.seen
     assert (relayed.path, relayed.query) == (direct.path, direct.query) == ("/responses", "")
     assert dict(direct.header_items)["originator"] == "codex_exec"
     assert header_set(relayed) == header_set(direct)
@@ -155,6 +173,12 @@ async def test_codex_cli_reaches_the_backend_the_same_through_sublane(
     assert split_metadata(relayed.raw) == split_metadata(direct.raw)
     assert relayed.raw != normalised(relayed.raw)  # the ids really were there and left out
     assert len(relayed.raw) == len(direct.raw)
+    # The socket turn: the same body; the same headers but Accept-Encoding, which Codex does
+    # not send on a WebSocket upgrade (the relay's own then goes, and it decodes the answer).
+    assert socket.path == "/responses"
+    assert split_metadata(socket.raw) == split_metadata(direct.raw)
+    without_encoding = [h for h in header_set(direct) if h[0] != "accept-encoding"]
+    assert [h for h in header_set(socket) if h[0] != "accept-encoding"] == without_encoding
 
 
 @pytest.fixture(autouse=True)
