@@ -189,3 +189,22 @@ async def test_a_failed_spill_leaves_no_binding(antigravity_harness):
         await client.messages.create(model="claude-sonnet-4-6", max_tokens=8, messages=ASK)
     assert google not in h.service.pool.bindings.values()
     await client.close()
+
+
+async def test_an_account_whose_own_list_lacks_the_model_takes_no_spill(antigravity_harness):
+    """Once an account's fetchAvailableModels has answered, its list alone says what it serves
+    (before that, the known August 2026 names)."""
+    h = antigravity_harness
+    work = await h.add_account("work", "sk-ant-oat01-work")
+    google = await h.add_antigravity_account("google")
+    key = await h.create_key()
+    del h.google.quota["claude-sonnet-4-6"]  # this login is not served Sonnet
+    assert (await h.service.verify(google))["result"] == "ok"  # one fetchAvailableModels
+    await h.service.pause(work)
+    client = claude_code(h, key, "listed-session")
+    with pytest.raises(anthropic.APIStatusError) as refused:
+        await client.messages.create(model="claude-sonnet-4-6", max_tokens=8, messages=ASK)
+    assert refused.value.status_code == 503 and h.google.seen == []
+    await client.messages.create(model="claude-opus-4-6", max_tokens=8, messages=ASK)
+    assert h.google.seen[-1].body["model"] == "claude-opus-4-6-thinking"  # the alias table
+    await client.close()
