@@ -89,6 +89,7 @@ def api_error(status: int, kind: str, message: str) -> web.Response:
             "request_id": "req_upstream_refused",
         },
         status=status,
+        headers={"request-id": "req_upstream_refused"},  # the real API sends it on every answer
     )
 
 
