@@ -108,6 +108,7 @@ async def test_generation_names_a_current_client_version_from_the_setting(clocke
     await h.add_antigravity_account("google")
     answer = await ask(h)
     assert answer.content[0].text  # a client below 2.9.0 is refused current models
+    assert {host for host, _ in h.google.host_calls} == {""}  # the environment's base URL only
     agent = h.google.seen[-1].headers["User-Agent"]
     assert agent.startswith(f"antigravity/{antigravity.DEFAULT_CLIENT_VERSION} ")
     assert client_version(agent) >= (2, 9, 0)
