@@ -407,11 +407,11 @@ def _windows(headers: Mapping[str, str], limit: str) -> tuple[QuotaWindow, ...]:
 def active_limit(headers: Mapping[str, str]) -> str | None:
     """The limit this request counted against (`x-codex-active-limit`), when it is a
     per-model one rather than the account's."""
-    for name, value in headers.items():
-        if name.lower() == "x-codex-active-limit":
-            active = limit_id(value)
-            return active if active and active != ACCOUNT_LIMIT else None
-    return None
+    value = headers.get("x-codex-active-limit")  # aiohttp's headers: any case; ours: lower
+    if not value:
+        return None
+    active = limit_id(value)
+    return active if active and active != ACCOUNT_LIMIT else None
 
 
 def quota_from_headers(headers: Mapping[str, str], now: float) -> QuotaObservation | None:

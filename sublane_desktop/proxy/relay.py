@@ -491,6 +491,10 @@ class Attempt:
             observe = getattr(self.service, "observe_codex_quota", None)
             if quota is not None and observe is not None:
                 observe(account, quota)
+            scoped = codex.active_limit(upstream.headers)
+            if scoped is not None:  # this model draws on its own limit (R-WF-4)
+                model_limits = account.gauges.model_limits
+                model_limits[self.route.upstream_model] = LIMIT_PREFIX + codex.limit_id(scoped)
         self.outcome = outcome_for_status(upstream.status)
         if upstream.status in self._auth_statuses():  # still refused after the refresh
             self.outcome = Outcome.AUTH_FAILURE
@@ -575,9 +579,8 @@ class Attempt:
     def _rest_codex_limit(self, limit: str, resets: float | None) -> None:
         """A 429 naming a per-model limit (`x-codex-active-limit`): the models of that limit
         rest until its reset, the account keeps serving the others (R-WF-4), as an
-        Antigravity family does."""
+        Antigravity family does (`_observe` has noted which limit this model draws on)."""
         window = LIMIT_PREFIX + codex.limit_id(limit)
-        self.account.gauges.model_limits[self.route.upstream_model] = window
         wait = resets if resets is not None else cooldown_seconds(1)
         self.service.pool.rest_family(self.account, window, self.service.clock.now() + wait)
         self.outcome = Outcome.NEUTRAL  # not the account's failure: no account-wide cooldown

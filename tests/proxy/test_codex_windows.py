@@ -90,3 +90,40 @@ async def test_per_model_limit_headers_are_kept_as_gauges(ready):
     view = h.service.account_view(acc)["gauges"]
     assert view["limit:codex_bengalfox"]["utilization"] == pytest.approx(0.4)
     assert view["five_hour"]["utilization"] == pytest.approx(0.25)  # the account's own
+
+
+async def test_a_spent_limit_seen_in_the_usage_poll_rests_the_models_that_draw_on_it(ready):
+    """A response names the limit a model draws on; once the usage read says that limit is
+    spent, its models wait here while the account's others are served."""
+    h, acc, key = ready
+    h.codex.families["codex_bengalfox"] = spark_family(50)
+    await oai(h, key).responses.create(model=SPARK, input="hi")
+    account = h.service.pool.accounts[acc]
+    assert account.gauges.model_limits == {SPARK: "limit:codex_bengalfox"}
+    h.codex.usage_for["*"] = {
+        "plan_type": "pro",
+        "rate_limit": {
+            "allowed": True,
+            "primary_window": {"used_percent": 10, "limit_window_seconds": 18000},
+            "secondary_window": {"used_percent": 10, "limit_window_seconds": 604800},
+        },
+        "additional_rate_limits": [
+            {
+                "limit_name": "GPT-5.3-Codex-Spark",
+                "metered_feature": "codex_bengalfox",
+                "rate_limit": {
+                    "allowed": False,
+                    "limit_reached": True,
+                    "primary_window": {"used_percent": 100, "limit_window_seconds": 18000},
+                },
+            }
+        ],
+    }
+    await h.service.refresher.want([account], force=True)[0]
+    await until(lambda: account.gauges.limits["limit:codex_bengalfox"].rejected, "the poll")
+    seen = len(h.codex.seen)
+    with pytest.raises(openai.RateLimitError) as err:
+        await oai(h, key).responses.create(model=SPARK, input="hi")
+    assert err.value.body["code"] == "quota_exhausted" and len(h.codex.seen) == seen
+    await oai(h, key).responses.create(model="gpt-5.4", input="hi")
+    assert len(h.codex.seen) == seen + 1
