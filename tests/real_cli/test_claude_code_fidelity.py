@@ -43,12 +43,14 @@ DATE = re.compile(rb"Today's date is \d{4}-\d{2}-\d{2}")
 DEVICE = re.compile(rb'\\"device_id\\":\\"[0-9a-f]+\\"')
 
 
-async def claude(base_url: str, key: str, home: Path, cwd: Path, *args: str) -> None:
+async def claude(
+    base_url: str, key: str, home: Path, cwd: Path, *args: str, key_env: str = "ANTHROPIC_API_KEY"
+) -> None:
     """One `claude -p`; HOME starts empty each time, at the same path, so nothing in the
     request differs by where or how often Claude Code has run before."""
     shutil.rmtree(home, ignore_errors=True)
     env = quiet_env(home)
-    env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY=key)
+    env.update({"ANTHROPIC_BASE_URL": base_url, key_env: key})
     proc = await asyncio.create_subprocess_exec(
         cli_path("claude"),
         "-p",
@@ -90,15 +92,17 @@ def compared_body(seen) -> bytes:
 
 
 @pytest.mark.parametrize(
-    ("kind", "model"),
+    ("kind", "model", "key_env"),
     [
-        ("api_key", None),
-        ("oauth", None),
-        ("oauth", "anthropic/claude-sonnet-4-5"),  # a provider prefix SubLane takes off
+        ("api_key", None, "ANTHROPIC_API_KEY"),
+        ("oauth", None, "ANTHROPIC_API_KEY"),
+        # as the README sets Claude Code up: the SubLane key as a Bearer token
+        ("oauth", None, "ANTHROPIC_AUTH_TOKEN"),
+        ("oauth", "anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),  # a prefix SubLane drops
     ],
 )
 async def test_claude_code_reaches_the_upstream_through_sublane_as_it_sent_it(
-    harness, tmp_path, kind, model
+    harness, tmp_path, kind, model, key_env
 ):
     h = harness
     upstream = h.upstream
@@ -120,7 +124,7 @@ async def test_claude_code_reaches_the_upstream_through_sublane_as_it_sent_it(
     else:
         await h.add_account("sub", ACCOUNT_TOKEN)
     key = await h.create_key()
-    await claude(h.url, key, home, work, *args)
+    await claude(h.url, key, home, work, *args, key_env=key_env)
     relayed = [s for s in upstream.seen if s.method == "POST"]
     # SubLane answers the HEAD itself (404 in its error shape, at once): nothing to relay.
     assert ("HEAD", "/") not in upstream.requests
