@@ -153,10 +153,11 @@ def upstream_headers(
 # capture). Both must agree: an SDK that copies one header is not Codex.
 CODEX_ORIGINATOR_PREFIX = "codex_"
 
-# Never forwarded on the faithful path: hop-by-hop headers (RFC 9110 §7.6.1), what the
-# connection to the upstream owns (Host, Content-Length), the client's own credential and
-# account (replaced by the account's), cookies (R-PX-3) and the WebSocket handshake's own
-# headers (a socket turn goes upstream as an HTTP POST).
+# Never forwarded on the faithful path: hop-by-hop headers (RFC 9110 §7.6.1) and Expect, what
+# the connection to the upstream owns (Host, Content-Length), Content-Encoding (the server has
+# decoded a compressed body, and the decoded bytes are what goes on), the client's own
+# credential and account (replaced by the account's), cookies (R-PX-3) and the WebSocket
+# handshake's own headers (a socket turn goes upstream as an HTTP POST).
 _NOT_FORWARDED = frozenset(
     {
         "connection",
@@ -168,8 +169,10 @@ _NOT_FORWARDED = frozenset(
         "trailer",
         "transfer-encoding",
         "upgrade",
+        "expect",
         "host",
         "content-length",
+        "content-encoding",
         "authorization",
         "x-api-key",
         "chatgpt-account-id",

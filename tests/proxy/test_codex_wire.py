@@ -304,3 +304,21 @@ async def test_codex_cli_compaction_is_relayed_as_sent(ready):
     seen = h.codex.seen[-1]
     assert (seen.path, seen.raw) == ("/responses/compact", body)
     assert forwarded(seen)["x-codex-window-id"] == "019b-thread:0"
+
+
+async def test_a_compressed_codex_cli_body_goes_on_decoded_without_its_coding(ready):
+    """Codex compresses request bodies for some logins (zstd, gzip); the server decodes them,
+    so the decoded bytes go on and `Content-Encoding` stays behind."""
+    import gzip
+
+    h, key = ready
+    body = codex_cli_body("gpt-5.5")
+    async with aiohttp.ClientSession(skip_auto_headers=("User-Agent", "Accept-Encoding")) as http:
+        async with http.post(
+            h.url + "/v1/responses",
+            data=gzip.compress(body),
+            headers=[*codex_cli_headers(key), ("Content-Encoding", "gzip")],
+        ) as response:
+            assert response.status == 200
+    seen = h.codex.seen[-1]
+    assert seen.raw == body and "content-encoding" not in forwarded(seen)
