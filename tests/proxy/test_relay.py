@@ -257,12 +257,12 @@ async def test_an_antigravity_call_is_the_v1internal_envelope_with_the_logins_pr
     client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
     h.clients.append(client)
     message = await client.messages.create(
-        model="antigravity/claude-opus-4-5", max_tokens=64, messages=ASK[1:]
+        model="antigravity/claude-opus-4-6", max_tokens=64, messages=ASK[1:]
     )
     assert message.content[0].text == "Hello from the fake Antigravity upstream."
     seen = h.google.seen[-1]
     assert seen.path == "/v1internal:generateContent" and seen.token == "ya29.g"
     assert seen.body["project"] == "proj-fake-1"
-    assert seen.body["model"] == "claude-opus-4-5-thinking"  # the served name
+    assert seen.body["model"] == "claude-opus-4-6-thinking"  # the served name
     assert seen.headers["User-Agent"].startswith("antigravity/")
     assert records(h)[-1].provider == "antigravity"
