@@ -165,6 +165,11 @@ def test_a_relayed_request_keeps_every_client_header_but_those_that_stay_here():
         ("content-type", "application/json"),
         ("authorization", "Bearer tok"),
     ]
+    offer = {"Accept-Encoding": "br, gzip"}  # narrowed when the relay cannot decode br
+    narrowed = anthropic.relayed_headers(
+        offer, {"api_key": "k"}, extra_betas=[], decodable=frozenset({"gzip"})
+    )
+    assert narrowed["Accept-Encoding"] == "gzip"
     keyed = anthropic.relayed_headers(
         {"anthropic-version": "2099-01-01", "Content-Type": "application/json; charset=utf-8"},
         {"api_key": "sk-ant-api"},
@@ -185,6 +190,7 @@ def test_a_relayed_request_keeps_every_client_header_but_those_that_stay_here():
         ("a, b", ["o"], "a, b,o"),  # the client's spelling kept, ours appended
         ("a,o", ["o"], "a,o"),  # listed already: the very value
         (" o ,a", ["o", "o", "c"], " o ,a,c"),
+        ("a", ["c", "c"], "a,c"),  # once each
     ],
 )
 def test_betas_keep_the_clients_list_and_append_what_is_missing(client, needed, expected):

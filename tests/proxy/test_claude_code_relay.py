@@ -201,6 +201,9 @@ def test_accept_encoding_is_narrowed_only_to_what_the_relay_can_decode():
     assert anthropic.accept_encoding("br;q=1.0, gzip;q=0.5", frozenset({"gzip"})) == "gzip;q=0.5"
     assert anthropic.accept_encoding("br", frozenset({"gzip"})) == "identity"
     assert anthropic.accept_encoding("identity", frozenset()) == "identity"
+    assert anthropic.accept_encoding("gzip, identity;q=0.1", frozenset({"gzip"})) == (
+        "gzip, identity;q=0.1"  # identity is always readable: nothing to narrow
+    )
     assert anthropic.accept_encoding("*", frozenset({"gzip"})) == "identity"  # any: not safe
 
 
