@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sublane_desktop import __version__
 from sublane_desktop.core.numbers import finite_float
 
 SUBSCRIPTION_BASE_URL = "https://chatgpt.com/backend-api/codex"
@@ -39,8 +40,11 @@ FORWARD_HEADERS = (
     "x-codex-beta-features",
     "openai-beta",
     "version",
-    "user-agent",
 )
+# Who SubLane says it is on a request it shaped (PROTOCOLS.md "Who SubLane says it is"): its
+# own name, never the client's product (a translated Claude Code request is not Claude Code at
+# the ChatGPT backend) nor Codex's (R-WF-2). Codex CLI's own requests keep Codex's.
+USER_AGENT = f"sublane-desktop/{__version__}"
 # Upstream response headers the client may see: Codex reads its quota and turn state here.
 PASS_BACK = (
     "content-type",
@@ -133,6 +137,7 @@ def upstream_headers(
     client_headers: Mapping[str, str], credential: Mapping[str, Any], *, stream: bool = True
 ) -> dict[str, str]:
     headers = {name: client_headers[name] for name in FORWARD_HEADERS if name in client_headers}
+    headers["user-agent"] = USER_AGENT
     headers["content-type"] = "application/json"
     headers["accept"] = "text/event-stream" if stream else "application/json"
     if is_subscription(credential):

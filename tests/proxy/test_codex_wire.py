@@ -11,6 +11,7 @@ import aiohttp
 import anthropic
 import pytest
 
+from sublane_desktop import __version__
 from tests.fake_codex import UNSUPPORTED
 from tests.openai_helpers import oai, records
 
@@ -40,6 +41,8 @@ async def test_claude_code_helper_requests_with_temperature_reach_gpt(ready):
     body = h.codex.seen[-1].body
     assert not set(UNSUPPORTED) & set(body)
     assert body["instructions"] == "Write a 5-word title."
+    # a translated request is not Claude Code at the ChatGPT backend
+    assert h.codex.seen[-1].headers["User-Agent"] == f"sublane-desktop/{__version__}"
 
 
 async def test_chat_completions_with_sampling_and_a_late_system_message(ready):
@@ -217,6 +220,8 @@ async def test_other_clients_are_still_shaped_for_the_backend(ready):
     seen = h.codex.seen[-1]
     assert "temperature" not in seen.body and seen.raw != b""
     assert seen.headers["originator"] == "codex_cli_rs"
+    # SubLane's own name on what it shaped, not the SDK's nor Codex's (PROTOCOLS.md)
+    assert seen.headers["User-Agent"] == f"sublane-desktop/{__version__}"
 
 
 # --- the model list ----------------------------------------------------------------------------
