@@ -471,8 +471,6 @@ class Attempt:
         the id is made per attempt and never stored anywhere.
         """
         if self.lease is not None and not self.lease.bound:
-            for name in [n for n in call.headers if n.lower() == CORRELATION_HEADER]:
-                del call.headers[name]  # a relayed client's own, in its spelling: ours instead
             call.headers[CORRELATION_HEADER] = random_hex(16)
         call.headers = sendable(call.headers)
         return call

@@ -88,6 +88,28 @@ async def test_headers_arrive_as_claude_code_sent_them_but_the_credential(harnes
     assert key not in str(seen.raw_headers)
 
 
+async def test_an_unbound_request_carries_one_fresh_correlation_id_not_the_clients(harness):
+    """R-POOL-6 over R-WF-1: a request with no conversation gets our random id in place of
+    the client's own x-client-request-id, whatever its spelling, never both (the client
+    session merges header names case-insensitively, the last value kept)."""
+    h = harness
+    await h.add_account("work")
+    key = await h.create_key()
+    headers = [
+        (b"x-api-key", key.encode()),
+        (b"Content-Type", b"application/json"),
+        (b"anthropic-version", b"2023-06-01"),
+        (b"X-Client-Request-Id", b"client-chosen-1"),
+    ]
+    body = (
+        b'{"model":"claude-sonnet-4-5","max_tokens":8,"messages":[{"role":"user","content":"x"}]}'
+    )
+    answer = await raw_request(h.url, "POST", "/v1/messages", headers=headers, body=body)
+    assert answer.status == 200
+    ids = [v for k, v in h.upstream.seen[-1].raw_headers if k.lower() == "x-client-request-id"]
+    assert len(ids) == 1 and ids[0] != "client-chosen-1"
+
+
 async def test_an_api_key_account_gets_the_betas_unchanged_and_its_key(harness):
     h = harness
     await h.add_account("plain", "sk-ant-api03-plain", api_key=True)
