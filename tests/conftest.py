@@ -13,6 +13,7 @@ from keyrings.alt.file import PlaintextKeyring
 
 from sublane_desktop.core import routing, timeouts
 from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.providers import anthropic as anthropic_provider
 from sublane_desktop.proxy import relay
 from sublane_desktop.secrets import SecretStore, account_secret
 from sublane_desktop.service import Service
@@ -37,6 +38,8 @@ def _rules_uncached() -> None:
     timeouts._checked.cache_clear()
     for verdicts in relay._VERDICTS.values():
         verdicts.clear()
+    anthropic_provider._NAME_VERDICTS.clear()  # the relayed-header verdict per client header name
+    anthropic_provider._OFFERS.clear()  # the Accept-Encoding sent per client offer
 
 
 def file_keyring(path: Path) -> PlaintextKeyring:

@@ -86,7 +86,9 @@ def merge_betas(*values: str | None) -> str:
 def with_betas(client_value: str | None, needed: list[str]) -> str:
     """The client's anthropic-beta value as it sent it (its list, order and spelling), with
     each beta we need appended when it is not already listed."""
-    listed = {part.strip() for part in (client_value or "").split(",")}
+    text = client_value or ""
+    # a beta not even in the text is not listed (the usual case: no split needed)
+    listed = {part.strip() for part in text.split(",")} if any(b in text for b in needed) else ()
     missing = [beta for beta in dict.fromkeys(needed) if beta not in listed]
     if not missing:
         return client_value or ""
@@ -108,6 +110,19 @@ def accept_encoding(value: str, decodable: frozenset[str] = DECODABLE) -> str:
     return ", ".join(usable) or "identity"
 
 
+# Per-request shortcuts: clients send the same two dozen header names and the same few
+# Accept-Encoding values on every request, so each is judged once (bounded; tests empty these
+# before each test, like the relay's pass-back verdicts, so every test runs the rule itself).
+_NAME_VERDICTS: dict[str, str] = {}  # client spelling -> lower-case name, "" when kept here
+_OFFERS: dict[tuple[str, frozenset[str]], str] = {}  # (Accept-Encoding, decodable) -> sent
+
+
+def relayed_name(name: str) -> str:
+    """The header's lower-case name when it goes upstream; "" when it stays here."""
+    lower = name.lower()
+    return "" if lower in KEPT_HERE or lower.startswith(KEPT_HERE_PREFIXES) else lower
+
+
 def relayed_headers(
     client_headers: Mapping[str, str],
     credential: Mapping[str, Any],
@@ -117,20 +132,20 @@ def relayed_headers(
 ) -> dict[str, str]:
     """Headers for a relayed request (R-WF-1): the client's, as it spelled them, less what
     stays here (KEPT_HERE), with the account's credential and the betas its kind needs."""
-    named_by_connection = {
-        token.strip().lower()
-        for value in _all_values(client_headers, "connection")
-        for token in value.split(",")
-    }
+    named = _named_by_connection(client_headers)
+    verdicts = _NAME_VERDICTS
+    if len(verdicts) > 512:
+        verdicts.clear()
     headers: dict[str, str] = {}
     spelled: dict[str, str] = {}  # lower-case name -> the client's spelling
     for name, value in client_headers.items():
-        lower = name.lower()
+        lower = verdicts.get(name)
+        if lower is None:
+            lower = verdicts[name] = relayed_name(name)
         if (
-            lower in KEPT_HERE
-            or lower.startswith(KEPT_HERE_PREFIXES)
-            or lower in named_by_connection
-            or not _is_text(value)  # not sendable; and our betas must not ride on it (R-FT-3)
+            not lower
+            or (named and lower in named)
+            or not (value.isascii() or _is_text(value))  # unsendable; no beta rides on it
         ):
             continue
         if lower in spelled:  # a repeated field: one line, its values in order (RFC 9110 5.3)
@@ -144,7 +159,13 @@ def relayed_headers(
         headers["content-type"] = "application/json"
     if "accept-encoding" in spelled:
         name = spelled["accept-encoding"]
-        headers[name] = accept_encoding(headers[name], decodable)
+        key = (headers[name], decodable)
+        offer = _OFFERS.get(key)
+        if offer is None:
+            if len(_OFFERS) > 64:
+                _OFFERS.clear()
+            offer = _OFFERS[key] = accept_encoding(*key)
+        headers[name] = offer
     betas = list(extra_betas)
     if "api_key" in credential:
         headers["x-api-key"] = str(credential["api_key"])
@@ -156,6 +177,15 @@ def relayed_headers(
     if beta:
         headers[beta_name] = beta
     return headers
+
+
+def _named_by_connection(headers: Mapping[str, str]) -> frozenset[str]:
+    """Headers the client's Connection header makes hop-by-hop (besides its own options)."""
+    values = _all_values(headers, "connection")
+    if not values:
+        return frozenset()
+    tokens = {token.strip().lower() for value in values for token in value.split(",")}
+    return frozenset(tokens - {"keep-alive", "close", ""})
 
 
 def _is_text(value: str) -> bool:
