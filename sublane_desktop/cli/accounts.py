@@ -179,6 +179,8 @@ def print_accounts(runtime: dict[str, Any]) -> None:
             g = a["gauges"].get(name)
             if g is None:
                 return "-"
+            if g.get("absent"):  # the upstream has no such window (a Codex plan without 5h)
+                return "none"
             return "cold" if g["cold"] else f"{round((g['utilization'] or 0) * 100)}%"
 
         mark = "*" if a["current"] else " "

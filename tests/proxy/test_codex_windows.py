@@ -7,6 +7,7 @@ from __future__ import annotations
 import openai
 import pytest
 
+from sublane_desktop.cli.accounts import print_accounts
 from sublane_desktop.gui.pool_status import gauge_caption, gauge_windows
 from tests.fake_codex import LimitFamily, Window
 from tests.openai_helpers import oai, until
@@ -21,7 +22,7 @@ async def ready(codex_harness):
     return codex_harness, account, await codex_harness.create_key()
 
 
-async def test_a_lone_week_window_is_the_seven_day_gauge(ready):
+async def test_a_lone_week_window_is_the_seven_day_gauge(ready, capsys):
     """A plan without the 5-hour window: its primary is the week; the 5h gauge reads "no such
     window" rather than the week's number or a stale 5h reading."""
     h, acc, key = ready
@@ -36,6 +37,9 @@ async def test_a_lone_week_window_is_the_seven_day_gauge(ready):
     five = view["gauges"]["five_hour"]
     assert five["utilization"] is None and five["absent"] is True
     assert gauge_caption(five, 0.0) == "no such window"  # what the tray and windows show
+    print_accounts({"accounts": [view]})  # and `sublane account list`
+    row = capsys.readouterr().out.splitlines()[-1]
+    assert row.split()[-3:] == ["none", "62%", "cold"]  # 5H 7D FABLE
     # and it gates nothing: the account keeps serving
     await oai(h, key).responses.create(model="gpt-5.4", input="hi")
 
