@@ -39,6 +39,7 @@ class Reply:
     status: int = 200
     text: str = "Hello from the fake upstream."
     error_type: str = "api_error"
+    message: str = "scripted"  # an error answer's message
     retry_after: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_first: float = 0.0  # seconds before the first text delta
@@ -125,6 +126,16 @@ def parsed(raw: bytes) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
+# Anthropic's words for an OAuth token used by any client but Claude Code (PROTOCOLS.md).
+CLAUDE_CODE_ONLY = (
+    "This credential is only authorized for use with Claude Code and cannot be used for other"
+    " API requests."
+)
+# What Claude Code 2.1.197 sends to identify itself (captured from the real CLI; the Agent SDK
+# sends the same user agent with `sdk-cli` or `sdk-py` in the parentheses).
+CLAUDE_CODE_HEADERS = {"User-Agent": "claude-cli/2.1.197 (external, cli)", "x-app": "cli"}
+
+
 def token_of(request: web.Request) -> str:
     auth = request.headers.get("Authorization", "")
     if auth.lower().startswith("bearer "):
@@ -140,6 +151,7 @@ class FakeAnthropic:
         self.in_flight: dict[str, int] = defaultdict(int)
         self.max_in_flight: dict[str, int] = defaultdict(int)
         self.cancelled = 0
+        self.client_refusals = 0  # OAuth requests refused as not from Claude Code
         self.started = asyncio.Event()
         # quota feeds: headers added to every reply for a token, and /api/oauth/usage answers
         self.headers_for: dict[str, dict[str, str]] = defaultdict(dict)
@@ -299,11 +311,23 @@ class FakeAnthropic:
         refused = refusal(request)
         if refused is None and body is None:
             refused = api_error(400, "invalid_request_error", "The request body is not valid JSON.")
-        return body, refused
+        return body, refused or self.refuse_client(request)
 
     async def count_tokens(self, request: web.Request) -> web.Response:
         _body, refused = await self._take(request)
         return refused or web.json_response({"input_tokens": 42})
+
+    def refuse_client(self, request: web.Request) -> web.Response | None:
+        """A subscription (OAuth) token serves Claude Code only (PROTOCOLS.md; the refs
+        disguise other callers as Claude Code to pass this): any other client gets Anthropic's
+        400. Claude Code is told by its user agent and `x-app` header, as SubLane tells it."""
+        if not is_bearer(request):
+            return None  # an API key serves any client
+        agent = request.headers.get("User-Agent", "")
+        if agent.startswith("claude-cli/") and request.headers.get("x-app") == "cli":
+            return None
+        self.client_refusals += 1
+        return api_error(400, "invalid_request_error", CLAUDE_CODE_ONLY)
 
     async def messages(self, request: web.Request) -> web.StreamResponse:
         token = token_of(request)
@@ -363,7 +387,7 @@ class FakeAnthropic:
             return web.json_response(
                 {
                     "type": "error",
-                    "error": {"type": reply.error_type, "message": "scripted"},
+                    "error": {"type": reply.error_type, "message": reply.message},
                     "request_id": "req_upstream_1",
                 },
                 status=status,

@@ -7,6 +7,7 @@ import pytest
 
 from sublane_desktop.credentials import CredentialError
 from sublane_desktop.secrets import account_secret
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 
 BODY = {
     "model": "claude-sonnet-4-5",
@@ -43,7 +44,9 @@ async def test_add_import_and_remove(harness, tmp_path):
     assert imported["name"] == "claude-code"
 
     key = await harness.create_key()
-    client = anthropic.AsyncAnthropic(base_url=harness.url, api_key=key, max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        base_url=harness.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
     await client.messages.create(**BODY)
 
     await s.remove_account("pasted")

@@ -28,6 +28,8 @@ _KINDS: dict[str, tuple[int, str, str]] = {
     "request_too_large": (413, "request_too_large", "invalid_request_error"),
     "unauthorized": (401, "authentication_error", "authentication_error"),
     "forbidden": (403, "permission_error", "permission_error"),
+    # R-WF-2: only subscription logins that refuse this client could serve it.
+    "claude_code_only": (403, "permission_error", "permission_error"),
     "not_found": (404, "not_found_error", "not_found_error"),
     "upstream_error": (502, "api_error", "server_error"),
     "upstream_timeout": (504, "api_error", "server_error"),

@@ -13,6 +13,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from sublane_desktop.core.clients import (
+    CLAUDE_CODE_ONLY,
+    claude_code_only_message,
+    serves_client,
+)
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.core.errors import GatewayError
@@ -112,6 +117,10 @@ class Demand:
     group_id: int
     route: ModelRoute
     conversation: str | None = None  # digest from core.affinity, or None
+    # Whether the client is Claude Code, the one client an Anthropic subscription login serves
+    # (R-WF-2, core/clients.py). The proxy's routes say; a demand made elsewhere (the
+    # simulator, the core's own tests) is Claude Code's traffic.
+    claude_code: bool = True
 
 
 Chooser = Callable[[list[AccountState], Demand, float], AccountState]
@@ -238,8 +247,10 @@ class Pool:
                     # serve: it goes home (R-WF-6).
                     self._unbind_spill(key)
                     bound_id = None
-            if bound_id is not None and bound_id in self.accounts:
-                bound = self.accounts[bound_id]
+            bound = self.accounts.get(bound_id) if bound_id is not None else None
+            if bound is not None and serves_client(bound.provider, bound.kind, demand.claude_code):
+                # (A binding made by another client on a login that refuses this one does not
+                # hold this request: it is placed as a new conversation below.)
                 if self.scheduler.mode == "cost_aware":
                     target = self.scheduler.move_conversation(
                         bound,
@@ -312,14 +323,33 @@ class Pool:
                         # reason (busy, resting until…) is the useful one.
                         if refusal.code == "no_account" and not self._candidates(demand):
                             refusal = spill_refusal
+            withheld = self._withheld(demand)
+            if withheld and not self._candidates(demand) and refusal.code == "no_account":
+                # Only logins that refuse this client could have served it (R-WF-2): say
+                # so and what would serve it, not "no account".
+                raise GatewayError(CLAUDE_CODE_ONLY, claude_code_only_message(withheld)) from None
             raise refusal
 
     def _candidates(self, demand: Demand) -> list[AccountState]:
+        """The group's accounts of the route's provider that accept the demand's client."""
         self._check_cap()
+        claude_code = demand.claude_code
         return [
             a
             for a in self.accounts.values()
-            if demand.group_id in a.group_ids and a.provider == demand.route.provider
+            if demand.group_id in a.group_ids
+            and a.provider == demand.route.provider
+            and serves_client(a.provider, a.kind, claude_code)
+        ]
+
+    def _withheld(self, demand: Demand) -> list[str]:
+        """Names of the group's accounts of the route's provider kept from this client."""
+        return [
+            a.name
+            for a in self.accounts.values()
+            if demand.group_id in a.group_ids
+            and a.provider == demand.route.provider
+            and not serves_client(a.provider, a.kind, demand.claude_code)
         ]
 
     def _check_cap(self) -> None:

@@ -222,6 +222,9 @@ class WelcomeWindow(QWidget):
 
     def _tested(self, result: Any) -> None:
         self.test_button.setEnabled(True)
+        if result.get("checked_login"):
+            self._login_checked(result)
+            return
         if result.get("ok"):
             by = f" by {result['account']}" if result.get("account") else ""
             self.test_result.setText(
@@ -235,6 +238,20 @@ class WelcomeWindow(QWidget):
                 "The Requests window has the details."
             )
             self.requests_button.show()
+
+    def _login_checked(self, result: Any) -> None:
+        """Only Claude subscription logins: Anthropic answers them for Claude Code alone, so
+        SubLane checked the sign-in rather than send a message of its own (R-WF-2)."""
+        rule = (
+            "Claude subscription logins answer Claude Code only, so SubLane does not send a test"
+            " message of its own: run `sublane run -- claude` to try it."
+        )
+        if result.get("ok"):
+            self.test_result.setText(f"✓ {result['account']} is signed in. {rule}")
+        else:
+            self.test_result.setText(
+                f"✗ {result['account']} could not be checked: {result.get('error')}. {rule}"
+            )
 
     def _test_failed(self, message: str) -> None:
         self.test_button.setEnabled(True)

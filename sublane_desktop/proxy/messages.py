@@ -14,6 +14,7 @@ from aiohttp import web
 
 from sublane_desktop.core import json_text
 from sublane_desktop.core.affinity import conversation_digest, conversation_key
+from sublane_desktop.core.clients import is_claude_code
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.json_edit import replace_top_level_string
 from sublane_desktop.core.routing import route_model
@@ -108,6 +109,7 @@ class MessagesRoute:
             transport=request.transport,
             body=body,
             raw=raw,
+            claude_code=is_claude_code(request.headers),
         )
         if route.provider == "anthropic":
             return await serve(

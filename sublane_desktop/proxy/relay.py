@@ -30,6 +30,7 @@ from aiohttp import web
 
 from sublane_desktop.core.affinity import conversation_digest
 from sublane_desktop.core.cache_miss import DEFAULT_TTL, Turn, cache_ttl, warm_tokens
+from sublane_desktop.core.clients import client_refusal
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.core.errors import (
     WAIT_STATUSES,
@@ -273,9 +274,13 @@ class Attempt:
         transport: Any = None,
         body: Mapping[str, Any] | None = None,
         raw: bytes | None = None,
+        claude_code: bool = False,
     ) -> None:
         self.service = service
         self.route = route
+        # Claude Code may be served by Anthropic subscription logins; no other client is
+        # (R-WF-2). Only the Messages route can tell: every translated client is another.
+        self.claude_code = claude_code
         self.transport = transport  # the client's, to tell "client gone" from "upstream gone"
         self.request_id = new_request_id()
         self.t0 = service.clock.monotonic()
@@ -334,6 +339,7 @@ class Attempt:
                 if conversation_key
                 else None
             ),
+            claude_code=self.claude_code,
         )
         try:
             self.lease = self.service.pool.acquire(demand)
@@ -565,6 +571,12 @@ class Attempt:
         kind = sanitize_code(kind, "") or None if kind else None  # R-FT-10: no upstream prose
         self.record.outcome = "error"
         self.record.error_code = kind or f"http_{status}"
+        refusal = client_refusal(message) if self.account.provider == "anthropic" else None
+        if refusal is not None and status < 500 and status != 429:
+            # The upstream refuses this client, not the account (R-WF-2): no cooldown, no
+            # auth failure; the record names the refusal and the client reads its words.
+            self.outcome = Outcome.NEUTRAL
+            self.record.error_code = refusal
         if status == 429 and self.account.provider == "codex":
             resets = codex.usage_limit_retry_after(data, self.service.clock.now())
             if resets is not None:  # a spent subscription window: rest until it resets

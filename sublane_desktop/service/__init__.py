@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sublane_desktop import file_modes, startup
+from sublane_desktop.core.clients import serves_client
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
 from sublane_desktop.core.pool import AccountState, Pool
@@ -362,14 +363,34 @@ class Service:
         """One tiny request through this proxy with a client key; it is recorded like any."""
         from sublane_desktop.first_run import send_test_request
 
-        providers = [a.provider for a in self.pool.accounts.values() if a.enabled]
+        enabled = [a for a in self.pool.accounts.values() if a.enabled]
+        # SubLane's own request is no Claude Code request, and an Anthropic subscription login
+        # serves Claude Code only (R-WF-2): test with an account that serves any client, and
+        # where there is none, check the login with Anthropic instead of sending a message.
+        served = [a for a in enabled if serves_client(a.provider, a.kind, claude_code=False)]
+        if enabled and not served:
+            return await self._check_login(enabled[0])
         result = await send_test_request(
-            self.session, self.endpoint_url, key, providers[0] if providers else "anthropic"
+            self.session, self.endpoint_url, key, served[0].provider if served else "anthropic"
         )
         latest = self.records[-1] if self.records else None
         if latest is not None and latest.account_id in self.pool.accounts:
             result["account"] = self.pool.accounts[latest.account_id].name
         return result
+
+    async def _check_login(self, account: AccountState) -> dict[str, Any]:
+        """The welcome's test for a pool of Claude subscription logins only: a verify."""
+        started = self.clock.monotonic()
+        verified = await self.verify(account.id)
+        ok = verified["result"] == "ok"
+        return {
+            "ok": ok,
+            "checked_login": True,
+            "account": account.name,
+            "ms": round((self.clock.monotonic() - started) * 1000),
+            "model": None,
+            **({} if ok else {"error": verified["detail"]}),
+        }
 
     # --- credentials ----------------------------------------------------------------------------
 

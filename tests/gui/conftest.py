@@ -38,6 +38,7 @@ from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.service import Service
 from tests.conftest import Harness
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 
 BODY = {
     "model": "claude-sonnet-4-5",
@@ -85,7 +86,11 @@ class Live(Harness):
     async def message(self, key: str) -> int:
         async with (
             aiohttp.ClientSession() as session,
-            session.post(self.url + "/v1/messages", json=BODY, headers={"x-api-key": key}) as r,
+            session.post(
+                self.url + "/v1/messages",
+                json=BODY,
+                headers={"x-api-key": key, **CLAUDE_CODE_HEADERS},
+            ) as r,
         ):
             await r.read()
             return r.status

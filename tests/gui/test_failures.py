@@ -18,6 +18,7 @@ from sublane_desktop.gui.tray import Tray
 from sublane_desktop.secrets import FILE_NAME, account_secret
 from sublane_desktop.service import Service
 from tests.conftest import Harness
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 
 BODY = {
     "model": "claude-sonnet-4-5",
@@ -140,7 +141,9 @@ async def test_a_credential_removed_from_the_keyring_turns_the_account_auth_fail
         async with (
             aiohttp.ClientSession() as s,
             s.post(
-                service.endpoint_url + "/v1/messages", json=BODY, headers={"x-api-key": key}
+                service.endpoint_url + "/v1/messages",
+                json=BODY,
+                headers={"x-api-key": key, **CLAUDE_CODE_HEADERS},
             ) as r,
         ):
             body = await r.json()

@@ -181,7 +181,7 @@ from sublane_desktop.core.tasks import spawn
 from sublane_desktop.secrets import SecretStore
 from sublane_desktop.service import Service
 from tests.conftest import file_keyring
-from tests.fake_upstream import FakeAnthropic, Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, FakeAnthropic, Reply
 
 STREAM_BODY = {
     "model": "claude-sonnet-4-5",
@@ -224,7 +224,9 @@ class StreamingService(Service):
             async with (
                 aiohttp.ClientSession() as session,
                 session.post(
-                    self.endpoint_url + "/v1/messages", json=STREAM_BODY, headers={"x-api-key": key}
+                    self.endpoint_url + "/v1/messages",
+                    json=STREAM_BODY,
+                    headers={"x-api-key": key, **CLAUDE_CODE_HEADERS},
                 ) as response,
             ):
                 return response.status, await response.text()

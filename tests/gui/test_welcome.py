@@ -109,10 +109,22 @@ def test_first_run_from_no_account_to_a_request_in_the_requests_window(first_run
     assert welcome.key_field.echoMode() is QLineEdit.EchoMode.Password  # masked by default
     assert welcome.test_button.isEnabled()
 
+    # A Claude subscription login answers Claude Code only (R-WF-2): the test checks the
+    # sign-in with Anthropic and says why it sends no message of its own.
     welcome.send_test()
     qtbot.waitUntil(lambda: welcome.test_result.text().startswith("✓"), timeout=WAIT_MS)
-    assert welcome.test_result.text().startswith("✓ claude-haiku-4-5 answered by claude-code in ")
-    assert upstream.tokens_served() == ["sk-ant-oat01-welcome"]  # the imported login served it
+    assert welcome.test_result.text().startswith("✓ claude-code is signed in. ")
+    assert "answer Claude Code only" in welcome.test_result.text()
+    assert "sublane run -- claude" in welcome.test_result.text()
+    assert upstream.tokens_served() == []  # no message went to Anthropic to be refused
+    assert upstream.client_refusals == 0
+
+    # With an API key beside it, the test is a real request through the pool.
+    run(service.add_account("anthropic", "api", {"api_key": "sk-ant-api03-welcome"}))
+    welcome.send_test()
+    qtbot.waitUntil(lambda: "answered" in welcome.test_result.text(), timeout=WAIT_MS)
+    assert welcome.test_result.text().startswith("✓ claude-haiku-4-5 answered by api in ")
+    assert upstream.tokens_served() == ["sk-ant-api03-welcome"]
     assert not welcome.requests_button.isHidden()
 
     run(service.flush_records())

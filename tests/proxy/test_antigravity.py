@@ -18,6 +18,7 @@ from sublane_desktop.core.translate.gemini import GEMINI_TAG, SKIP_SIGNATURE
 from sublane_desktop.providers import antigravity
 from sublane_desktop.secrets import account_secret
 from tests.fake_antigravity import AgReply, google_error
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 from tests.openai_helpers import oai as openai_client
 from tests.openai_helpers import records
 
@@ -44,7 +45,10 @@ TOOL_TURN = AgReply(
 
 def sdk(h, key, **headers) -> anthropic.AsyncAnthropic:
     client = anthropic.AsyncAnthropic(
-        base_url=h.url, api_key=key, max_retries=0, default_headers=headers or None
+        base_url=h.url,
+        api_key=key,
+        max_retries=0,
+        default_headers={**CLAUDE_CODE_HEADERS, **headers},
     )
     h.clients.append(client)
     return client

@@ -9,7 +9,7 @@ import aiohttp
 import anthropic
 import pytest
 
-from tests.fake_upstream import Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 
 BODY = {
     "model": "claude-sonnet-4-5",
@@ -25,7 +25,9 @@ async def post(h, *, data=None, json_body=None, headers=None, path="/v1/messages
 
 
 async def still_serves(h, key):
-    c = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    c = anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
     msg = await c.messages.create(**BODY)
     assert msg.content[0].text
 
@@ -95,9 +97,13 @@ async def test_missing_or_unknown_key_is_401_without_record(ready, auth):
 
 async def test_revoked_key_is_401(ready):
     h, key = ready
-    await post(h, json_body=BODY, headers={"x-api-key": key})  # known and cached now
+    await post(
+        h, json_body=BODY, headers={"x-api-key": key, **CLAUDE_CODE_HEADERS}
+    )  # known and cached now
     await h.service.revoke_key("test")
-    status, _body, _ = await post(h, json_body=BODY, headers={"x-api-key": key})
+    status, _body, _ = await post(
+        h, json_body=BODY, headers={"x-api-key": key, **CLAUDE_CODE_HEADERS}
+    )
     assert status == 401
 
 
@@ -105,7 +111,7 @@ async def test_revoked_key_is_401(ready):
 async def test_foreign_host_is_refused(ready, host):
     h, key = ready
     status, _body, _ = await post(
-        h, json_body=BODY, headers={"x-api-key": key, "Host": host or " "}
+        h, json_body=BODY, headers={"x-api-key": key, **CLAUDE_CODE_HEADERS, "Host": host or " "}
     )
     assert status == 403
     assert h.upstream.seen == []
@@ -132,7 +138,9 @@ async def test_client_disconnect_mid_stream_cancels_upstream_and_frees_the_slot(
     h.upstream.script(None, Reply(kind="sse", gate=gate))
     async with aiohttp.ClientSession() as s:
         resp = await s.post(
-            h.url + "/v1/messages", json={**BODY, "stream": True}, headers={"x-api-key": key}
+            h.url + "/v1/messages",
+            json={**BODY, "stream": True},
+            headers={"x-api-key": key, **CLAUDE_CODE_HEADERS},
         )
         await resp.content.readline()  # the stream has started
         assert h.service.pool.in_flight == 1

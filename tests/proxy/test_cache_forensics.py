@@ -14,7 +14,7 @@ from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.service import Service
 from tests.conftest import Harness
 from tests.fake_codex import CodexReply
-from tests.fake_upstream import Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 from tests.openai_helpers import oai
 
 SESSION = {"x-claude-code-session-id": "sess-forensics"}
@@ -50,7 +50,10 @@ def desk(clocked_codex_harness):
 
 async def say(h, key: str, *, one_hour: bool = False, **headers: str) -> None:
     client = anthropic.AsyncAnthropic(
-        base_url=h.url, api_key=key, max_retries=0, default_headers={**SESSION, **headers}
+        base_url=h.url,
+        api_key=key,
+        max_retries=0,
+        default_headers={**CLAUDE_CODE_HEADERS, **SESSION, **headers},
     )
     async with client.messages.stream(**body(one_hour=one_hour)) as stream:
         await stream.get_final_message()
@@ -154,7 +157,9 @@ async def test_unbound_requests_and_rejected_attempts_stay_null(desk):
     h = desk
     account = await h.add_account("work-max", "tok-work")
     key = await h.create_key()
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
     await client.messages.create(**body())
     assert (last(h).cache_miss, last(h).reread_tokens) == (None, None)
 
@@ -404,7 +409,10 @@ async def test_a_whole_json_answer_counts_its_cache_writes_too(desk):
     first.kind = second.kind = "json"
     h.upstream.script(None, first, second)
     client = anthropic.AsyncAnthropic(
-        base_url=h.url, api_key=key, max_retries=0, default_headers=SESSION
+        base_url=h.url,
+        api_key=key,
+        max_retries=0,
+        default_headers={**CLAUDE_CODE_HEADERS, **SESSION},
     )
     await client.messages.create(**body())
     await h.service.pause(last(h).account_id)
@@ -425,7 +433,10 @@ async def test_a_haiku_side_request_in_the_session_does_not_muddle_the_main_turn
         reply.kind = "json"
     h.upstream.script(None, *replies)
     client = anthropic.AsyncAnthropic(
-        base_url=h.url, api_key=key, max_retries=0, default_headers=SESSION
+        base_url=h.url,
+        api_key=key,
+        max_retries=0,
+        default_headers={**CLAUDE_CODE_HEADERS, **SESSION},
     )
     await client.messages.create(**body())
     await client.messages.create(**dict(body(), model="claude-haiku-4-5"))

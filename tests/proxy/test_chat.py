@@ -38,7 +38,7 @@ MESSAGES = [
 @pytest.fixture
 async def both(codex_harness):
     h = codex_harness
-    await h.add_account("claude", "tok-claude")
+    await h.add_account("claude", "tok-claude", api_key=True)  # serves any client (R-WF-2)
     await h.add_codex_account("sub", "tok-sub")
     return h, await h.create_key()
 

@@ -13,6 +13,7 @@ import pytest
 
 from sublane_desktop.proxy.connections import HEADER_DEADLINE_S, MAX_CONNECTIONS
 from sublane_desktop.store import repositories as repo
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 
 CLAUDE = {
     "model": "claude-sonnet-4-5",
@@ -34,7 +35,9 @@ def gate(h):
 async def serves(h, key) -> None:
     async with (
         aiohttp.ClientSession() as s,
-        s.post(h.url + "/v1/messages", json=CLAUDE, headers={"x-api-key": key}) as r,
+        s.post(
+            h.url + "/v1/messages", json=CLAUDE, headers={"x-api-key": key, **CLAUDE_CODE_HEADERS}
+        ) as r,
     ):
         assert r.status == 200
 
@@ -123,7 +126,11 @@ async def test_a_revoked_key_is_refused_even_by_a_lookup_already_under_way(ready
     async def request() -> int:
         async with (
             aiohttp.ClientSession() as s,
-            s.post(h.url + "/v1/messages", json=CLAUDE, headers={"x-api-key": key}) as r,
+            s.post(
+                h.url + "/v1/messages",
+                json=CLAUDE,
+                headers={"x-api-key": key, **CLAUDE_CODE_HEADERS},
+            ) as r,
         ):
             return r.status
 

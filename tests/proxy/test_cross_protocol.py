@@ -9,6 +9,7 @@ import pytest
 from sublane_desktop.core.affinity import conversation_digest
 from sublane_desktop.core.translate.events import OPENAI_TAG
 from tests.fake_codex import CodexReply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 from tests.openai_helpers import records
 
 TOOLS = [
@@ -23,7 +24,10 @@ ASK = [{"role": "user", "content": "list the files"}]
 
 def sdk(h, key, **headers) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(
-        base_url=h.url, api_key=key, max_retries=0, default_headers=headers or None
+        base_url=h.url,
+        api_key=key,
+        max_retries=0,
+        default_headers={**CLAUDE_CODE_HEADERS, **headers},
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from sublane_desktop.core.history import HistoryQuery
 from tests.fake_codex import CodexReply
-from tests.fake_upstream import Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 from tests.openai_helpers import records
 from tests.raw_http import raw_request
 
@@ -25,7 +25,9 @@ GPT_CHAT = {"model": "gpt-5.4", "messages": [{"role": "user", "content": "x"}]}
 
 @pytest.fixture
 async def ready(codex_harness):
-    await codex_harness.add_account("claude", "tok-claude")
+    await codex_harness.add_account(
+        "claude", "tok-claude", api_key=True
+    )  # serves any client (R-WF-2)
     await codex_harness.add_codex_account("gpt", "tok-gpt")
     return codex_harness, await codex_harness.create_key()
 
@@ -79,7 +81,9 @@ async def test_an_internal_error_is_a_shaped_500_logged_once_without_secrets(
 
     monkeypatch.setattr(h.service, "identify", broken)
     with caplog.at_level(logging.ERROR):
-        status, headers, raw = await post(h, path, CLAUDE, {"x-api-key": key})
+        status, headers, raw = await post(
+            h, path, CLAUDE, {"x-api-key": key, **CLAUDE_CODE_HEADERS}
+        )
     assert status == 500
     assert headers["Content-Type"].startswith("application/json")
     body = (
@@ -107,7 +111,9 @@ async def test_an_internal_error_inside_an_attempt_answers_with_its_record(ready
         raise KeyError("x-secret-header")
 
     monkeypatch.setattr(h.service, "observe_headers", broken)
-    status, _headers, raw = await post(h, "/v1/messages", CLAUDE, {"x-api-key": key})
+    status, _headers, raw = await post(
+        h, "/v1/messages", CLAUDE, {"x-api-key": key, **CLAUDE_CODE_HEADERS}
+    )
     assert status == 500
     body = assert_anthropic_shape(raw, 500, "internal_error")
     await h.service.flush_records()
@@ -142,7 +148,7 @@ async def test_json_nested_deeper_than_64_levels_is_400(ready, depth, status):
         h,
         "/v1/messages",
         None,
-        {"x-api-key": key, "content-type": "application/json"},
+        {"x-api-key": key, **CLAUDE_CODE_HEADERS, "content-type": "application/json"},
         data=body.encode(),
     )
     if status is None:
@@ -156,7 +162,11 @@ async def test_a_bare_bracket_bomb_is_400_not_a_plain_text_500(ready):
     h, key = ready
     for path in ("/v1/messages", "/v1/chat/completions", "/v1/responses"):
         got, headers, raw = await post(
-            h, path, None, {"x-api-key": key, "content-type": "application/json"}, data=b"[" * 2048
+            h,
+            path,
+            None,
+            {"x-api-key": key, **CLAUDE_CODE_HEADERS, "content-type": "application/json"},
+            data=b"[" * 2048,
         )
         assert got == 400 and headers["Content-Type"].startswith("application/json")
         assert b"nested deeper" in raw
@@ -190,7 +200,11 @@ async def test_a_model_string_sqlite_cannot_hold_is_refused_at_intake(ready, mod
     h, key = ready
     body = json.dumps({**CLAUDE, "model": model}).encode()  # \u escapes: valid JSON text
     got, _, raw = await post(
-        h, path, None, {"x-api-key": key, "content-type": "application/json"}, data=body
+        h,
+        path,
+        None,
+        {"x-api-key": key, **CLAUDE_CODE_HEADERS, "content-type": "application/json"},
+        data=body,
     )
     assert got == 400
     assert json.loads(raw)["error"]["type"] == "invalid_request_error"
@@ -234,7 +248,7 @@ async def test_every_translated_429_carries_a_bounded_retry_after(
 ):
     h, key = ready
     await script(h, upstream_value)
-    status, headers, raw = await post(h, path, body, {"x-api-key": key})
+    status, headers, raw = await post(h, path, body, {"x-api-key": key, **CLAUDE_CODE_HEADERS})
     assert status == 429
     assert headers["Retry-After"] == str(expected)
     assert json.loads(raw)["request_id"] == headers["X-Request-ID"]
@@ -244,7 +258,9 @@ async def test_every_translated_429_carries_a_bounded_retry_after(
 async def test_a_relayed_503_never_passes_a_broken_retry_after_through(ready, status):
     h, key = ready
     h.upstream.script(None, Reply(status=status, error_type="overloaded_error", retry_after="-5"))
-    got, headers, _ = await post(h, "/v1/messages", CLAUDE, {"x-api-key": key})
+    got, headers, _ = await post(
+        h, "/v1/messages", CLAUDE, {"x-api-key": key, **CLAUDE_CODE_HEADERS}
+    )
     assert got == status
     if status == 503:
         assert headers["Retry-After"] == "15"  # the ladder's first rung, not "-5"
@@ -308,7 +324,9 @@ async def test_an_upstream_error_type_is_sanitized_before_it_is_stored_or_shown(
             error_body={"error": {"type": "Bad thing: sk-ant-xyz secret here!", "message": "nope"}},
         ),
     )
-    status, _, raw = await post(h, "/v1/chat/completions", GPT_CHAT, {"x-api-key": key})
+    status, _, raw = await post(
+        h, "/v1/chat/completions", GPT_CHAT, {"x-api-key": key, **CLAUDE_CODE_HEADERS}
+    )
     assert status == 400 and b"sk-ant-xyz" not in raw
     await h.service.flush_records()
     record = records(h)[-1]

@@ -19,7 +19,7 @@ import pytest
 
 from sublane_desktop.core.history import HistoryQuery
 from tests.fake_codex import CodexReply
-from tests.fake_upstream import Reply, never_accepting_url
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply, never_accepting_url
 from tests.openai_helpers import records, until
 
 TIMEOUT = 1.0
@@ -34,7 +34,7 @@ CLAUDE = {
 @pytest.fixture
 async def ready(codex_harness):
     h = codex_harness
-    await h.add_account("claude", "tok-claude")
+    await h.add_account("claude", "tok-claude", api_key=True)  # serves any client (R-WF-2)
     await h.add_codex_account("gpt", "tok-gpt")
     await h.service.update_settings(
         {
@@ -66,7 +66,9 @@ async def call(h, key, path, body, *, stream=False):
     """(status, headers, body bytes or the SSE event payloads, seconds taken)."""
     t0 = time.monotonic()
     async with aiohttp.ClientSession() as s:
-        async with s.post(h.url + path, json=body, headers={"x-api-key": key}) as r:
+        async with s.post(
+            h.url + path, json=body, headers={"x-api-key": key, **CLAUDE_CODE_HEADERS}
+        ) as r:
             raw = await r.read()
             elapsed = time.monotonic() - t0
             if stream and r.status == 200:
@@ -275,7 +277,9 @@ async def test_a_slow_stream_that_never_falls_silent_is_not_cut(ready):
         None,
         Reply(kind="sse", events=5, delay_between=TIMEOUT * 0.4, text="one two three four five"),
     )
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
     async with client.messages.stream(**CLAUDE) as stream:
         message = await stream.get_final_message()
     assert message.content[0].text == "one two three four five"

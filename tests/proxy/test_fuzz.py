@@ -102,7 +102,7 @@ class LiveServer:
             {"upstream.header_timeout_s": 5, "upstream.idle_timeout_s": 5}
         )
         h = Harness(self.service, self.anthropic)
-        await h.add_account("claude", "tok-claude", limit=8)
+        await h.add_account("claude", "tok-claude", limit=8, api_key=True)  # any client
         await h.add_codex_account("gpt", "tok-gpt", limit=8)
         self.key = await h.create_key()
         self.url = self.service.endpoint_url

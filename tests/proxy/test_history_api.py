@@ -18,7 +18,7 @@ from sublane_desktop.service import Service
 from sublane_desktop.store import repositories as repo
 from sublane_desktop.store.models import Account
 from tests.conftest import Harness
-from tests.fake_upstream import Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 
 PROMPT = "PROMPT-TEXT-never-stored-7f3a"
 SESSION = "sess-SECRET-5d1e2c"
@@ -26,7 +26,10 @@ TOKEN = "sk-ant-oat01-UPSTREAM-SECRET-91b2"
 
 
 def client(h: Harness, key: str, **kw: Any) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0, **kw)
+    headers = {**CLAUDE_CODE_HEADERS, **kw.pop("default_headers", {})}
+    return anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=headers, **kw
+    )
 
 
 def cached_client(h: Harness, key: str) -> anthropic.AsyncAnthropic:
@@ -250,7 +253,7 @@ async def test_client_disconnect_mid_stream_is_canceled(harness):
                 "stream": True,
                 "messages": [{"role": "user", "content": "hi"}],
             },
-            headers={"x-api-key": key},
+            headers={"x-api-key": key, **CLAUDE_CODE_HEADERS},
         )
         await resp.content.readline()  # the stream has started
         resp.close()  # the client goes away mid-stream

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import anthropic
 
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
+
 
 def client(h, key: str, **kw) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0, **kw)
+    headers = {**CLAUDE_CODE_HEADERS, **kw.pop("default_headers", {})}
+    return anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=headers, **kw
+    )
 
 
 async def test_non_streaming_answer_through_the_account(harness):
@@ -80,7 +85,7 @@ async def test_query_string_is_kept(harness):
                 "max_tokens": 8,
                 "messages": [{"role": "user", "content": "x"}],
             },
-            headers={"Authorization": f"Bearer {key}"},
+            headers={"Authorization": f"Bearer {key}", **CLAUDE_CODE_HEADERS},
         ) as r:
             assert r.status == 200
     assert harness.upstream.seen[-1].query == "beta=true"

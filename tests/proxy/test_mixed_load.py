@@ -9,7 +9,7 @@ import json
 import aiohttp
 
 from sublane_desktop.store.models import RecordRow, User
-from tests.fake_upstream import Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 
 CLAUDE = {
     "model": "claude-sonnet-4-5",
@@ -37,7 +37,8 @@ def bad_request(n: int) -> tuple[str, bytes]:
 async def test_every_good_request_has_its_record(harness):
     h = harness
     await h.add_account("a", "tok-a", limit=8)
-    await h.add_account("b", "tok-b", limit=8)
+    # Chat Completions clients are not Claude Code: an API key serves them (R-WF-2).
+    await h.add_account("b", "sk-ant-api03-b", limit=8, api_key=True)
     alice = await h.create_key("alice", user="alice")
     bob = await h.create_key("bob", user="bob")
     # One upstream answer per batch reports token counts SQLite cannot hold.
@@ -55,7 +56,11 @@ async def test_every_good_request_has_its_record(harness):
             async with s.post(
                 h.url + path,
                 data=data,
-                headers={"x-api-key": key, "content-type": "application/json"},
+                headers={
+                    "x-api-key": key,
+                    **CLAUDE_CODE_HEADERS,
+                    "content-type": "application/json",
+                },
             ) as r:
                 await r.read()
                 if wanted:

@@ -16,6 +16,7 @@ import anthropic
 from sublane_desktop.core.pool import Lease
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.proxy.relay import Attempt
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 from tests.openai_helpers import oai
 
 
@@ -35,7 +36,9 @@ def _grown(before: dict[str, int]) -> dict[str, int]:
 async def test_answered_and_streamed_requests_are_freed_without_the_garbage_collector(harness):
     await harness.add_account("work")
     key = await harness.create_key()
-    sdk = anthropic.AsyncAnthropic(api_key=key, base_url=harness.url, max_retries=0)
+    sdk = anthropic.AsyncAnthropic(
+        api_key=key, base_url=harness.url, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
     body = {
         "model": "claude-sonnet-4-5",
         "max_tokens": 8,

@@ -20,7 +20,9 @@ from tests.openai_helpers import oai, records, until
 @pytest.fixture
 async def ready(codex_harness):
     await codex_harness.add_codex_account("sub", "tok-sub")
-    await codex_harness.add_account("claude", "tok-claude")
+    await codex_harness.add_account(
+        "claude", "tok-claude", api_key=True
+    )  # serves any client (R-WF-2)
     return codex_harness, await codex_harness.create_key()
 
 

@@ -8,7 +8,7 @@ import aiohttp
 import anthropic
 import pytest
 
-from tests.fake_upstream import Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 
 BODY = {
     "model": "claude-sonnet-4-5",
@@ -19,7 +19,10 @@ BODY = {
 
 def sdk(h, key, **headers):
     return anthropic.AsyncAnthropic(
-        base_url=h.url, api_key=key, max_retries=0, default_headers=headers or None
+        base_url=h.url,
+        api_key=key,
+        max_retries=0,
+        default_headers={**CLAUDE_CODE_HEADERS, **headers},
     )
 
 

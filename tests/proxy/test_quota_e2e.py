@@ -14,6 +14,7 @@ import pytest
 from sublane_desktop.secrets import account_secret
 from sublane_desktop.service import Service
 from tests.conftest import Harness
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 
 P = "anthropic-ratelimit-unified-"
 H = 3600.0
@@ -50,7 +51,9 @@ async def clocked(tmp_path, upstream, secret_store, clock):
 
 def sdk(h, key):
     # A bounded wait (the SDK's own default is 10 minutes): a lost answer fails, it never hangs.
-    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0, timeout=30)
+    return anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, timeout=30, default_headers=CLAUDE_CODE_HEADERS
+    )
 
 
 async def admin(h, method, path, body=None):

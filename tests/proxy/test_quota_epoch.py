@@ -9,6 +9,7 @@ import threading
 import anthropic
 
 from sublane_desktop.store import quota as quota_store
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 from tests.openai_helpers import until
 from tests.proxy.test_quota_e2e import MAIN, H, fable_headers
 from tests.proxy.test_quota_e2e import clocked as clocked  # the fixture this module uses
@@ -36,7 +37,9 @@ async def test_reset_usage_between_save_and_publish_keeps_the_gauge_cold(clocked
         return result
 
     monkeypatch.setattr(quota_store, "save_observations", save_then_hold)
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
     await client.messages.create(**MAIN)
     await saved.wait()  # the header reading is saved, not yet published
     account = h.service.pool.accounts[acc]
@@ -125,7 +128,9 @@ async def test_the_fable_scope_cooldown_survives_a_restart(tmp_path, upstream, s
             },
         ),
     )
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
     try:
         await client.messages.create(**FABLE)
     except anthropic.RateLimitError:
@@ -139,7 +144,12 @@ async def test_the_fable_scope_cooldown_survives_a_restart(tmp_path, upstream, s
     try:
         account = again.pool.accounts[acc]
         assert (account.fable_cooldown_until, account.fable_streak) == (until_before, 1)
-        client = anthropic.AsyncAnthropic(base_url=again.endpoint_url, api_key=key, max_retries=0)
+        client = anthropic.AsyncAnthropic(
+            base_url=again.endpoint_url,
+            api_key=key,
+            max_retries=0,
+            default_headers=CLAUDE_CODE_HEADERS,
+        )
         try:
             await client.messages.create(**FABLE)
             raise AssertionError("a Fable request went to a resting Fable scope")

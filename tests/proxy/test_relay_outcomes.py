@@ -29,7 +29,7 @@ from sublane_desktop.secrets import account_secret
 from tests.conftest import started_harness
 from tests.fake_antigravity import AgReply, google_error
 from tests.fake_codex import CodexReply
-from tests.fake_upstream import Reply, never_accepting_url
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply, never_accepting_url
 from tests.openai_helpers import sse_frames as sse
 from tests.openai_helpers import until
 from tests.proxy.test_cache_forensics import turn
@@ -70,7 +70,9 @@ async def post(h, path: str, body: dict, headers: dict | None = None):
     timeout = aiohttp.ClientTimeout(total=DEADLINE)
     async with aiohttp.ClientSession(timeout=timeout) as s:
         async with s.post(
-            h.url + path, json=body, headers={"x-api-key": h.key, **(headers or {})}
+            h.url + path,
+            json=body,
+            headers={"x-api-key": h.key, **CLAUDE_CODE_HEADERS, **(headers or {})},
         ) as r:
             return r.status, r.headers, await r.read()
 
@@ -523,7 +525,9 @@ async def test_a_client_that_leaves_mid_stream_is_recorded_canceled_and_blames_n
     h.upstream.script(None, Reply(kind="sse", gate=gate))
     async with aiohttp.ClientSession() as s:
         response = await s.post(
-            h.url + "/v1/messages", json={**CLAUDE, "stream": True}, headers={"x-api-key": h.key}
+            h.url + "/v1/messages",
+            json={**CLAUDE, "stream": True},
+            headers={"x-api-key": h.key, **CLAUDE_CODE_HEADERS},
         )
         assert response.status == 200
         await response.content.readline()  # the stream has begun
@@ -548,6 +552,7 @@ async def test_a_client_that_stops_reading_is_let_go_after_the_stall_bound(desk,
     writer.write(
         f"POST /v1/messages HTTP/1.1\r\nHost: {host}:{port}\r\n".encode()
         + b"Content-Type: application/json\r\n"
+        + b"User-Agent: claude-cli/2.1.197 (external, cli)\r\nx-app: cli\r\n"
         + f"x-api-key: {h.key}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
         + body
     )
@@ -748,7 +753,7 @@ async def test_a_one_hour_cache_is_still_warm_after_ten_minutes(desk):
 
 async def test_a_chat_request_for_claude_goes_to_the_messages_endpoint_with_its_betas(desk):
     h = desk
-    await h.add_account("claude", "tok-claude")
+    await h.add_account("claude", "tok-claude", api_key=True)  # any client (R-WF-2)
     h.service.env["SUBLANE_ANTHROPIC_BASE_URL"] = h.upstream.url + "/"  # a trailing slash
     for model, long_context in (("claude-sonnet-4-5", False), ("claude-sonnet-4-5[1m]", True)):
         status, _, raw = await post(h, "/v1/chat/completions", {"model": model, "messages": ASK})
@@ -760,7 +765,8 @@ async def test_a_chat_request_for_claude_goes_to_the_messages_endpoint_with_its_
             "",
             "claude-sonnet-4-5",
         )
-        assert ("context-1m-2025-08-07" in seen.headers["anthropic-beta"]) is long_context
+        betas = seen.headers.get("anthropic-beta", "")  # an API key needs no beta of its own
+        assert ("context-1m-2025-08-07" in betas) is long_context
 
 
 async def test_a_compaction_goes_to_the_compact_endpoint_as_one_json_exchange(desk):

@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from tests.fake_codex import CodexReply
-from tests.fake_upstream import Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 from tests.openai_helpers import count_releases, oai, raw_sse, records, until
 
 INPUT = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
@@ -339,7 +339,7 @@ async def test_models_needs_a_key(ready):
 
 async def test_a_claude_model_over_responses_is_translated(codex_harness):
     h = codex_harness
-    await h.add_account("claude", "tok-claude")
+    await h.add_account("claude", "tok-claude", api_key=True)  # serves any client (R-WF-2)
     key = await h.create_key()
     h.upstream.script(
         None,

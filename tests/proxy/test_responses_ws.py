@@ -233,7 +233,7 @@ async def test_unknown_upstream_events_pass_through(ready):
 
 async def test_a_claude_model_on_the_socket(codex_harness):
     h = codex_harness
-    await h.add_account("claude", "tok-claude")
+    await h.add_account("claude", "tok-claude", api_key=True)  # serves any client (R-WF-2)
     key = await h.create_key()
     h.upstream.script(
         None,

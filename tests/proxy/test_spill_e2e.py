@@ -13,7 +13,7 @@ import pytest
 
 from sublane_desktop.store import repositories as repo
 from tests.fake_antigravity import AgReply
-from tests.fake_upstream import Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 from tests.openai_helpers import oai, records, until
 
 ASK = [{"role": "user", "content": "hi"}]
@@ -28,7 +28,9 @@ async def ready(antigravity_harness):
 
 
 def sdk(h, key) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    return anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
 
 
 async def test_claude_spills_to_antigravity_while_anthropic_is_paused_and_returns(ready):

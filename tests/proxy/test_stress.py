@@ -9,7 +9,7 @@ import random
 
 import aiohttp
 
-from tests.fake_upstream import Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 
 BODY = {
     "model": "claude-sonnet-4-5",
@@ -46,7 +46,7 @@ async def test_stress_no_leaks_and_limits_hold(harness):
             await asyncio.sleep(rng.random() / 20)
 
     async def attempt(i: int, session: aiohttp.ClientSession) -> bool:
-        headers = {"x-api-key": key}
+        headers = {"x-api-key": key, **CLAUDE_CODE_HEADERS}
         if i % 3 == 0:
             headers["session_id"] = f"conv-{i % 30}"
         try:

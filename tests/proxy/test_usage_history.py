@@ -9,6 +9,7 @@ import pytest
 from sublane_desktop.service import Service
 from sublane_desktop.store.quota import HISTORY_RETENTION_S
 from tests.conftest import Harness
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 
 P = "anthropic-ratelimit-unified-"
 MIN = 60.0
@@ -62,7 +63,12 @@ async def burn(h, client, start: float, per_step: float, steps: int, resets_at: 
 async def test_a_steady_burn_forecasts_running_out_before_the_reset(clocked):
     h = clocked
     acc = await h.add_account("a", "tok-a")
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=await h.create_key(), max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url,
+        api_key=await h.create_key(),
+        max_retries=0,
+        default_headers=CLAUDE_CODE_HEADERS,
+    )
     h.upstream.usage_for["*"] = 429  # only the headers feed
     resets_at = h.clock.now() + 4 * H
     # 5 % every 10 minutes = 30 %/h; from 55 % at the last reading: 1 h 30 m left, reset in 3 h 20 m
@@ -85,7 +91,12 @@ async def test_a_steady_burn_forecasts_running_out_before_the_reset(clocked):
 async def test_no_forecast_when_the_window_resets_first_or_the_reading_is_stale(clocked):
     h = clocked
     acc = await h.add_account("a", "tok-a")
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=await h.create_key(), max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url,
+        api_key=await h.create_key(),
+        max_retries=0,
+        default_headers=CLAUDE_CODE_HEADERS,
+    )
     h.upstream.usage_for["*"] = 429
     await burn(h, client, 0.30, 0.05, 4, h.clock.now() + 40 * MIN)
     assert h.service.account_view(acc)["forecast"] == {}
@@ -101,7 +112,12 @@ async def test_history_is_thinned_kept_for_its_retention_and_survives_a_restart(
 ):
     h = clocked
     acc = await h.add_account("a", "tok-a")
-    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=await h.create_key(), max_retries=0)
+    client = anthropic.AsyncAnthropic(
+        base_url=h.url,
+        api_key=await h.create_key(),
+        max_retries=0,
+        default_headers=CLAUDE_CODE_HEADERS,
+    )
     h.upstream.usage_for["*"] = 429
     h.upstream.headers_for["tok-a"] = headers(h, 0.10, 4 * H)
     for _ in range(3):  # the same reading within a minute: one row
