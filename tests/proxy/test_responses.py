@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from tests.fake_codex import CodexReply
-from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
+from tests.fake_upstream import Reply
 from tests.openai_helpers import count_releases, oai, raw_sse, records, until
 
 INPUT = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]
