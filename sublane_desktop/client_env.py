@@ -25,6 +25,14 @@ def base_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
+# Claude Code keeps some first-party behaviour (its billing block's `cch` hash, tool search)
+# only for an api.anthropic.com base URL unless this variable is set (read in Claude Code
+# 2.1.197's own code; SPEC R-WF-8, README "Claude Code's first-party features"). It holds
+# behind SubLane: a Claude Code request to an Anthropic account reaches api.anthropic.com with
+# its body bytes unchanged (R-WF-1), so the hash it carries stays true.
+FIRST_PARTY = {"_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL": "1"}
+
+
 def client_variables(url: str, key: str) -> dict[str, str]:
     url = url.rstrip("/")
     return {
@@ -33,6 +41,7 @@ def client_variables(url: str, key: str) -> dict[str, str]:
         "OPENAI_BASE_URL": f"{url}/v1",
         "OPENAI_API_KEY": key,
         "SUBLANE_KEY": key,
+        **FIRST_PARTY,
     }
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from sublane_desktop.client_env import FIRST_PARTY
+
 KEY_PLACEHOLDER = "<your sl- key>"
 
 
@@ -38,20 +40,21 @@ def snippets(tool: str, endpoint: str, key: str | None) -> list[Snippet]:
     key = key or KEY_PLACEHOLDER
     base = endpoint.rstrip("/")
     if tool == "claude-code":
-        settings = json.dumps(
-            {"env": {"ANTHROPIC_BASE_URL": base, "ANTHROPIC_AUTH_TOKEN": key}}, indent=2
-        )
+        # The first-party variable: see client_env.FIRST_PARTY (R-WF-8).
+        first_party = {"ANTHROPIC_BASE_URL": base, "ANTHROPIC_AUTH_TOKEN": key, **FIRST_PARTY}
+        settings = json.dumps({"env": first_party}, indent=2)
         return [
             Snippet(
                 "Shell (bash, zsh)",
-                f"export ANTHROPIC_BASE_URL={base}\nexport ANTHROPIC_AUTH_TOKEN={key}",
+                "\n".join(f"export {name}={value}" for name, value in first_party.items()),
             ),
             Snippet(
-                "fish", f"set -gx ANTHROPIC_BASE_URL {base}\nset -gx ANTHROPIC_AUTH_TOKEN {key}"
+                "fish",
+                "\n".join(f"set -gx {name} {value}" for name, value in first_party.items()),
             ),
             Snippet(
                 "PowerShell",
-                f'$env:ANTHROPIC_BASE_URL = "{base}"\n$env:ANTHROPIC_AUTH_TOKEN = "{key}"',
+                "\n".join(f'$env:{name} = "{value}"' for name, value in first_party.items()),
             ),
             Snippet("or in ~/.claude/settings.json", settings),
         ]

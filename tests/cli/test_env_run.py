@@ -21,6 +21,8 @@ VARIABLES = (
     "OPENAI_BASE_URL",
     "OPENAI_API_KEY",
     "SUBLANE_KEY",
+    # Claude Code's first-party behaviour behind SubLane (R-WF-8, client_env.FIRST_PARTY).
+    "_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL",
 )
 PATTERNS = {
     "sh": re.compile(r"^export (\w+)='([^']*)'$"),
@@ -75,6 +77,7 @@ def test_env_prints_each_shells_syntax_with_a_fresh_key(sublane: Sublane, shell:
     assert values["OPENAI_API_KEY"] == values["SUBLANE_KEY"] == key
     assert values["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9123"  # no /v1 for Claude Code
     assert values["OPENAI_BASE_URL"] == "http://127.0.0.1:9123/v1"
+    assert values["_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL"] == "1"
     assert "shown only once" in result.stderr and key not in result.stderr
 
     name = f"env-{datetime.date.today().isoformat()}"

@@ -233,7 +233,8 @@ async def test_setup_tool_creates_a_key_for_the_tool_and_fills_the_lines(qtbot, 
     key = page.key
     assert key and key.startswith("sl-")
     assert page.texts()[0] == (
-        f"export ANTHROPIC_BASE_URL={live.url}\nexport ANTHROPIC_AUTH_TOKEN={key}"
+        f"export ANTHROPIC_BASE_URL={live.url}\nexport ANTHROPIC_AUTH_TOKEN={key}\n"
+        "export _CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL=1"
     )
     assert [k["name"] for k in await live.service.list_keys()] == ["claude-code"]
     assert await live.service.identify(key) is not None

@@ -1,3 +1,4 @@
+import json
 import tomllib
 
 import pytest
@@ -14,9 +15,17 @@ def by_title(tool, key="sl-abc"):
 def test_claude_code_lines():
     lines = by_title("claude-code")
     assert lines["Shell (bash, zsh)"] == (
-        "export ANTHROPIC_BASE_URL=http://127.0.0.1:8765\nexport ANTHROPIC_AUTH_TOKEN=sl-abc"
+        "export ANTHROPIC_BASE_URL=http://127.0.0.1:8765\nexport ANTHROPIC_AUTH_TOKEN=sl-abc\n"
+        "export _CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL=1"  # R-WF-8
     )
-    assert '"ANTHROPIC_AUTH_TOKEN": "sl-abc"' in lines["or in ~/.claude/settings.json"]
+    assert lines["fish"].endswith("\nset -gx _CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL 1")
+    assert lines["PowerShell"].endswith('\n$env:_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL = "1"')
+    settings = json.loads(lines["or in ~/.claude/settings.json"])
+    assert settings["env"] == {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:8765",
+        "ANTHROPIC_AUTH_TOKEN": "sl-abc",
+        "_CLAUDE_CODE_ASSUME_FIRST_PARTY_BASE_URL": "1",
+    }
 
 
 def test_codex_config_is_valid_toml_as_protocols_md_says():
