@@ -55,6 +55,11 @@ CAUSES = {
     "authentication_error": "the provider refused the account's credential",
     "permission_error": "the provider refused: the account may not do this",
     "api_error": "the provider had an internal error",
+    # R-WF-2: a refusal of the client, not of the account.
+    "claude_code_only": "Anthropic serves Claude subscription logins to Claude Code only, and"
+    " this client is not Claude Code; an Anthropic API key account would serve it",
+    "third_party_extra_usage": "Anthropic sends third-party apps to extra usage instead of the"
+    " plan's limits; the login is fine",
 }
 
 

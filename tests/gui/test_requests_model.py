@@ -169,4 +169,8 @@ def test_details_say_the_cause_not_only_the_code() -> None:
     assert cause_text("http_502") == "The provider answered HTTP 502 [http_502]"
     assert cause_text("overloaded_error") == "The provider was overloaded [overloaded_error]"
     assert cause_text("something_new") == "something_new"
+    assert cause_text("claude_code_only").startswith(
+        "Anthropic serves Claude subscription logins to Claude Code only"
+    )
+    assert cause_text("claude_code_only").endswith("would serve it [claude_code_only]")
     assert cause_text(None) == "—"

@@ -8,7 +8,7 @@ import gzip
 
 import aiohttp
 
-from tests.fake_upstream import OAUTH_NOT_SUPPORTED, Reply
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, CLAUDE_CODE_ONLY, OAUTH_NOT_SUPPORTED, Reply
 
 ASK = {
     "model": "claude-sonnet-4-5",
@@ -32,7 +32,11 @@ async def test_an_oauth_token_needs_the_oauth_beta_on_messages_and_usage(upstrea
     status, _ = await call("GET", upstream.url + "/api/oauth/usage", headers=OAUTH)
     assert status == 401
     beta = {**OAUTH, "anthropic-beta": "claude-code-20250219, oauth-2025-04-20"}
-    assert (await call("POST", upstream.url + "/v1/messages", json=ASK, headers=beta))[0] == 200
+    # (with the beta, a client that is not Claude Code meets the next rule, tested below)
+    claude_code = {**beta, **CLAUDE_CODE_HEADERS}
+    assert (await call("POST", upstream.url + "/v1/messages", json=ASK, headers=claude_code))[
+        0
+    ] == 200
     assert (await call("GET", upstream.url + "/api/oauth/usage", headers=beta))[0] == 200
 
 
@@ -78,3 +82,22 @@ async def test_a_gzip_answer_only_for_a_client_that_offers_gzip(upstream):
         async with s.post(upstream.url + "/v1/messages", json=ASK, headers=plain) as r:
             assert "Content-Encoding" not in r.headers
             assert b"Hello from the fake upstream." in await r.read()
+
+
+async def test_an_oauth_token_serves_claude_code_only(upstream):
+    """R-WF-2: Anthropic's words for any other client on a subscription token."""
+    beta = {**OAUTH, "anthropic-beta": "oauth-2025-04-20"}
+    for path in ("/v1/messages", "/v1/messages/count_tokens"):
+        for headers in (
+            beta,
+            {**beta, "User-Agent": CLAUDE_CODE_HEADERS["User-Agent"]},  # one mark only
+            {**beta, "x-app": "cli"},
+        ):
+            status, body = await call("POST", upstream.url + path, json=ASK, headers=headers)
+            assert (status, body["error"]["type"]) == (400, "invalid_request_error")
+            assert body["error"]["message"] == CLAUDE_CODE_ONLY
+        claude_code = {**beta, **CLAUDE_CODE_HEADERS}
+        assert (await call("POST", upstream.url + path, json=ASK, headers=claude_code))[0] == 200
+    keyed = {"x-api-key": "sk-ant-api03-k", **VERSION}  # an API key serves any client
+    assert (await call("POST", upstream.url + "/v1/messages", json=ASK, headers=keyed))[0] == 200
+    assert upstream.client_refusals == 6

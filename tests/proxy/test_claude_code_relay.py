@@ -10,6 +10,7 @@ import json
 import pytest
 
 from sublane_desktop.providers import anthropic
+from tests.fake_upstream import CLAUDE_CODE_HEADERS as CLAUDE_CODE_IDENTITY
 from tests.fake_upstream import Reply
 from tests.raw_http import raw_request
 
@@ -203,7 +204,9 @@ async def test_the_sdk_reads_a_compressed_answer_through_sublane(harness):
     await h.add_account("work")
     key = await h.create_key()
     h.upstream.script(None, Reply(encoding="gzip"), Reply(encoding="gzip"))
-    client = sdk.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    client = sdk.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_IDENTITY
+    )
     ask = {
         "model": "claude-sonnet-4-5",
         "max_tokens": 8,
