@@ -111,6 +111,14 @@ STEPS: dict[int, list[str]] = {
         "ALTER TABLE account_runtime ADD COLUMN fable_cooldown_until REAL",
         "ALTER TABLE account_runtime ADD COLUMN fable_streak INTEGER NOT NULL DEFAULT 0",
     ],
+    # Where an imported login came from (R-LOGIN-2): the tool's store (a file path or a keychain
+    # item), a digest of the account identity it carried, and whether the import was detached.
+    # Never a token: the tokens stay in the keyring and in the tool's own store.
+    10: [
+        "CREATE TABLE account_sources (account_id INTEGER PRIMARY KEY REFERENCES accounts(id)"
+        " ON DELETE CASCADE, kind TEXT NOT NULL, location TEXT NOT NULL, identity TEXT,"
+        " detached INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL)",
+    ],
 }
 LATEST = max(STEPS)
 

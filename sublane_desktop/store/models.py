@@ -195,6 +195,21 @@ class QuotaHistory(BaseModel):
         primary_key = False
 
 
+class AccountSource(BaseModel):
+    """Where an imported login lives in its tool (R-LOGIN-2); metadata only, never a token."""
+
+    account = ForeignKeyField(Account, primary_key=True, on_delete="CASCADE")
+    account_id: int  # peewee's id accessor, declared for the type checker
+    kind = TextField()  # the source module's name, e.g. "claude-code-file"
+    location = TextField()  # a file path or a keychain item's name
+    identity = TextField(null=True)  # a digest of the account identity the source carried
+    detached = BooleanField(default=False)  # --detach: never read or written again
+    updated_at = FloatField()
+
+    class Meta:
+        table_name = "account_sources"
+
+
 ALL_MODELS = [
     SchemaVersion,
     User,
