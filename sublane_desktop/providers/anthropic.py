@@ -166,17 +166,24 @@ def relayed_headers(
                 _OFFERS.clear()
             offer = _OFFERS[key] = accept_encoding(*key)
         headers[name] = offer
-    betas = list(extra_betas)
-    if "api_key" in credential:
-        headers["x-api-key"] = str(credential["api_key"])
-    else:
-        headers["authorization"] = f"Bearer {credential.get('access_token', '')}"
-        betas.append(OAUTH_BETA)
+    betas = _with_credential(headers, credential, extra_betas)
     beta_name = spelled.get("anthropic-beta", "anthropic-beta")
     beta = with_betas(headers.get(beta_name), betas)
     if beta:
         headers[beta_name] = beta
     return headers
+
+
+def _with_credential(
+    headers: dict[str, str], credential: Mapping[str, Any], extra_betas: list[str]
+) -> list[str]:
+    """Put the account's credential on the headers; the betas the request then needs (an
+    OAuth token is read only with the oauth beta)."""
+    if "api_key" in credential:
+        headers["x-api-key"] = str(credential["api_key"])
+        return list(extra_betas)
+    headers["authorization"] = f"Bearer {credential.get('access_token', '')}"
+    return [*extra_betas, OAUTH_BETA]
 
 
 def _named_by_connection(headers: Mapping[str, str]) -> frozenset[str]:
@@ -213,12 +220,7 @@ def upstream_headers(
     headers = {name: client_headers[name] for name in FORWARD_HEADERS if name in client_headers}
     headers.setdefault("anthropic-version", API_VERSION)
     headers["content-type"] = "application/json"
-    betas = list(extra_betas)
-    if "api_key" in credential:
-        headers["x-api-key"] = str(credential["api_key"])
-    else:
-        headers["authorization"] = f"Bearer {credential.get('access_token', '')}"
-        betas.append(OAUTH_BETA)
+    betas = _with_credential(headers, credential, extra_betas)
     client_betas = client_headers.get("anthropic-beta")
     # The usual request brings no betas of its own and needs one: nothing to merge.
     beta = merge_betas(client_betas, *betas) if client_betas or len(betas) > 1 else "".join(betas)

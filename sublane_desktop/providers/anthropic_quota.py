@@ -7,11 +7,10 @@ defensive: an unparseable value is ignored, never allowed to poison a gauge.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from sublane_desktop.core.gauges import Observation, clean_observation
-from sublane_desktop.core.numbers import finite_float
+from sublane_desktop.core.numbers import finite_float, iso_seconds
 
 PREFIX = "anthropic-ratelimit-unified-"
 # header window name -> gauge window
@@ -22,15 +21,6 @@ _WINDOW_HEADERS = tuple(
     (window, f"{PREFIX}{name}-utilization", f"{PREFIX}{name}-status", f"{PREFIX}{name}-reset")
     for name, window in HEADER_WINDOWS.items()
 )
-
-
-def _iso(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def header_observations(headers: Mapping[str, str], now: float) -> list[Observation]:
@@ -73,7 +63,9 @@ def _percent_obs(window: str, percent: Any, resets_at: Any, now: float) -> Obser
     value = finite_float(percent)
     if value is None or value < 0 or value > 1000:
         return None
-    return clean_observation(window, value / 100.0, _iso(resets_at), now, "poll", rejected=False)
+    return clean_observation(
+        window, value / 100.0, iso_seconds(resets_at), now, "poll", rejected=False
+    )
 
 
 def usage_observations(body: Any, now: float) -> list[Observation]:

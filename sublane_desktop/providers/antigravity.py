@@ -20,7 +20,6 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -32,7 +31,7 @@ from sublane_desktop.core.gauges import (
     clean_observation,
     family_of,
 )
-from sublane_desktop.core.numbers import finite_float
+from sublane_desktop.core.numbers import finite_float, iso_seconds
 from sublane_desktop.core.quota import QuotaReadError
 
 DAILY = "https://daily-cloudcode-pa.googleapis.com"
@@ -243,22 +242,13 @@ class GoogleError:
     model: str | None = None
 
 
-def _timestamp(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def quota_reset_in(metadata: Mapping[str, Any], now: float | None) -> float | None:
     """Seconds until a spent quota resets: `quotaResetDelay` (a Go duration), else
     `quotaResetTimeStamp` (RFC 3339) against `now`."""
     delay = parse_duration(metadata.get("quotaResetDelay"))
     if delay is not None or now is None:
         return delay
-    stamp = _timestamp(metadata.get("quotaResetTimeStamp"))
+    stamp = iso_seconds(metadata.get("quotaResetTimeStamp"))
     return stamp - now if stamp is not None and stamp > now else None
 
 
@@ -466,7 +456,7 @@ def quota_observations(body: Any, now: float) -> list[Observation]:
             continue
         used = 1.0 - remaining
         if family not in tightest or used > tightest[family][0]:
-            tightest[family] = (used, _timestamp(quota.get("resetTime")))
+            tightest[family] = (used, iso_seconds(quota.get("resetTime")))
     found = []
     for family in FAMILY_WINDOWS:
         if family in tightest:

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sublane_desktop.core.gauges import family_of
+from sublane_desktop.core.numbers import iso_seconds
 from sublane_desktop.providers import antigravity as ag
 
 NOW = 1_800_000_000.0
@@ -104,7 +105,7 @@ def test_a_spent_quota_names_its_model_and_its_reset():
     assert spent.quota_exhausted and spent.model == "claude-opus-4-6-thinking"
     assert spent.retry_after == pytest.approx(17696.87563923)
     stamped = ag.read_google_error(body(quotaResetTimeStamp="2027-01-15T09:00:00Z"), 429, NOW)
-    assert stamped.retry_after == pytest.approx(ag._timestamp("2027-01-15T09:00:00Z") - NOW)
+    assert stamped.retry_after == pytest.approx(iso_seconds("2027-01-15T09:00:00Z") - NOW)
     assert stamped.model is None and stamped.quota_exhausted
     past = ag.read_google_error(body(quotaResetTimeStamp="2020-01-01T00:00:00Z"), 429, NOW)
     assert past.retry_after is None
@@ -225,7 +226,7 @@ def test_quota_answer_as_family_observations():
     found = {o.window: o for o in ag.quota_observations(body, NOW)}
     assert set(found) == {"gemini_pro", "gemini_flash"}
     assert found["gemini_pro"].utilization == pytest.approx(0.8)  # the tightest model
-    assert found["gemini_pro"].resets_at == pytest.approx(ag._timestamp("2027-01-15T09:00:00Z"))
+    assert found["gemini_pro"].resets_at == pytest.approx(iso_seconds("2027-01-15T09:00:00Z"))
     assert found["gemini_flash"].utilization == 1.0 and found["gemini_flash"].rejected
     assert found["gemini_pro"].source == "poll" and found["gemini_pro"].observed_at == NOW
     for bad in (None, [], {"models": []}, {"models": {"gemini-3.1-pro-high": {}}}):

@@ -101,6 +101,7 @@ async def test_an_unbound_request_carries_one_fresh_correlation_id_not_the_clien
         (b"Content-Type", b"application/json"),
         (b"anthropic-version", b"2023-06-01"),
         (b"X-Client-Request-Id", b"client-chosen-1"),
+        *((k.encode(), v.encode()) for k, v in CLAUDE_CODE_IDENTITY.items()),  # (R-WF-2)
     ]
     body = (
         b'{"model":"claude-sonnet-4-5","max_tokens":8,"messages":[{"role":"user","content":"x"}]}'

@@ -7,6 +7,7 @@ needs one and cannot find it skips and says how to install it. `SUBLANE_TEST_CLA
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -58,3 +59,26 @@ def quiet_env(home: Path) -> dict[str, str]:
         NO_COLOR="1",
     )
     return env
+
+
+async def run_cli(
+    argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+) -> tuple[bytes, bytes]:
+    """Run a CLI to its end (stdin closed): its stdout and stderr. Fails the test, saying
+    which, when it runs past the timeout or exits non-zero."""
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        pytest.fail(f"{Path(argv[0]).name} {argv[1]} did not finish within {timeout:g}s")
+    assert process.returncode == 0, err.decode(errors="replace")[-2000:]
+    return out, err

@@ -10,7 +10,6 @@ passes is one the real API would have read. Each run takes about a second.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import shutil
 from pathlib import Path
@@ -19,7 +18,7 @@ import aiohttp
 import pytest
 
 from sublane_desktop.providers import anthropic
-from tests.real_cli import cli_path, quiet_env
+from tests.real_cli import cli_path, quiet_env, run_cli
 
 RUN_TIMEOUT = 30.0  # one `claude -p` against a loopback fake takes about a second
 ANSWER = "Hello from the fake upstream."
@@ -51,24 +50,8 @@ async def claude(
     shutil.rmtree(home, ignore_errors=True)
     env = quiet_env(home)
     env.update({"ANTHROPIC_BASE_URL": base_url, key_env: key})
-    proc = await asyncio.create_subprocess_exec(
-        cli_path("claude"),
-        "-p",
-        "say hi",
-        *args,
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        pytest.fail(f"claude -p did not finish within {RUN_TIMEOUT:g}s")
-    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
+    argv = [cli_path("claude"), "-p", "say hi", *args]
+    out, _ = await run_cli(argv, cwd=cwd, env=env, timeout=RUN_TIMEOUT)
     assert ANSWER in out.decode(errors="replace")
 
 

@@ -12,12 +12,11 @@ hash it carries still describes the request.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import shutil
 
 from sublane_desktop.client_env import FIRST_PARTY, client_variables
-from tests.real_cli import cli_path, quiet_env
+from tests.real_cli import cli_path, quiet_env, run_cli
 from tests.real_cli.test_claude_code_fidelity import (
     ANSWER,
     DIRECT_KEY,
@@ -33,18 +32,9 @@ async def claude(env_extra: dict[str, str], home, cwd) -> None:
     shutil.rmtree(home, ignore_errors=True)
     env = quiet_env(home)
     env.update(env_extra)
-    proc = await asyncio.create_subprocess_exec(
-        cli_path("claude"),
-        "-p",
-        "say hi",
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    out, _ = await run_cli(
+        [cli_path("claude"), "-p", "say hi"], cwd=cwd, env=env, timeout=RUN_TIMEOUT
     )
-    out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT)
-    assert proc.returncode == 0, err.decode(errors="replace")[-2000:]
     assert ANSWER in out.decode(errors="replace")
 
 

@@ -35,7 +35,6 @@ because Codex sends none on the upgrade request.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import re
@@ -45,7 +44,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_codex import FakeCodex
-from tests.real_cli import cli_path, quiet_env
+from tests.real_cli import cli_path, quiet_env, run_cli
 
 RUN_TIMEOUT = 25.0
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -92,24 +91,8 @@ def provider_config(name: str, base_url: str, extra: str) -> str:
 
 
 async def run_codex(codex: str, home: Path, workdir: Path, env: dict[str, str]) -> None:
-    process = await asyncio.create_subprocess_exec(
-        codex,
-        "exec",
-        "--skip-git-repo-check",
-        "say hi",
-        cwd=workdir,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), RUN_TIMEOUT)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        raise AssertionError("codex exec did not finish in time") from None
-    assert process.returncode == 0, err.decode(errors="replace")[-2000:]
+    argv = [codex, "exec", "--skip-git-repo-check", "say hi"]
+    out, _ = await run_cli(argv, cwd=workdir, env=env, timeout=RUN_TIMEOUT)
     assert b"Hello from the fake Codex upstream." in out
 
 
