@@ -121,7 +121,7 @@ class SetupToolDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs)
         layout.addWidget(buttons)
-        set_default_size(self, 640, 520)
+        set_default_size(self, 640, 560)  # the Claude Code tab shows three variables
 
     def showEvent(self, event: Any) -> None:
         for page in self.pages.values():
