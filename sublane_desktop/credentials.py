@@ -26,6 +26,9 @@ def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
         if not isinstance(secret["api_key"], str) or not secret["api_key"].strip():
             raise CredentialError('"api_key" must be a non-empty string')
         return {"api_key": secret["api_key"].strip()}
+    if provider == "anthropic" and is_setup_token(secret):
+        # `claude setup-token`: a long-lived subscription token, never refreshed, expiry unknown
+        return {"access_token": secret["access_token"].strip()}
     required = ["access_token", "refresh_token", "expires_at"]
     if provider == "codex":
         required.append("account_id")
@@ -46,6 +49,19 @@ def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
     clean = {name: secret[name] for name in required}
     clean["expires_at"] = float(expires)
     return clean
+
+
+SETUP_TOKEN_PREFIX = "sk-ant-oat"
+
+
+def is_setup_token(secret: dict[str, Any]) -> bool:
+    """A Claude subscription token without a refresh token (`claude setup-token` prints one)."""
+    token = secret.get("access_token")
+    return (
+        isinstance(token, str)
+        and token.strip().startswith(SETUP_TOKEN_PREFIX)
+        and not secret.get("refresh_token")
+    )
 
 
 # Optional fields of a Google login: the Cloud project (else discovered on first use) and the

@@ -86,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
         imp.add_argument("--name")
         imp.add_argument("--group", default="default")
         imp.add_argument("--base-url")
+        imp.add_argument(
+            "--detach",
+            action="store_true",
+            help="never read or write the tool's login again (the first to refresh then signs"
+            " the other out; sign in for a family of SubLane's own)",
+        )
     lst = command(acc, "list", "accounts with state, gauges, in-flight and limit")
     lst.add_argument("--json", action="store_true")
     for name in ("pause", "unpause", "clear-cooldown", "switch", "disable", "enable"):

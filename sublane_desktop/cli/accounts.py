@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from sublane_desktop import credentials
 from sublane_desktop.cli.context import CliError, Context
 
 PROVIDERS = ("anthropic", "codex", "antigravity")
+IMPORTS = ("import-claude-code", "import-codex", "import-gemini", "import-antigravity")
 
 
 def read_secret_json(provider: str) -> dict[str, Any]:
@@ -30,20 +30,6 @@ def read_secret_json(provider: str) -> dict[str, Any]:
 def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
     try:
         return credentials.validate_secret(provider, secret)
-    except credentials.CredentialError as exc:
-        raise CliError(str(exc)) from None
-
-
-def claude_code_secret(path: Path) -> dict[str, Any]:
-    try:
-        return credentials.claude_code_secret(path)
-    except credentials.CredentialError as exc:
-        raise CliError(str(exc)) from None
-
-
-def codex_secret(path: Path) -> dict[str, Any]:
-    try:
-        return credentials.codex_secret(path)
     except credentials.CredentialError as exc:
         raise CliError(str(exc)) from None
 
@@ -89,57 +75,22 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
             )
         )
         return 0
-    if which == "import-claude-code":
-        path = args.file or Path.home() / ".claude" / ".credentials.json"
-        secret = claude_code_secret(path)
-        print(
-            save_account(
-                ctx,
-                "anthropic",
-                args.name or "claude-code",
-                args.group,
-                args.base_url,
-                2,
-                secret,
-                replace=True,
-            )
-        )
-        return 0
-    if which == "import-codex":
-        path = args.file or Path.home() / ".codex" / "auth.json"
-        secret = codex_secret(path)
-        print(
-            save_account(
-                ctx,
-                "codex",
-                args.name or "codex",
-                args.group,
-                args.base_url,
-                2,
-                secret,
-                replace=True,
-            )
-        )
-        return 0
-    if which in ("import-gemini", "import-antigravity"):  # Google logins (R-AG-1)
-        kind = which.removeprefix("import-")
-        read = credentials.gemini_cli_secret if kind == "gemini" else credentials.antigravity_secret
+    if which in IMPORTS:  # a tool's login, found where the tool keeps it (R-LOGIN-2/3)
+        tool = which.removeprefix("import-")
         try:
-            secret = read(args.file or Path.home() / credentials.LOGIN_FILES[kind])
+            line, notes = ctx.offline.import_login(
+                tool,
+                args.file,
+                args.name or tool,
+                args.group,
+                args.base_url,
+                detach=args.detach,
+            )
         except credentials.CredentialError as exc:
             raise CliError(str(exc)) from None
-        print(
-            save_account(
-                ctx,
-                "antigravity",
-                args.name or kind,
-                args.group,
-                args.base_url,
-                2,
-                secret,
-                replace=True,
-            )
-        )
+        print(line)
+        for note in notes:
+            print(f"note: {note}")
         return 0
     if which == "list":
         runtime = runtime_snapshot(ctx)

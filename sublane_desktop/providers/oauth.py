@@ -86,6 +86,8 @@ async def refresh(
     fresh = dict(credential, access_token=token)
     if isinstance(body.get("refresh_token"), str) and body["refresh_token"]:
         fresh["refresh_token"] = body["refresh_token"]
+    if isinstance(body.get("id_token"), str) and body["id_token"]:
+        fresh["id_token"] = body["id_token"]  # Codex keeps it in auth.json (R-LOGIN-2)
     expires_in = body.get("expires_in")
     if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
         fresh["expires_at"] = now + float(expires_in)

@@ -99,6 +99,32 @@ class OfflineService:
                 self.secrets, provider, name, group, base_url, limit, secret, replace=replace
             )
 
+    def import_login(
+        self,
+        tool: str,
+        file: Path | None,
+        name: str,
+        group: str,
+        base_url: str | None,
+        detach: bool = False,
+    ) -> tuple[str, list[str]]:
+        """Import a tool's login (R-LOGIN-2/3) and remember its source: ("added …"/"updated …"
+        line, further lines in words — the tool's own warning, how it stays in step).
+        Raises credentials.CredentialError with a clear message."""
+        from sublane_desktop.accounts.imports import find_login, in_step_words, store_import
+        from sublane_desktop.accounts.sources import Places, source_for
+
+        places = Places.here()
+        login = find_login(tool, file, places)
+        with self.store.db.atomic():
+            account_id, verb, kind = store_import(
+                self.secrets, login, name, group, base_url, 2, detach
+            )
+        source = source_for(login.kind, login.location, places)
+        notes = [login.warning] if login.warning else []
+        notes.append(in_step_words(login, detach, bool(source and source.writable)))
+        return f"{verb} {login.provider} account {name} (id {account_id}, {kind})", notes
+
     def pool_view(self) -> dict[str, Any]:
         """The stored pool, built by the same service code as the live one's view."""
         from sublane_desktop.service import Service, load_account_states

@@ -1,0 +1,145 @@
+"""Antigravity's IDE state database, `<config dir>/Antigravity/User/globalStorage/state.vscdb`
+(SQLite, table `ItemTable`): the key `jetskiStateSync.agentManagerInitState` holds a base64
+protobuf whose field 6 is the OAuth token (1 access token, 3 refresh token, 4 expiry as a
+Timestamp whose field 1 is seconds) — lbjlaq/Antigravity-Manager
+`src-tauri/src/modules/migration.rs` (old format) and `utils/protobuf.rs`; the path per OS as
+badrisnarayanan/antigravity-claude-proxy `src/constants.js` has it.
+
+Antigravity 1.16.5 and later keep the token under `antigravityUnifiedStateSync.oauthToken` in a
+nested format SubLane does not read yet: then the import says so in words. The database is the
+IDE's: it is opened read-only and never written.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sublane_desktop.accounts.sources import Login, Places
+from sublane_desktop.accounts.sources.tool_files import NotThere
+from sublane_desktop.credentials import CredentialError, validate_secret
+
+KIND = "antigravity-state-db"
+OLD_KEY = "jetskiStateSync.agentManagerInitState"
+NEW_KEY = "antigravityUnifiedStateSync.oauthToken"
+
+
+def config_root(places: Places) -> Path:
+    if places.platform == "darwin":
+        return places.home / "Library" / "Application Support"
+    if places.platform.startswith("win"):
+        appdata = places.environ.get("APPDATA")
+        return Path(appdata) if appdata else places.home / "AppData" / "Roaming"
+    xdg = places.environ.get("XDG_CONFIG_HOME")
+    return Path(xdg) if xdg else places.home / ".config"
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if at >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at += 1
+        if not byte & 0x80:
+            return value, at
+        shift += 7
+
+
+def fields(data: bytes) -> dict[int, Any]:
+    """The first value of each field of a protobuf message (bytes or int)."""
+    found: dict[int, Any] = {}
+    at = 0
+    while at < len(data):
+        tag, at = _varint(data, at)
+        number, wire = tag >> 3, tag & 7
+        value: Any
+        if wire == 0:
+            value, at = _varint(data, at)
+        elif wire == 2:
+            size, at = _varint(data, at)
+            value, at = data[at : at + size], at + size
+        elif wire == 1:
+            value, at = data[at : at + 8], at + 8
+        elif wire == 5:
+            value, at = data[at : at + 4], at + 4
+        else:
+            raise ValueError("unknown wire type")
+        found.setdefault(number, value)
+    return found
+
+
+def token_of(blob: str, where: str) -> dict[str, Any]:
+    from sublane_desktop.providers.antigravity import CLIENTS
+
+    try:
+        outer = fields(base64.b64decode(blob))
+        oauth = fields(outer[6])
+        access = oauth[1].decode("utf-8")
+        refresh = oauth.get(3, b"").decode("utf-8")
+        expiry = fields(oauth[4]).get(1) if isinstance(oauth.get(4), bytes) else None
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise CredentialError(f"{where} holds no Antigravity login SubLane can read") from None
+    client_id, client_secret = CLIENTS["antigravity"]
+    return validate_secret(
+        "antigravity",
+        {
+            "access_token": access,
+            "refresh_token": refresh,
+            "expires_at": float(expiry) if isinstance(expiry, int) and expiry > 0 else 1.0,
+            "client_id": client_id,
+            "client_secret": client_secret,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class AntigravityStateDb:
+    location: str
+    places: Places
+    kind: str = KIND
+    tool: str = "antigravity"
+    title: str = "Antigravity's state database"
+    provider: str = "antigravity"
+    writable: bool = False  # the IDE's database: read, never written
+
+    @classmethod
+    def of(cls, places: Places) -> AntigravityStateDb:
+        path = config_root(places) / "Antigravity" / "User" / "globalStorage" / "state.vscdb"
+        return cls(str(path), places)
+
+    def read(self) -> Login:
+        path = Path(self.location)
+        if not path.exists():
+            raise NotThere(f"no Antigravity state database at {path}")
+        try:
+            db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2.0)
+            try:
+                rows = dict(
+                    db.execute(
+                        "SELECT key, value FROM ItemTable WHERE key IN (?, ?)", (OLD_KEY, NEW_KEY)
+                    ).fetchall()
+                )
+            finally:
+                db.close()
+        except sqlite3.Error:
+            raise CredentialError(f"cannot read {path}: not a readable SQLite database") from None
+        value = rows.get(OLD_KEY)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, str) and value:
+            return Login(KIND, self.location, "antigravity", token_of(value, str(path)))
+        if rows.get(NEW_KEY):
+            raise CredentialError(
+                f"{path} keeps Antigravity's login in its newer format ({NEW_KEY}), which"
+                " SubLane cannot read yet: use `sublane account login antigravity`"
+            )
+        raise NotThere(f"no Antigravity login in {path}")
+
+    def write(self, credential: dict[str, Any]) -> None:
+        raise CredentialError("Antigravity's state database is never written")

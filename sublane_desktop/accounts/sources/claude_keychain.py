@@ -1,0 +1,65 @@
+"""Claude Code's login in the macOS Keychain: the generic password `Claude Code-credentials`,
+holding the same JSON as the login file (PROTOCOLS.md; better-ccflare reads it with
+`security find-generic-password -s "Claude Code-credentials" -w`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sublane_desktop.accounts.sources import Login, Places, macos_keychain
+from sublane_desktop.accounts.sources.claude_code_file import login_of, updated
+from sublane_desktop.accounts.sources.tool_files import NotThere
+from sublane_desktop.credentials import CredentialError
+
+KIND = "claude-code-keychain"
+SERVICE = "Claude Code-credentials"
+
+
+@dataclass(frozen=True)
+class ClaudeKeychain:
+    location: str  # the item's service name
+    places: Places
+    kind: str = KIND
+    tool: str = "claude-code"
+    title: str = "the macOS Keychain (Claude Code)"
+    provider: str = "anthropic"
+    writable: bool = True
+
+    @classmethod
+    def of(cls, places: Places) -> ClaudeKeychain | None:
+        """The Keychain source on macOS (or wherever the `security` seam points), else None."""
+        return cls(SERVICE, places) if places.security() else None
+
+    def _security(self) -> str:
+        security = self.places.security()
+        if security is None:
+            raise NotThere("there is no Keychain on this system")
+        return security
+
+    def _data(self) -> Any:
+        try:
+            text = macos_keychain.find(self._security(), self.location)
+        except macos_keychain.ItemMissing:
+            raise NotThere(f"no Claude Code login in the Keychain item {self.location!r}") from None
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise CredentialError(
+                f"the Keychain item {self.location!r} does not hold Claude Code's login JSON"
+            ) from None
+
+    def read(self) -> Login:
+        where = f"the Keychain item {self.location!r}"
+        return login_of(self._data(), KIND, self.location, self.places, where)
+
+    def write(self, credential: dict[str, Any]) -> None:
+        security = self._security()
+        account = (
+            macos_keychain.account_of(security, self.location)
+            or self.places.environ.get("USER")
+            or "claude"
+        )
+        value = json.dumps(updated(self._data(), credential), separators=(",", ":"))
+        macos_keychain.update(security, self.location, account, value)

@@ -1,0 +1,170 @@
+"""One refresh-token family, two holders (R-LOGIN-2): an imported login and the tool it came
+from stay in step, so neither is ever left holding a spent refresh token.
+
+Claude and Codex rotate the refresh token on every refresh and refuse a spent one
+(PROTOCOLS.md). So, around each of SubLane's refreshes of an imported login:
+
+1. Before: read the source again (the file or keychain item the import remembered). When it
+   holds a different refresh token for the same account, the tool has refreshed since: SubLane's
+   token is spent, so it adopts the tool's (and uses its access token as is while it is fresh).
+   Same account means the identity the source carries matches the one remembered at import
+   (Codex: `account_id`, as Codex's own reload checks; Claude: the account uuid from
+   `.claude.json`, else the plan) — a source now holding another account is left alone.
+2. Refresh with that token. Refused (the tool rotated between the read and the refresh)? Read
+   again once and, if the tool has a newer token, adopt it.
+3. After: write the new tokens back in the tool's own format (the source module keeps every
+   field it does not own, atomically), so the tool's next refresh uses the live token.
+
+A detached import (`--detach`), a source SubLane does not write (Google logins: Google does not
+rotate refresh tokens), one that vanished or cannot be read, or one that now holds another
+account: SubLane refreshes its own copy and writes nothing back; the reason is logged in words,
+never with a token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sublane_desktop.accounts.sources import NotThere, Places, Source, source_for
+from sublane_desktop.accounts.sources.tool_files import identity_digest
+from sublane_desktop.credentials import CredentialError
+from sublane_desktop.providers import oauth
+
+if TYPE_CHECKING:
+    from sublane_desktop.core.pool import AccountState
+    from sublane_desktop.service import Service
+
+log = logging.getLogger(__name__)
+
+# The token fields a source may hand SubLane; anything else in the credential stays SubLane's.
+TOKEN_FIELDS = ("access_token", "refresh_token", "expires_at", "id_token")
+
+
+@dataclass
+class Holder:
+    """The tool's side of an account's family, as read just now."""
+
+    source: Source | None  # None: no source to keep in step with
+    why_not: str | None = None  # why nothing is written back, in words
+
+
+def adopt(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """Our credential with the tool's newer tokens in it (same account, so the rest stays)."""
+    merged = dict(ours)
+    for name in TOKEN_FIELDS:
+        if name in theirs:
+            merged[name] = theirs[name]
+    return merged
+
+
+class TokenSync:
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    def places(self) -> Places:
+        return Places(Path.home(), dict(self.service.env))
+
+    async def _run(self, fn: Callable[[], Any]) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(None, fn)
+
+    async def holder(self, account: AccountState) -> tuple[Holder, str | None]:
+        """The account's source, if it is one to keep in step, and the identity remembered."""
+        from sublane_desktop.store import account_sources
+
+        row = await self.service.db.read(lambda: account_sources.source_of(account.id))
+        if row is None:
+            return Holder(None), None
+        if row.detached:
+            return Holder(None, "the import was detached"), None
+        source = source_for(row.kind, row.location, self.places())
+        if source is None or not source.writable:
+            return Holder(None, "SubLane does not write that login back"), None
+        return Holder(source), row.identity
+
+    async def newer_from_tool(
+        self, account: AccountState, holder: Holder, identity: str | None, ours: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """The tool's tokens when they are newer than ours for the same account, else None
+        (and `holder.why_not` says why nothing may be written back, if so)."""
+        source = holder.source
+        if source is None:
+            return None
+        try:
+            login = await self._run(source.read)
+        except NotThere:
+            holder.why_not = f"its login is gone from {source.title}"
+            holder.source = None
+            return None
+        except CredentialError as exc:
+            holder.why_not = f"{source.title} cannot be read ({exc})"
+            holder.source = None
+            return None
+        theirs = identity_digest(login.identity)
+        if identity and theirs and theirs != identity:
+            holder.why_not = f"{source.title} now holds another account"
+            holder.source = None
+            return None
+        if login.secret.get("refresh_token") == ours.get("refresh_token"):
+            return None
+        log.info(
+            "account %s: adopting the newer login its tool wrote to %s", account.id, source.title
+        )
+        return login.secret
+
+    async def refreshed(
+        self,
+        account: AccountState,
+        ours: dict[str, Any],
+        refresh: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """The account's next credential, kept in step with its tool (the module docstring
+        says how). Raises oauth.RefreshRejected / RefreshFailed as `refresh` does."""
+        holder, identity = await self.holder(account)
+        credential = ours
+        newer = await self.newer_from_tool(account, holder, identity, credential)
+        if newer is not None:
+            credential = adopt(credential, newer)
+            if not oauth.needs_refresh(credential, self.service.clock.now()):
+                return credential  # the tool refreshed just now: its access token serves
+        try:
+            fresh = await refresh(credential)
+        except oauth.RefreshRejected:
+            # The tool may have spent our token between the read and the refresh.
+            newer = await self.newer_from_tool(account, holder, identity, credential)
+            if newer is None:
+                raise
+            credential = adopt(credential, newer)
+            if not oauth.needs_refresh(credential, self.service.clock.now()):
+                return credential
+            fresh = await refresh(credential)
+        await self.write_back(account, holder, fresh)
+        return fresh
+
+    async def write_back(
+        self, account: AccountState, holder: Holder, fresh: dict[str, Any]
+    ) -> None:
+        source = holder.source
+        if source is None:
+            if holder.why_not:
+                log.info(
+                    "account %s: refreshed SubLane's own copy; nothing written back (%s)",
+                    account.id,
+                    holder.why_not,
+                )
+            return
+        try:
+            await self._run(lambda: source.write(fresh))
+        except (CredentialError, OSError) as exc:
+            reason = exc if isinstance(exc, CredentialError) else (exc.strerror or "failed")
+            log.warning(
+                "account %s: could not write the refreshed login back to %s (%s); the tool"
+                " will need to log in again",
+                account.id,
+                source.title,
+                reason,
+            )
