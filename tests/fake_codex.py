@@ -12,7 +12,9 @@ hides models newer than the `client_version` asked with; its quota headers carry
 length (a plan may have no 5-hour window) and per-model limit families
 (`x-codex-active-limit`, `x-<limit>-primary-*`); a request for a model whose limit family is
 spent gets 429 `usage_limit_reached` naming that limit. Tests script replies per token (or for
-everyone) and read back what the upstream saw, down to the body bytes.
+everyone) and read back what the upstream saw, down to the body bytes. Its `/oauth/token`
+speaks auth.openai.com's refresh grant with single-use refresh tokens (a reused one: 401
+`refresh_token_reused`).
 """
 
 from __future__ import annotations
@@ -117,6 +119,31 @@ class LimitFamily:
     secondary: Window | None = None
 
 
+CODEX_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
+# auth.openai.com's words (the reused one as ChatGPT users see it; the code is what
+# openai/codex `codex-rs/login/src/auth/manager.rs` classifies as "exhausted").
+REUSED = (
+    "Your refresh token has already been used to generate a new access token. "
+    "Please try signing in again."
+)
+INVALIDATED = "Your refresh token was revoked. Please try signing in again."  # (unverified)
+
+
+def token_error(code: str, message: str) -> dict[str, Any]:
+    return {
+        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}
+    }
+
+
+def fake_jwt(claims: dict[str, Any]) -> str:
+    import base64
+
+    def part(obj: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}.c2ln"
+
+
 def token_of(request: web.Request) -> str:
     auth = request.headers.get("Authorization", "")
     return auth[7:] if auth.lower().startswith("bearer ") else ""
@@ -150,6 +177,13 @@ class FakeCodex:
         self.models_reads: list[str] = []
         self.models_versions: list[str | None] = []
         self.refused: set[str] = set()  # access tokens answered with 401
+        # auth.openai.com's token endpoint, refresh grant (R-LOGIN-2): refresh token -> (new
+        # access token, new refresh token). Each is single-use, as the real one is: a spent
+        # token is refused 401 `refresh_token_reused` (openai/codex `codex-rs/login`).
+        self.refresh_grants: dict[str, tuple[str, str]] = {}
+        self.refresh_calls: list[dict[str, Any]] = []
+        self.spent_refresh: set[str] = set()
+        self.account_id = "acct-fake"  # the ChatGPT account the id_token it issues names
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -171,6 +205,7 @@ class FakeCodex:
             app.router.add_get(path, self.usage)
         for path in ("/models", "/v1/models"):
             app.router.add_get(path, self.models)
+        app.router.add_post("/oauth/token", self.oauth_token)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -182,6 +217,48 @@ class FakeCodex:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def oauth_token(self, request: web.Request) -> web.Response:
+        """`POST /oauth/token` with a JSON refresh grant, as Codex sends it."""
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return web.json_response(
+                token_error("invalid_request", "Invalid JSON body"), status=400
+            )
+        if body.get("grant_type") == "refresh_token":
+            return self.refresh_grant(body)
+        return web.json_response(
+            token_error("unsupported_grant_type", "Unsupported grant type"), status=400
+        )
+
+    def refresh_grant(self, body: dict[str, Any]) -> web.Response:
+        self.refresh_calls.append(body)
+        if body.get("client_id") != CODEX_CLIENT_ID:
+            return web.json_response(token_error("invalid_client", "Unknown client"), status=401)
+        token = str(body.get("refresh_token"))
+        if token in self.spent_refresh:
+            return web.json_response(token_error("refresh_token_reused", REUSED), status=401)
+        grant = self.refresh_grants.get(token)
+        if grant is None:
+            return web.json_response(
+                token_error("refresh_token_invalidated", INVALIDATED), status=401
+            )
+        self.spent_refresh.add(token)
+        access, refresh = grant
+        claims = {"https://api.openai.com/auth": {"chatgpt_account_id": self.account_id}}
+        return web.json_response(
+            {
+                "access_token": access,
+                "refresh_token": refresh,
+                "id_token": fake_jwt(claims),
+                "expires_in": 864000,
+                "token_type": "Bearer",
+                "scope": "openid profile email offline_access",
+            }
+        )
 
     def tokens_served(self) -> list[str]:
         return [s.token for s in self.seen]
