@@ -61,6 +61,7 @@ class SecretStore:
         # Choosing a backend can itself block (get_keyring probes D-Bus), so it gets the
         # same timeout as every other call.
         self._backend = self._call(self._choose_backend, backend)
+        self._stamp_path = _file_of(self._backend)
         log.info("secrets: %s", self.describe())
 
     def describe(self) -> str:
@@ -98,6 +99,26 @@ class SecretStore:
 
     async def adelete(self, name: str) -> None:
         await self._acall(self._delete, name)
+
+    def stamp(self) -> tuple[int, ...] | None:
+        """What the keyring looks like from outside, cheaply: a value that changes whenever its
+        entries may have changed, or None when the backend cannot say (the OS keyrings).
+
+        A keyring kept in a file (keyrings.alt's file backends, our encrypted file) rewrites
+        that file on every set and delete, so the file's identity, size and times tell whether
+        an entry read before could have vanished since (R-LOGIN-4) for the price of one
+        `stat`, where reading the entry again costs a thread and a parse.
+        """
+        path = self._stamp_path
+        if path is None:
+            return None
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return (0,)  # no file: every entry is gone
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     # -- internals --
 
@@ -147,9 +168,10 @@ class SecretStore:
                 f"keyring is locked ({self.describe()}); unlock it and retry"
             ) from exc
         except KeyringError as exc:
-            raise KeyringUnavailable(
-                f"keyring error ({self.describe()}): {type(exc).__name__}: {exc}"
-            ) from exc
+            # Only the class goes to the log: a person reads words (R-LOGIN-4), and a backend's
+            # own message is not ours to vouch for (it may quote what it was handed).
+            log.warning("keyring backend error: %s", type(exc).__name__)
+            raise KeyringUnavailable(f"the keyring reported an error ({self.describe()})") from exc
         finally:
             self._lock.release()
 
@@ -192,6 +214,15 @@ def _unusable_reason(backend: KeyringBackend, auto_detected: bool) -> str | None
         # PlaintextKeyring; writing credentials unencrypted to ~/.local/share unasked is the
         # silent fallback the spec forbids. Naming it in PYTHON_KEYRING_BACKEND is fine.
         return f"only {_class_path(backend)} was found, which keyring does not recommend"
+    return None
+
+
+def _file_of(backend: KeyringBackend) -> str | None:
+    """The file a file-kept keyring rewrites on every change, or None (an OS keyring)."""
+    from keyrings.alt.file_base import FileBacked  # only here: quick commands never need it
+
+    if isinstance(backend, (EncryptedFileKeyring, FileBacked)):
+        return str(backend.file_path)
     return None
 
 
