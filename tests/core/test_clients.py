@@ -62,6 +62,8 @@ def test_the_upstreams_refusals_of_a_client_are_recognised_in_its_words(message,
 
 def test_the_refusal_names_the_logins_and_what_would_serve_the_client():
     text = claude_code_only_message(["work-max", "home-pro", "lab", "spare"])
-    assert "work-max, home-pro, lab …" in text and "spare" not in text
-    assert "Claude Code only" in text
+    assert "(work-max, home-pro, lab …)" in text and "spare" not in text
+    assert "(work-max, home-pro, lab)" in claude_code_only_message(["work-max", "home-pro", "lab"])
+    assert "(work-max)" in claude_code_only_message(["work-max"])
+    assert "Claude Code only" in text and "this client is not Claude Code" in text
     assert "sublane account add --provider anthropic" in text and "Antigravity" in text

@@ -25,12 +25,31 @@ def test_non_ascii_and_duplicate_keys():
 
 
 @pytest.mark.parametrize(
-    "raw",
-    [b"[1]", b'{"model":1}', b'{"other":"x"}', b"{}", b'{"model":"x"', b'{"model" "x"}'],
+    ("raw", "why"),
+    [
+        (b"[1]", "not a JSON object"),
+        (b'{"model":1}', "top-level 'model' is not a string"),
+        (b'{"other":"x"}', "no top-level 'model'"),
+        (b"{}", "no top-level 'model'"),
+        (b" { } ", "no top-level 'model'"),
+        (b'{"model":"x"', "malformed JSON object"),
+        (b'{"model" "x"}', "malformed JSON object"),
+        (b'{model:"x"}', "malformed JSON object"),
+        (b'{"model":"x";}', "malformed JSON object"),
+    ],
 )
-def test_what_cannot_be_edited_says_so(raw):
-    with pytest.raises(ValueError):
+def test_what_cannot_be_edited_says_so(raw, why):
+    """The caller falls back to re-serialising on any of these; the reason is for its log."""
+    with pytest.raises(ValueError) as caught:
         replace_top_level_string(raw, "model", "y")
+    assert str(caught.value) == why
+
+
+def test_a_body_with_an_escaped_lone_surrogate_is_edited_too():
+    """JSON may carry a lone surrogate as an escape (and some clients send its raw UTF-8
+    bytes); the edit keeps every other byte, whatever they are."""
+    raw = b'{"t":"\\ud800 ' + b"\xed\xa0\x80" + b'","model":"a"}'
+    assert replace_top_level_string(raw, "model", "b") == raw.replace(b'"a"', b'"b"')
 
 
 _values = st.recursive(
