@@ -283,6 +283,7 @@ def store_account(
     Call inside a database transaction: the row and the keyring entry land together, and a
     keyring failure rolls the row back. Returns (account id, "added"|"updated", kind).
     """
+    from sublane_desktop.store import account_sources
     from sublane_desktop.store import repositories as repo
     from sublane_desktop.store.models import Account, AccountRuntime
 
@@ -322,5 +323,8 @@ def store_account(
         except repo.Conflict as exc:  # e.g. the name of a deleted account
             raise CredentialError(str(exc)) from None
         verb = "added"
+    # A credential stored by hand or by a sign-in is SubLane's own family: no tool to keep in
+    # step with (an import remembers its source again right after, accounts/imports.py).
+    account_sources.forget(account.id)
     secret_store.set(account_secret(account.id), json.dumps(secret))
     return account.id, verb, kind

@@ -1,34 +1,29 @@
 """First run (R-UI-9): which tool logins are on this computer, and one real test request.
 
-The welcome window lists the logins found here (one click imports each), and ends with a test
+The welcome window lists the logins found here, wherever each tool keeps its own (one click
+imports each), and the places it could not read, in words; it ends with a test
 request sent through SubLane itself — the same path a tool takes, so it shows up in the
 Requests window like any other request.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from sublane_desktop.credentials import LOGIN_FILES
-
-
-@dataclass(frozen=True)
-class LoginSource:
-    which: str  # the import_login() name
-    title: str
-
-
-# The order the welcome window offers them in. A new import is one more line here.
-LOGIN_SOURCES = (
-    LoginSource("claude-code", "Claude Code"),
-    LoginSource("codex", "Codex CLI"),
-    LoginSource("gemini", "Gemini CLI"),
-)
+# The tools the welcome window offers, in its order. A new import is one more line here (and
+# its places one module in accounts/sources/).
+TOOL_TITLES = {
+    "claude-code": "Claude Code",
+    "codex": "Codex CLI",
+    "antigravity": "Antigravity",
+    "gemini": "Gemini CLI",
+}
 
 # A small, cheap model per provider for the test request (any client protocol reaches any pool).
 TEST_MODELS = {
@@ -41,15 +36,32 @@ TEST_PROMPT = "Reply with the single word: ready"
 TEST_TIMEOUT_S = 60.0
 
 
-def found_logins(home: Path | None = None) -> list[dict[str, str]]:
-    """The tool logins present in this home directory, as {which, title, path}."""
-    home = home or Path.home()
-    found = []
-    for source in LOGIN_SOURCES:
-        path = home / LOGIN_FILES[source.which]
-        if path.is_file():
-            found.append({"which": source.which, "title": source.title, "path": str(path)})
-    return found
+def found_logins(
+    home: Path | None = None, environ: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """What the welcome window lists (R-LOGIN-3): per tool, the first place holding its login
+    ({which, title, place, path, found: True, warning}), and every place whose login could not
+    be read ({…, found: False, problem} in words). Places that simply hold none are left out."""
+    from sublane_desktop.accounts.sources import Places, survey
+
+    places = Places(home or Path.home(), dict(os.environ if environ is None else environ))
+    listed: list[dict[str, Any]] = []
+    found: set[str] = set()
+    for row in survey(places):
+        tool = row["tool"]
+        entry = {
+            "which": tool,
+            "title": TOOL_TITLES[tool],
+            "place": row["title"],
+            "path": row["location"],
+            "found": row["found"],
+        }
+        if row["found"] and tool not in found:
+            found.add(tool)
+            listed.append(dict(entry, warning=row["warning"]))
+        elif row["problem"]:
+            listed.append(dict(entry, problem=row["problem"]))
+    return listed
 
 
 async def send_test_request(

@@ -53,6 +53,15 @@ class Holder:
     why_not: str | None = None  # why nothing is written back, in words
 
 
+KNOWN_EXPIRY = 1e9  # an expiry before 2001 is the placeholder for "unknown" (credentials.py)
+
+
+def older(theirs: dict[str, Any], ours: dict[str, Any]) -> bool:
+    """The tool's login expires before ours, both expiries known: it predates our refresh."""
+    mine, its = float(ours.get("expires_at") or 0), float(theirs.get("expires_at") or 0)
+    return its > KNOWN_EXPIRY and mine > KNOWN_EXPIRY and its < mine
+
+
 def adopt(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
     """Our credential with the tool's newer tokens in it (same account, so the rest stays)."""
     merged = dict(ours)
@@ -87,7 +96,12 @@ class TokenSync:
         return Holder(source), row.identity
 
     async def newer_from_tool(
-        self, account: AccountState, holder: Holder, identity: str | None, ours: dict[str, Any]
+        self,
+        account: AccountState,
+        holder: Holder,
+        identity: str | None,
+        ours: dict[str, Any],
+        refused: bool = False,
     ) -> dict[str, Any] | None:
         """The tool's tokens when they are newer than ours for the same account, else None
         (and `holder.why_not` says why nothing may be written back, if so)."""
@@ -110,6 +124,10 @@ class TokenSync:
             holder.source = None
             return None
         if login.secret.get("refresh_token") == ours.get("refresh_token"):
+            return None
+        if not refused and older(login.secret, ours):
+            # The tool holds an older login than ours (a write-back that failed): ours is the
+            # live one, and the write-back after this refresh mends the tool's copy.
             return None
         log.info(
             "account %s: adopting the newer login its tool wrote to %s", account.id, source.title
@@ -135,7 +153,7 @@ class TokenSync:
             fresh = await refresh(credential)
         except oauth.RefreshRejected:
             # The tool may have spent our token between the read and the refresh.
-            newer = await self.newer_from_tool(account, holder, identity, credential)
+            newer = await self.newer_from_tool(account, holder, identity, credential, True)
             if newer is None:
                 raise
             credential = adopt(credential, newer)

@@ -55,21 +55,40 @@ class WelcomeWindow(QWidget):
         logins = QVBoxLayout(self.logins_box)
         self.import_buttons: dict[str, QPushButton] = {}
         self.import_status: dict[str, QLabel] = {}
-        found = bridge.found_logins()
+        self.import_warnings: dict[str, QLabel] = {}
+        self.unread: list[QLabel] = []  # places whose login could not be read, in words
+        listed = bridge.found_logins()
+        found = [login for login in listed if login.get("found", True)]
         for login in found:
             button = QPushButton(f"Import {login['title']} login")
-            button.setToolTip(login["path"])
+            button.setToolTip(f"{login.get('place', login['title'])}: {login['path']}")
             button.clicked.connect(lambda _=False, w=login["which"]: self.import_login(w))
             status = QLabel(f"found at {login['path']}")
             status.setWordWrap(True)
+            status.setToolTip(login.get("place", ""))
             row = QHBoxLayout()
             row.addWidget(button)
             row.addWidget(status, 1)
             logins.addLayout(row)
             self.import_buttons[login["which"]] = button
             self.import_status[login["which"]] = status
+            if login.get("warning"):  # Gemini CLI: Google no longer takes it for individuals
+                warning = QLabel(f"⚠ {login['warning']}")
+                warning.setWordWrap(True)
+                logins.addWidget(warning)
+                self.import_warnings[login["which"]] = warning
+        for login in listed:
+            if login.get("found", True):
+                continue
+            label = QLabel(
+                f"Could not read {login['title']}'s login in {login['place']}: {login['problem']}"
+            )
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            logins.addWidget(label)
+            self.unread.append(label)
         self.none_found = QLabel(
-            "No Claude Code, Codex or Gemini login was found on this computer."
+            "No Claude Code, Codex, Antigravity or Gemini CLI login was found on this computer."
         )
         self.none_found.setWordWrap(True)
         self.none_found.setVisible(not found)

@@ -340,10 +340,10 @@ class Service:
         return self.account_view(account_id)
 
     async def import_login(
-        self, which: str, path: Path | None = None, name: str | None = None
+        self, which: str, path: Path | None = None, name: str | None = None, detach: bool = False
     ) -> dict[str, Any]:
-        """Import the login of an installed Claude Code ("claude-code") or Codex CLI ("codex")."""
-        return self.account_view(await self.catalog.import_login(which, path, name))
+        """Import a tool's login (R-LOGIN-2/3): "claude-code", "codex", "gemini", "antigravity"."""
+        return self.account_view(await self.catalog.import_login(which, path, name, detach))
 
     async def remove_account(self, ref: str | int) -> None:
         await self.catalog.remove_account(ref)
@@ -354,10 +354,10 @@ class Service:
 
     # --- first run (R-UI-9): the welcome window ------------------------------------------------
 
-    def found_logins(self) -> list[dict[str, str]]:
+    def found_logins(self) -> list[dict[str, Any]]:
         from sublane_desktop.first_run import found_logins
 
-        return found_logins()
+        return found_logins(environ=self.env)
 
     async def test_request(self, key: str) -> dict[str, Any]:
         """One tiny request through this proxy with a client key; it is recorded like any."""

@@ -245,29 +245,29 @@ class AccountCatalog:
         return account_id
 
     async def import_login(
-        self, which: str, path: Path | None = None, name: str | None = None
+        self,
+        which: str,
+        path: Path | None = None,
+        name: str | None = None,
+        detach: bool = False,
     ) -> int:
-        """Import the login of an installed Claude Code ("claude-code"), Codex CLI ("codex"),
-        Gemini CLI ("gemini") or an Antigravity account file ("antigravity")."""
-        from sublane_desktop import credentials
+        """Import the login a tool keeps ("claude-code", "codex", "gemini", "antigravity"):
+        from `path`, or from the first place the tool keeps one (R-LOGIN-3); its source is
+        remembered so refreshes keep the tool's copy in step (R-LOGIN-2, accounts/imports.py)."""
+        from sublane_desktop.accounts.imports import find_login, store_import
+        from sublane_desktop.accounts.sources import Places
 
+        service = self.service
+        places = Places(Path.home(), dict(service.env))
         loop = asyncio.get_running_loop()
-        if which in ("gemini", "antigravity"):
-            read = (
-                credentials.gemini_cli_secret
-                if which == "gemini"
-                else credentials.antigravity_secret
-            )
-            file = path or Path.home() / credentials.LOGIN_FILES[which]
-            secret = await loop.run_in_executor(None, read, file)
-            return await self.add_account("antigravity", name or which, secret, replace=True)
-        if which == "claude-code":
-            file = path or Path.home() / ".claude" / ".credentials.json"
-            secret = await loop.run_in_executor(None, credentials.claude_code_secret, file)
-            return await self.add_account("anthropic", name or "claude-code", secret, replace=True)
-        file = path or Path.home() / ".codex" / "auth.json"
-        secret = await loop.run_in_executor(None, credentials.codex_secret, file)
-        return await self.add_account("codex", name or "codex", secret, replace=True)
+        login = await loop.run_in_executor(None, find_login, which, path, places)
+        account_id, _, _ = await service.db.write(
+            lambda: store_import(service.secrets, login, name or which, "default", None, 2, detach)
+        )
+        service.credentials.forget(account_id)
+        service.credential_problems.clear(account_id)
+        await self.reload(force=True)
+        return account_id
 
     async def remove_account(self, ref: str | int) -> None:
         """Delete an account: its secret leaves the keyring, its history stays ("deleted")."""

@@ -9,8 +9,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from sublane_desktop import credential_problems as problems
+from sublane_desktop.accounts.token_sync import TokenSync
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
+from sublane_desktop.credentials import is_setup_token
 from sublane_desktop.providers import oauth
 from sublane_desktop.secrets import KeyringUnavailable, SecretStore, account_secret
 from sublane_desktop.service.admin import ensure_admin_token
@@ -29,6 +31,7 @@ class CredentialCache:
         self.service = service
         self.cache: dict[int, tuple[int, dict[str, Any]]] = {}
         self._token_refresh: dict[int, asyncio.Task] = {}
+        self.token_sync = TokenSync(service)
 
     def forget(self, account_id: int) -> None:
         self.cache.pop(account_id, None)
@@ -133,13 +136,30 @@ class CredentialCache:
             raw = await service.secrets.aget(account_secret(account.id))
             cached = (account.revision, json.loads(raw or "{}"))
         old = cached[1]
+        if is_setup_token(old):
+            # A `claude setup-token` token: nothing to refresh with, and refused means it has
+            # expired or been revoked (R-LOGIN-3).
+            from sublane_desktop.accounts.sources.claude_setup_token import REFUSED
+
+            log.warning(
+                "account %s: its setup-token was refused; marking it auth-failed", account.id
+            )
+            service.credential_problems.note(account.id, REFUSED)
+            service.pool.mark_auth_failed(account)
+            return old
         base = service.env.get(
             oauth.OAUTH_BASE_ENV.get(account.provider, BASE_URL_ENV["oauth"])
         ) or oauth.DEFAULT_OAUTH_BASE.get(account.provider, DEFAULT_BASE_URLS["oauth"])
-        try:
-            fresh = await oauth.refresh(
-                service.session, account.provider, base, old, service.clock.now()
+
+        async def refresh(credential: dict[str, Any]) -> dict[str, Any]:
+            return await oauth.refresh(
+                service.session, account.provider, base, credential, service.clock.now()
             )
+
+        try:
+            # An imported login shares its family with its tool: re-read before, write back
+            # after (R-LOGIN-2, accounts/token_sync.py).
+            fresh = await self.token_sync.refreshed(account, old, refresh)
         except oauth.RefreshRejected as exc:
             log.warning("account %s: %s; marking it auth-failed", account.id, exc)
             service.credential_problems.note(account.id, problems.REFUSED)

@@ -147,3 +147,26 @@ def test_no_login_found_offers_adding_by_hand(first_run, qtbot):
     assert not welcome.none_found.isHidden()
     welcome.add_button.click()
     assert windows.dialogs["add_account"].isVisible()
+
+
+def test_welcome_lists_each_place_it_found_and_what_it_could_not_read(first_run, qtbot):
+    """R-LOGIN-3: the Gemini CLI login is offered with Google's warning beside it; a Claude Code
+    login file that cannot be read is named with the reason, in words."""
+    home, _service, _bridge, windows, _upstream, _run = first_run
+    (home / ".claude" / ".credentials.json").mkdir(parents=True)  # unreadable: a directory
+    creds = home / ".gemini" / "oauth_creds.json"
+    creds.parent.mkdir(parents=True)
+    creds.write_text(
+        json.dumps({"access_token": "ya29.w", "refresh_token": "1//w", "expiry_date": 1})
+    )
+    welcome = windows.show_welcome()
+    qtbot.waitExposed(welcome)
+    assert list(welcome.import_buttons) == ["gemini"]
+    assert welcome.import_status["gemini"].text() == f"found at {creds}"
+    warning = welcome.import_warnings["gemini"].text()
+    assert "2026-06-18" in warning and "individual" in warning
+    assert [label.text() for label in welcome.unread] == [
+        "Could not read Claude Code's login in Claude Code's login file: cannot read "
+        f"{home / '.claude' / '.credentials.json'}: it is a directory"
+    ]
+    assert welcome.none_found.isHidden()

@@ -120,8 +120,9 @@ def sources_of(tool: str, places: Places) -> list[Source]:
         found.append(claude_code_file.ClaudeCodeFile.of(places))
         found.append(claude_setup_token.SetupToken.of(places))
     elif tool == "codex":
-        found.append(codex_keyring.CodexKeyring.of(places))  # Codex's "auto": keyring, file
+        # Codex keeps one or the other (saving to the keyring deletes auth.json)
         found.append(codex_file.CodexFile.of(places))
+        found.append(codex_keyring.CodexKeyring.of(places))
     elif tool == "antigravity":
         found.append(antigravity_keyring.AntigravityKeyring.of(places))
         found.extend(antigravity_token_file.AntigravityTokenFile.all(places))
