@@ -17,6 +17,11 @@ class CredentialError(ValueError):
     """A clear, secret-free reason why a credential or account cannot be used."""
 
 
+class AccountExists(CredentialError):
+    """The name is taken: `replace` gives that account the new credential instead (mending one
+    whose credential is missing or refused in place, R-LOGIN-4)."""
+
+
 def validate_secret(provider: str, secret: Any) -> dict[str, Any]:
     if not isinstance(secret, dict):
         raise CredentialError("secret JSON must be an object")
@@ -295,7 +300,7 @@ def store_account(
     existing = Account.get_or_none((Account.name == name) & Account.deleted_at.is_null())
     if existing is not None:
         if not replace:
-            raise CredentialError(f"account {name!r} already exists")
+            raise AccountExists(f"account {name!r} already exists")
         if existing.provider != provider:
             raise CredentialError(
                 f"account {name!r} is a {existing.provider} account, not "

@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--group", default="default")
     add.add_argument("--base-url")
     add.add_argument("--max-concurrency", type=int, default=2)
+    add.add_argument(
+        "--replace",
+        action="store_true",
+        help="give the existing account of this name the new credential (mends it in place)",
+    )
     for name in ("import-claude-code", "import-codex", "import-gemini", "import-antigravity"):
         imp = command(acc, name, "import an installed CLI's login")
         imp.add_argument("--file", type=Path)

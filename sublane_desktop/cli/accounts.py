@@ -48,6 +48,8 @@ def save_account(
         account_id, verb, kind = ctx.offline.add_account(
             provider, name, group, base_url, limit, secret, replace=replace
         )
+    except credentials.AccountExists as exc:
+        raise CliError(f"{exc}; pass --replace to give it this credential in place") from None
     except credentials.CredentialError as exc:
         raise CliError(str(exc)) from None
     return f"{verb} {provider} account {name} (id {account_id}, {kind})"
@@ -72,6 +74,7 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
                 args.base_url,
                 args.max_concurrency,
                 secret,
+                replace=args.replace,
             )
         )
         return 0
@@ -146,3 +149,5 @@ def print_accounts(runtime: dict[str, Any]) -> None:
             f"{a['in_flight']:>3}/{a['max_concurrency']:<2}  {gauge('five_hour'):>5} "
             f"{gauge('seven_day'):>5} {gauge('fable'):>5}{families}"
         )
+        if a.get("auth_reason"):  # why it cannot serve, and the fix (R-UI-8, R-LOGIN-4)
+            print(f"      {a['auth_reason']}")

@@ -59,6 +59,9 @@ def cmd_account_lever(ctx: Context, args: argparse.Namespace) -> int:
                     "first (`sublane serve` or the tray app)"
                 )
             if which == "verify":
+                stored = _stored_problem(ctx, args.account)
+                if stored is not None:  # no upstream needed to say the credential is gone
+                    return _print_verdict(stored, args.json)
                 raise CliError(
                     "verify asks the upstream through the running pool: start the "
                     "server first (`sublane serve` or the tray app)"
@@ -85,6 +88,21 @@ def cmd_reset_usage(ctx: Context, args: argparse.Namespace) -> int:
         ctx.offline.reset_usage()
     print("every gauge is cold again; headers and polls will repopulate them")
     return 0
+
+
+def _stored_problem(ctx: Context, ref: str) -> dict[str, Any] | None:
+    """With no server: a verdict when the account's stored credential cannot be used (missing
+    from the keyring, unreadable: R-LOGIN-4), else None."""
+    for account in ctx.offline.pool_view()["accounts"]:
+        if (account["name"] == ref or str(account["id"]) == ref) and account.get("auth_reason"):
+            return {
+                "id": account["id"],
+                "name": account["name"],
+                "provider": account["provider"],
+                "result": "auth_failed",
+                "detail": account["auth_reason"],
+            }
+    return None
 
 
 def _print_verdict(verdict: dict[str, Any], as_json: bool) -> int:

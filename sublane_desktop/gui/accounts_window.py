@@ -50,6 +50,7 @@ from sublane_desktop.gui.pool_status import (
     gauge_windows,
     has_cooldown,
     is_api_key,
+    state_text,
     window_label,
 )
 from sublane_desktop.gui.usage_chart import UsageChart
@@ -213,11 +214,19 @@ class AccountCard(QFrame):
         warn.setColor(QPalette.ColorRole.WindowText, tone_colour(Tone.WARN, warn))
         self.forecast_label.setPalette(warn)
         self.forecast_label.hide()
+        # R-UI-8, R-LOGIN-4: why an account cannot serve, in words, with the fix
+        self.reason_label = QLabel()
+        self.reason_label.setWordWrap(True)
+        bad = self.reason_label.palette()
+        bad.setColor(QPalette.ColorRole.WindowText, tone_colour(Tone.BAD, bad))
+        self.reason_label.setPalette(bad)
+        self.reason_label.hide()
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 6, 8, 6)
         layout.setSpacing(4)
         layout.addLayout(header)
+        layout.addWidget(self.reason_label)
         layout.addLayout(gauge_grid)
         layout.addWidget(self.quota_note)
         layout.addWidget(self.forecast_label)
@@ -281,6 +290,10 @@ class AccountCard(QFrame):
         gauges = account.get("gauges") or {}
         for window, bar in self.gauges.items():
             bar.set_reading(gauges.get(window), ceilings.get(window, 1.0), now)
+        reason = state_text(account, now) if account.get("auth_reason") else ""
+        if reason != self.reason_label.text():
+            self.reason_label.setText(reason)
+        self.reason_label.setVisible(bool(reason))
         row = account_row(account, settings, now)
         forecasts = [f"{line.label}: {line.forecast}" for line in row.windows if line.forecast]
         text = "\n".join(forecasts)

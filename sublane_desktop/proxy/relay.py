@@ -47,6 +47,7 @@ from sublane_desktop.core.routing import BETA_1M, ModelRoute
 from sublane_desktop.core.timeouts import UpstreamTimeouts
 from sublane_desktop.core.translate.errors import read_error
 from sublane_desktop.core.translate.events import NOTHING, Event, Tally
+from sublane_desktop.credential_problems import CredentialUnavailable
 from sublane_desktop.providers import anthropic, anthropic_quota, antigravity, codex
 from sublane_desktop.proxy.deadlines import deadlines
 from sublane_desktop.proxy.errors import tag_request_id
@@ -381,6 +382,9 @@ class Attempt:
         except antigravity.ProjectUnknown as exc:  # its text is ours and secret-free
             record.outcome, record.error_code = "error", "project_unknown"
             raise GatewayError("upstream_error", f"account {account.name}: {exc}") from None
+        except CredentialUnavailable as exc:  # words of ours: the account, why, and the fix
+            record.outcome, record.error_code = "error", "credential_unavailable"
+            raise GatewayError("auth_failed", str(exc)) from None
         except Exception as exc:  # keyring trouble: never echo the secret store's text
             log.error("credential for account %s unavailable: %s", account.id, type(exc).__name__)
             record.outcome, record.error_code = "error", "credential_unavailable"

@@ -140,6 +140,7 @@ class Service:
         self.levers = OperatorLevers(self)
         self._server: Any = None
         self._tick: asyncio.Task | None = None
+        self._credential_watch: asyncio.Task | None = None  # R-LOGIN-4
         self.settings: dict[str, Any] = dict(SCHEDULER_SETTINGS)
         self._idle = asyncio.Event()
         self._idle.set()
@@ -190,6 +191,7 @@ class Service:
         await self.catalog.load()
         await self.quota.load()
         self._tick = spawn(self._evaluation_tick(), name="scheduler-tick")
+        self._credential_watch = spawn(self.credentials.watch(), name="credential-watch")
         self.http = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=None, connect=15, sock_read=600),
             connector=ClockedConnector(limit=0, ttl_dns_cache=300),
@@ -212,6 +214,9 @@ class Service:
         if self._tick is not None:
             self._tick.cancel()
             self._tick = None
+        if self._credential_watch is not None:
+            self._credential_watch.cancel()
+            self._credential_watch = None
         if self._server is not None:
             try:
                 if not self._idle.is_set():

@@ -111,7 +111,9 @@ class AccountCatalog:
         await self.reload(force=True)
         if service.keyring_problem:  # every credential is out of reach: say so on each account
             for account_id in service.pool.accounts:
-                service.credential_problems.note(account_id, problems.KEYRING_UNAVAILABLE)
+                service.credential_problems.note(
+                    account_id, problems.KEYRING_UNAVAILABLE, machine=True
+                )
         self.service.pool.load_bindings(await store.read(repo.load_bindings))
         self.service.turns.load(
             {

@@ -1,14 +1,17 @@
-"""Account credentials: read from the keyring once per account revision, refreshed in one flight,
-and the reason an account's credential cannot be used (R-UI-8)."""
+"""Account credentials: read from the keyring per account revision and read again whenever the
+entry may have vanished (R-LOGIN-4, accounts/keyring_watch.py), refreshed in one flight, and the
+reason an account's credential cannot be used (R-UI-8)."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 from typing import TYPE_CHECKING, Any
 
 from sublane_desktop import credential_problems as problems
+from sublane_desktop.accounts import keyring_watch
 from sublane_desktop.accounts.token_sync import TokenSync
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
@@ -32,9 +35,15 @@ class CredentialCache:
         self.cache: dict[int, tuple[int, dict[str, Any]]] = {}
         self._token_refresh: dict[int, asyncio.Task] = {}
         self.token_sync = TokenSync(service)
+        # R-LOGIN-4: the last good read of each entry, and the reads under way (each with the
+        # order it began in, so a use waits for a read that began after it did).
+        self.readings = keyring_watch.Readings()
+        self._reads: dict[int, tuple[int, asyncio.Task[Any]]] = {}
+        self._order = itertools.count()
 
     def forget(self, account_id: int) -> None:
         self.cache.pop(account_id, None)
+        self.readings.forget(account_id)
 
     def ready(self, account: AccountState) -> dict[str, Any] | None:
         """The credential `credential` would answer from memory at once, or None when it has
@@ -46,31 +55,25 @@ class CredentialCache:
             or cached[0] != account.revision
             or account.provider == "antigravity"
             or oauth.needs_refresh(cached[1], self.service.clock.now())
+            or not self._still_there(account)
         ):
             return None
         return cached[1]
 
     async def credential(self, account: AccountState) -> dict[str, Any]:
+        """The account's credential, refreshed when about to expire. Raises
+        CredentialUnavailable (words a person can act on) when the keyring has none, cannot
+        give it, or gives something unreadable (R-LOGIN-4)."""
         cached = self.cache.get(account.id)
         if cached is not None and cached[0] == account.revision:
+            if not self._still_there(account):
+                # Read again to see the entry is still there; the copy in memory stays the one
+                # used (a refresh may have just replaced both, and must not be undone).
+                await self._entry(account)
             credential = cached[1]
         else:
-            try:
-                raw = await self.service.secrets.aget(account_secret(account.id))
-            except KeyringUnavailable:
-                self.note_problem(account, problems.KEYRING_UNAVAILABLE)
-                raise
-            if not raw:
-                self.note_problem(account, problems.MISSING, gate=True)
-                raise LookupError("no credential stored")
-            try:
-                credential = json.loads(raw)
-            except ValueError:
-                self.note_problem(account, problems.UNREADABLE, gate=True)
-                raise LookupError("stored credential is not readable") from None
+            credential = await self._entry(account)
             self.cache[account.id] = (account.revision, credential)
-            if self.service.credential_problems.clear(account.id):
-                self.service._changed()
         if oauth.needs_refresh(credential, self.service.clock.now()):
             credential = await self.refresh(account)
         if account.provider == "antigravity":
@@ -79,12 +82,135 @@ class CredentialCache:
 
     def note_problem(self, account: AccountState, reason: str, gate: bool = False) -> None:
         """R-UI-8: the account shows `auth_failed` with the reason; an unusable credential of
-        its own also gates it (stored) until it is added again."""
-        news = self.service.credential_problems.note(account.id, reason)
+        its own also gates it (stored) until a credential is written for it again."""
+        news = self.service.credential_problems.note(
+            account.id, reason, machine=not gate, revision=account.revision
+        )
         if gate and not account.auth_failed:
             self.service.pool.mark_auth_failed(account)
         elif news:
             self.service._changed()
+
+    # --- R-LOGIN-4: noticing a credential that vanished (accounts/keyring_watch.py) ----------
+
+    def recheck(self, account: AccountState) -> None:
+        """The next use reads the entry again (verify: a person asks about the keyring now)."""
+        self.readings.forget(account.id)
+
+    def _still_there(self, account: AccountState) -> bool:
+        """Whether a use may trust the credential in memory without reading the entry again."""
+        secrets = self.service._secrets
+        return secrets is not None and self.readings.good_for_use(
+            account.id, account.revision, self.service.clock.monotonic(), secrets.stamp()
+        )
+
+    async def _entry(self, account: AccountState) -> dict[str, Any]:
+        """The account's entry, read from the keyring by a read that began after this call did
+        (so a deletion made before a use is always seen by it); callers that arrive while a
+        read is under way share the next one. Raises CredentialUnavailable."""
+        arrived = next(self._order)
+        while True:
+            running = self._reads.get(account.id)
+            if running is None or running[1].done():
+                task = spawn(self._read(account), name=f"credential-read-{account.id}")
+                running = (next(self._order), task)
+                self._reads[account.id] = running
+            if running[0] > arrived:
+                found = await asyncio.shield(running[1])
+                break
+            await asyncio.wait([running[1]])  # began before this call: wait it out, then read
+        if isinstance(found, problems.CredentialUnavailable):
+            raise found
+        return found
+
+    async def _read(self, account: AccountState) -> dict[str, Any] | problems.CredentialUnavailable:
+        """One read of the entry: the credential, or the problem noted on the account (a result,
+        not an exception: a failed background task would be logged as a fault of ours)."""
+        service = self.service
+        secrets = service._secrets
+        if secrets is None:  # no keyring was ever opened
+            self.note_problem(account, problems.KEYRING_UNAVAILABLE)
+            return self._unavailable(account, problems.KEYRING_UNAVAILABLE)
+        stamp, began = secrets.stamp(), service.clock.monotonic()
+        try:
+            raw = await secrets.aget(account_secret(account.id))
+        except KeyringUnavailable as exc:
+            reason = problems.keyring_unreadable(str(exc))
+            self.note_problem(account, reason)
+            return self._unavailable(account, reason)
+        credential = _credential_in(raw)
+        if credential is None:
+            words = problems.MISSING if not raw else problems.UNREADABLE
+            log.warning("account %s: %s", account.id, words)
+            reason = problems.own_reason(words, account.kind)
+            self.cache.pop(account.id, None)  # a credential the keyring no longer holds is not used
+            self.note_problem(account, reason, gate=True)
+            return self._unavailable(account, reason, words)
+        self.readings.record(account.id, account.revision, began, stamp)
+        if service.credential_problems.clear_passing(account.id):
+            service._changed()
+        return credential
+
+    @staticmethod
+    def _unavailable(
+        account: AccountState, reason: str, words: str | None = None
+    ) -> problems.CredentialUnavailable:
+        return problems.CredentialUnavailable(account.name, account.kind, reason, words)
+
+    async def sweep(self) -> list[int]:
+        """Rule 2 of accounts/keyring_watch.py: read the entries due a background read; returns
+        the accounts read. An account already known to miss its own credential waits for a new
+        one instead of being read again."""
+        service = self.service
+        now = service.clock.monotonic()
+        due = [
+            account
+            for account in list(service.pool.accounts.values())
+            if account.enabled
+            and not service.credential_problems.own(account.id, account.revision)
+            and self.readings.due_in_background(account.id, account.revision, now)
+        ]
+        for account in due:
+            try:
+                await self._entry(account)
+            except problems.CredentialUnavailable:
+                pass  # noted on the account: its state now says why
+        return [account.id for account in due]
+
+    def note_stored(self, secrets: SecretStore | None, trouble: str | None = None) -> None:
+        """The CLI with no server running (`account list`): say which stored credentials are
+        missing or unreadable, as a running service would, changing nothing stored. `trouble`:
+        why no keyring could be opened, when `secrets` is None."""
+        for account in self.service.pool.accounts.values():
+            if not account.enabled:
+                continue
+            if secrets is None:
+                reason, own = problems.keyring_unreadable(trouble or "no keyring"), False
+            else:
+                try:
+                    raw = secrets.get(account_secret(account.id))
+                except KeyringUnavailable as exc:
+                    reason, own = problems.keyring_unreadable(str(exc)), False
+                else:
+                    if _credential_in(raw) is not None:
+                        continue
+                    words = problems.MISSING if not raw else problems.UNREADABLE
+                    reason, own = problems.own_reason(words, account.kind), True
+            self.service.credential_problems.note(
+                account.id, reason, machine=not own, revision=account.revision
+            )
+
+    async def watch(self) -> None:
+        """The background half of R-LOGIN-4, running while the service serves. Each look also
+        picks up accounts another process (the CLI) changed, e.g. a credential written again
+        with `account add --replace`, so a mended account turns green without a request."""
+        while True:
+            await asyncio.sleep(keyring_watch.LOOK_EVERY_S)
+            try:
+                await self.service.catalog.reload()
+                await self.sweep()
+            except Exception as exc:  # the next look tries again; never echo keyring text
+                log.warning("credential check failed: %s", type(exc).__name__)
 
     async def open_file_keyring(self, password: str, *, create: bool) -> str:
         """The GUI's "no keyring" dialog: create (or unlock) the encrypted file keyring and use
@@ -111,6 +237,7 @@ class CredentialCache:
         store, token = await loop.run_in_executor(None, open_store)
         service._secrets, service.admin_token, service.keyring_problem = store, token, None
         self.cache.clear()
+        self.readings = keyring_watch.Readings()  # read under another keyring: read again
         service.credential_problems.clear_keyring()
         service._changed()
         service.bus.publish("accounts.settings")
@@ -171,3 +298,14 @@ class CredentialCache:
         await service.secrets.aset(account_secret(account.id), json.dumps(fresh))
         self.cache[account.id] = (account.revision, fresh)
         return fresh
+
+
+def _credential_in(raw: str | None) -> dict[str, Any] | None:
+    """The credential JSON object a keyring entry holds, or None (absent, empty, damaged)."""
+    if not raw:
+        return None
+    try:
+        credential = json.loads(raw)
+    except ValueError:
+        return None
+    return credential if isinstance(credential, dict) else None

@@ -25,6 +25,7 @@ import aiohttp
 from sublane_desktop.core.catalog import OWNERS, ModelCatalog, model_ids
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
+from sublane_desktop.credential_problems import CredentialUnavailable
 from sublane_desktop.providers import anthropic, antigravity, codex
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class Answer:
     status: int | None  # None: no HTTP answer at all
     body: Any = None
     detail: str = ""
+    unusable: bool = False  # no call made: the credential could not be used (detail says why)
 
 
 class ModelDiscovery:
@@ -115,8 +117,13 @@ class ModelDiscovery:
     # --- verify ---------------------------------------------------------------------------------
 
     async def verify(self, account: AccountState) -> dict[str, Any]:
+        self.service.credentials.recheck(account)  # "does it work now?": read the keyring now
         answer = await self.ask(account, verify=True)
-        if answer.status is not None and 200 <= answer.status < 300:
+        if answer.unusable:
+            # R-LOGIN-4: what is wrong with the credential, in words ("credential missing from
+            # the keyring — sign in again"), never an exception's name
+            result, detail = "auth_failed", answer.detail
+        elif answer.status is not None and 200 <= answer.status < 300:
             result, detail = "ok", "the credential works"
         elif answer.status in (401, 403):
             result, detail = (
@@ -148,8 +155,15 @@ class ModelDiscovery:
             try:
                 # refreshes a token about to expire (the one refresh a metadata call may cause)
                 credential = await self.service.credential(account)
-            except Exception as exc:  # never echo the secret store's text
-                return Answer(None, detail=f"credential unavailable ({type(exc).__name__})")
+            except CredentialUnavailable as exc:  # words of ours, noted on the account too
+                return Answer(None, detail=exc.reason, unusable=True)
+            except antigravity.ProjectUnknown as exc:  # its text is ours and secret-free
+                return Answer(None, detail=str(exc))  # a lasting one is noted on the account
+            except Exception as exc:  # never echo the secret store's text, nor a class name
+                log.warning(
+                    "credential for account %s unusable: %s", account.id, type(exc).__name__
+                )
+                return Answer(None, detail="its credential could not be used", unusable=True)
             answer = await self._get(account, credential, verify)
             if answer.status in refused_statuses(account) and expiry_unknown(credential):
                 # A token with no recorded expiry may have lapsed: refresh once, as requests

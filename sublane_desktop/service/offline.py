@@ -135,6 +135,11 @@ class OfflineService:
         for account_id, observations in quota_store.load_observations().items():
             for obs in observations:
                 service.pool.accounts[account_id].gauges.apply(obs)
+        try:  # a credential gone from the keyring shows with its reason here too (R-LOGIN-4)
+            secrets, trouble = self.secrets, None
+        except KeyringUnavailable as exc:
+            secrets, trouble = None, str(exc)
+        service.credentials.note_stored(secrets, trouble)
         return service.accounts_runtime()
 
     def account_id(self, ref: str) -> int:

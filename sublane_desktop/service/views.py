@@ -18,7 +18,7 @@ def account_view(
     now = clock.now()
     gauges = account.gauges
     state = pool.state_of(account)
-    reason = problems.reason(account.id)
+    reason = problems.reason(account.id, account.revision)
     if reason and state != "disabled":
         state = "auth_failed"
     return {

@@ -148,16 +148,22 @@ async def test_a_credential_removed_from_the_keyring_turns_the_account_auth_fail
         ):
             body = await r.json()
         assert r.status >= 400
-        assert "credential for account work is unavailable" in body["error"]["message"]
+        # the account, what is wrong, and the fix (R-LOGIN-4)
+        assert body["error"]["message"].startswith(
+            "account work: credential missing from the keyring; sign in again"
+        )
+        assert "sublane account login work" in body["error"]["message"]
+        missing = problems.own_reason(problems.MISSING, "oauth")
+        assert missing == "credential missing from the keyring — sign in again"
         view = service.account_view(acc)
         assert view["state"] == "auth_failed"
-        assert view["auth_reason"] == problems.MISSING
+        assert view["auth_reason"] == missing
         qtbot.waitUntil(
-            lambda: f"work: auth failed: {problems.MISSING}" in tray.icon.toolTip(), timeout=2000
+            lambda: f"work: auth failed: {missing}" in tray.icon.toolTip(), timeout=2000
         )
         assert tooltip_text("u", [view]).splitlines()[1:3] == [
             "No account can serve a request now",
-            f"work: auth failed: {problems.MISSING}",
+            f"work: auth failed: {missing}",
         ]
 
         # adding it again (a new credential) repairs it

@@ -114,6 +114,16 @@ class AddAccountDialog(QDialog):
         self.keyring_note.setWordWrap(True)
 
         self.error = error_label()
+        # R-LOGIN-4: a name that exists and needs a credential is mended in place, not refused
+        self.replace_button = QPushButton("Replace its credential")
+        self.replace_button.setAccessibleName("Replace the existing account's credential")
+        self.replace_button.setToolTip(
+            "Give the existing account this credential; it keeps its history and settings"
+        )
+        self.replace_button.clicked.connect(lambda: self._submit(replace=True))
+        self.replace_button.hide()
+        self.name.textChanged.connect(lambda _text: self.replace_button.hide())
+        self._replacing = False
         self.status = QLabel()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.add_button = self.buttons.addButton("Add", QDialogButtonBox.ButtonRole.ApplyRole)
@@ -126,6 +136,7 @@ class AddAccountDialog(QDialog):
         layout.addWidget(manual)
         layout.addWidget(self.keyring_note)
         layout.addWidget(self.error)
+        layout.addWidget(self.replace_button)
         layout.addWidget(self.status)
         layout.addWidget(self.buttons)
         set_default_size(self, 520, 0)
@@ -137,6 +148,7 @@ class AddAccountDialog(QDialog):
             self.import_gemini,
             self.import_antigravity,
             self.add_button,
+            self.replace_button,
         ):
             widget.setEnabled(not busy)
 
@@ -161,7 +173,11 @@ class AddAccountDialog(QDialog):
             self._import("antigravity", path)
 
     def submit(self) -> None:
+        self._submit(replace=False)
+
+    def _submit(self, *, replace: bool) -> None:
         show_error(self.error, "")
+        self.replace_button.hide()
         name = self.name.text().strip()
         if not name:
             show_error(self.error, "give the account a name")
@@ -171,6 +187,17 @@ class AddAccountDialog(QDialog):
         except CredentialError as exc:
             show_error(self.error, str(exc))
             return
+        mendable = None if replace else self._needing_credential(name)
+        if mendable is not None:
+            reason = mendable.get("auth_reason") or "its sign-in no longer works"
+            show_error(
+                self.error,
+                f"{name} already exists, and needs a new credential ({reason}). "
+                "Replace its credential with this one? It keeps its history and settings.",
+            )
+            self.replace_button.show()
+            return
+        self._replacing = replace
         self._watch(
             self._bridge.add_account(
                 self.provider.currentText(),
@@ -179,8 +206,21 @@ class AddAccountDialog(QDialog):
                 group=self.group.text().strip() or "default",
                 base_url=self.base_url.text().strip() or None,
                 max_concurrency=self.limit.value(),
+                replace=replace,
             )
         )
+
+    def _needing_credential(self, name: str) -> dict[str, Any] | None:
+        """The existing account of this name and provider when its credential is missing or
+        no longer works (R-LOGIN-4); a healthy one is still refused as "already exists"."""
+        for account in self._bridge.accounts():
+            if (
+                account.get("name") == name
+                and account.get("provider") == self.provider.currentText()
+                and account.get("state") == "auth_failed"
+            ):
+                return account
+        return None
 
     def _watch(self, reply: Any) -> None:
         if reply is None:
@@ -192,10 +232,12 @@ class AddAccountDialog(QDialog):
 
     def _added(self, view: Any) -> None:
         self._busy(False)
+        self.replace_button.hide()
         self.secret.clear()
         self.name.clear()  # the next account needs its own name
         name = view.get("name", "account") if isinstance(view, dict) else "account"
-        self.status.setText(f"Added {name}.")
+        replaced, self._replacing = self._replacing, False
+        self.status.setText(f"Replaced the credential of {name}." if replaced else f"Added {name}.")
         self.added.emit(view)
 
     def _failed(self, message: str) -> None:

@@ -1,0 +1,450 @@
+"""R-LOGIN-4: a credential that vanishes from the keyring, or cannot be read, puts its account in
+`auth_failed` with the reason at its next use or within a minute, whichever is first; verify says
+"credential missing"; writing a credential again (account add --replace, an import of the same
+login, signing in again) mends the account in place, without Remove.
+
+The keyring is the real `keyring` library's file backend (keyrings.alt PlaintextKeyring) the
+tests use; an entry is deleted with it, as a keyring manager or another program would, never
+through SubLane. Time is a fake clock; nothing sleeps to wait for state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from keyring.errors import KeyringLocked
+from keyrings.alt.file import PlaintextKeyring
+
+from sublane_desktop import credential_problems as problems
+from sublane_desktop.accounts import keyring_watch
+from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.secrets import SERVICE, SecretStore, account_secret
+from sublane_desktop.service import Service
+from tests.conftest import Harness, file_keyring, started_harness
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
+
+P = "anthropic-ratelimit-unified-"
+BODY = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "hi"}],
+}
+MISSING = "credential missing from the keyring — sign in again"
+WORK_TOKEN = "sk-ant-oat01-work-7f3a"
+NEW_TOKEN = "sk-ant-oat01-work-new-91c2"
+SPARE_TOKEN = "sk-ant-oat01-spare-5d0e"
+# What must never reach a person: tokens, the keyring's own names and classes, exception names.
+LEAKS = (
+    WORK_TOKEN,
+    "rt-work",
+    "keyring.cfg",
+    "PlaintextKeyring",
+    "LookupError",
+    "KeyError",
+    "PasswordDeleteError",
+    "Traceback",
+)
+
+
+def login(token: str, refresh: str) -> dict[str, Any]:
+    return {"access_token": token, "refresh_token": refresh, "expires_at": 4_000_000_000}
+
+
+def keyring_file(tmp_path: Path) -> PlaintextKeyring:
+    """The keyring file the tests' SecretStore uses, opened by the keyring library itself."""
+    return file_keyring(tmp_path / "keyring.cfg")
+
+
+def delete_entry(tmp_path: Path, account_id: int) -> None:
+    keyring_file(tmp_path).delete_password(SERVICE, account_secret(account_id))
+
+
+def sdk(h: Harness, key: str) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        base_url=h.url, api_key=key, max_retries=0, timeout=30, default_headers=CLAUDE_CODE_HEADERS
+    )
+
+
+def no_leak(text: str) -> None:
+    for secret in LEAKS:
+        assert secret not in text, f"{secret!r} leaked into {text!r}"
+
+
+async def changed(service: Service, predicate: Callable[[], bool], seconds: float = 10) -> None:
+    """Wait for the service to announce a change after which `predicate` holds (no polling)."""
+    if predicate():
+        return
+    event = asyncio.Event()
+
+    def on_change(_topic: str, _payload: Any) -> None:
+        if predicate():
+            event.set()
+
+    unsubscribe = service.bus.subscribe("*", on_change)
+    try:
+        await asyncio.wait_for(event.wait(), seconds)
+    finally:
+        unsubscribe()
+
+
+@pytest.fixture
+async def clocked(tmp_path, upstream, secret_store):
+    async with started_harness(tmp_path, secret_store, upstream, clock=FakeClock()) as h:
+        h.upstream.usage_for["*"] = 429  # keep quota polls out of these tests
+        yield h
+
+
+async def two_accounts(h: Harness) -> tuple[int, int]:
+    """ "work" (the one that loses its credential) and "spare", both stored by the service."""
+    work = (await h.service.add_account("anthropic", "work", login(WORK_TOKEN, "rt-work")))["id"]
+    spare = (await h.service.add_account("anthropic", "spare", login(SPARE_TOKEN, "rt-spare")))[
+        "id"
+    ]
+    return work, spare
+
+
+def untouched(service: Service, account_id: int) -> dict[str, Any]:
+    """What must not change on an account when another one's credential vanishes or mends."""
+    account = service.pool.accounts[account_id]
+    view = service.account_view(account_id)
+    return {
+        "revision": account.revision,
+        "quota_epoch": account.quota_epoch,
+        "state": view["state"],
+        "auth_reason": view["auth_reason"],
+        "gauges": view["gauges"],
+        "failure_streak": account.failure_streak,
+        "bindings": sorted(k for k, v in service.pool.bindings.items() if v == account_id),
+    }
+
+
+# --- at its next use --------------------------------------------------------------------------
+
+
+async def test_a_request_through_an_account_whose_credential_vanished_names_it_and_the_fix(
+    clocked, tmp_path
+):
+    h = clocked
+    work, spare = await two_accounts(h)
+    client = sdk(h, await h.create_key())
+    h.upstream.headers_for[SPARE_TOKEN] = {P + "5h-utilization": "0.25"}
+    await h.service.switch("spare")
+    await client.messages.create(**BODY)  # spare's gauge and a binding-free pool
+    await h.service.switch("work")
+    await client.messages.create(**BODY)
+    assert h.upstream.tokens_served() == [SPARE_TOKEN, WORK_TOKEN]
+    await changed(h.service, lambda: not h.service.pool.accounts[spare].gauges.five_hour.cold)
+    before = untouched(h.service, spare)
+
+    delete_entry(tmp_path, work)  # behind SubLane's back, at once before the next use
+
+    with pytest.raises(anthropic.APIStatusError) as refused:
+        await client.messages.create(**BODY)
+    message = refused.value.body["error"]["message"]
+    assert message.startswith("account work: credential missing from the keyring; sign in again")
+    assert "sublane account login work" in message and "--replace" in message
+    no_leak(str(refused.value.body))
+    assert len(h.upstream.tokens_served()) == 2  # the vanished credential was not used
+    view = h.service.account_view(work)
+    assert view["state"] == "auth_failed" and view["auth_reason"] == MISSING
+    await h.service.flush_records()
+    assert h.service.records[-1].error_code == "credential_unavailable"
+
+    # The pool goes on with the others, which noticed nothing.
+    assert untouched(h.service, spare) == before
+    await client.messages.create(**BODY)
+    assert h.upstream.tokens_served()[-1] == SPARE_TOKEN
+
+
+async def test_an_unreadable_entry_is_the_accounts_own_problem(clocked, tmp_path):
+    h = clocked
+    work, _ = await two_accounts(h)
+    await h.service.switch("work")
+    client = sdk(h, await h.create_key())
+    await client.messages.create(**BODY)
+    keyring_file(tmp_path).set_password(SERVICE, account_secret(work), "{not json")
+    with pytest.raises(anthropic.APIStatusError) as refused:
+        await client.messages.create(**BODY)
+    message = refused.value.body["error"]["message"]
+    assert message.startswith("account work: the stored credential could not be read; sign in")
+    assert "{not json" not in message
+    view = h.service.account_view(work)
+    assert view["auth_reason"] == "the stored credential could not be read — sign in again"
+    assert h.service.pool.accounts[work].auth_failed  # gated until a credential is written
+
+
+class LockableKeyring(PlaintextKeyring):
+    """The real file backend, which can be locked the way a desktop keyring locks."""
+
+    locked = False
+
+    def get_password(self, service: str, username: str) -> str | None:
+        if self.locked:
+            raise KeyringLocked("the collection is locked")
+        return super().get_password(service, username)
+
+
+async def test_a_keyring_that_cannot_be_read_says_so_in_words_and_recovers(
+    tmp_path, upstream, clock
+):
+    backend = LockableKeyring()
+    backend.file_path = str(tmp_path / "keyring.cfg")
+    store = SecretStore(tmp_path, backend=backend)
+    async with started_harness(tmp_path, store, upstream, clock=clock) as h:
+        upstream.usage_for["*"] = 429
+        work = (await h.service.add_account("anthropic", "work", login(WORK_TOKEN, "rt-work")))[
+            "id"
+        ]
+        client = sdk(h, await h.create_key())
+        await client.messages.create(**BODY)
+        backend.locked = True
+        clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S)
+        assert await h.service.credentials.sweep() == [work]
+        view = h.service.account_view(work)
+        assert view["state"] == "auth_failed"
+        assert view["auth_reason"].startswith("the keyring could not be read: keyring is locked")
+        assert view["auth_reason"].endswith("unlock it and retry")
+        assert "KeyringLocked" not in view["auth_reason"]
+        assert "collection is locked" not in view["auth_reason"]  # the backend's own text
+        # a problem of the machine, not of the account: nothing is stored against it
+        assert not h.service.pool.accounts[work].auth_failed
+
+        backend.locked = False  # unlocked: the next read clears it, no person needed
+        clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S)
+        assert await h.service.credentials.sweep() == [work]
+        assert h.service.account_view(work)["state"] == "ok"
+        await client.messages.create(**BODY)
+
+
+# --- within a minute, with no use -------------------------------------------------------------
+
+
+async def test_an_idle_accounts_vanished_credential_shows_within_a_minute(clocked, tmp_path):
+    h = clocked
+    work, spare = await two_accounts(h)
+    assert sorted(await h.service.credentials.sweep()) == [work, spare]  # first look: both read
+    assert await h.service.credentials.sweep() == []  # read just now: nothing due
+    before = untouched(h.service, spare)
+
+    delete_entry(tmp_path, work)
+    h.clock.advance(40)
+    assert await h.service.credentials.sweep() == []  # one read per account per 50 s, no more
+    h.clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S - 40)
+    assert sorted(await h.service.credentials.sweep()) == [work, spare]
+    view = h.service.account_view(work)
+    assert view["state"] == "auth_failed" and view["auth_reason"] == MISSING
+    assert untouched(h.service, spare) == before
+
+    # an account known to miss its credential is not read again until one is written
+    h.clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S)
+    assert await h.service.credentials.sweep() == [spare]
+
+
+async def test_the_watch_runs_by_itself_within_a_minute(
+    tmp_path, upstream, secret_store, monkeypatch
+):
+    """The service's own watch finds it: its wake-ups are shortened, the minute is the fake
+    clock's, so the test waits for the state change and never for time."""
+    monkeypatch.setattr(keyring_watch, "LOOK_EVERY_S", 0.01)
+    clock = FakeClock()
+    async with started_harness(tmp_path, secret_store, upstream, clock=clock) as h:
+        work, _ = await two_accounts(h)
+        delete_entry(tmp_path, work)
+        clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S)  # the fake minute's first 50 s
+        await changed(h.service, lambda: h.service.account_view(work)["state"] == "auth_failed")
+        assert h.service.account_view(work)["auth_reason"] == MISSING
+
+
+async def test_after_a_restart_the_reason_comes_back_and_verify_says_credential_missing(
+    tmp_path, upstream, secret_store
+):
+    async with started_harness(tmp_path, secret_store, upstream, clock=FakeClock()) as h:
+        work, _ = await two_accounts(h)
+        delete_entry(tmp_path, work)
+        await h.service.credentials.sweep()
+        assert h.service.account_view(work)["state"] == "auth_failed"
+    async with started_harness(tmp_path, secret_store, upstream, clock=FakeClock()) as h:
+        # the stored failure is back at once; its reason with the first look
+        assert h.service.account_view(work)["state"] == "auth_failed"
+        await h.service.credentials.sweep()
+        assert h.service.account_view(work)["auth_reason"] == MISSING
+        verdict = await h.service.verify("work")
+        assert verdict["result"] == "auth_failed"
+        assert verdict["detail"] == MISSING
+        no_leak(json.dumps(verdict))
+        assert "unreachable" not in json.dumps(verdict)
+
+
+async def test_verify_reads_the_keyring_now(clocked, tmp_path):
+    h = clocked
+    work, _ = await two_accounts(h)
+    del h.upstream.usage_for["*"]  # verify asks a subscription login's usage endpoint
+    assert (await h.service.verify("work"))["result"] == "ok"
+    delete_entry(tmp_path, work)
+    verdict = await h.service.verify("work")
+    assert (verdict["result"], verdict["detail"]) == ("auth_failed", MISSING)
+    assert h.service.account_view(work)["state"] == "auth_failed"
+
+
+# --- mending in place -------------------------------------------------------------------------
+
+
+async def vanished(h: Harness, tmp_path: Path) -> tuple[int, int, anthropic.AsyncAnthropic]:
+    """work has served a request and shown a gauge, then lost its credential; spare serves."""
+    work, spare = await two_accounts(h)
+    client = sdk(h, await h.create_key())
+    h.upstream.headers_for[WORK_TOKEN] = {P + "5h-utilization": "0.4"}
+    await h.service.switch("work")
+    await client.messages.create(**BODY)
+    await changed(h.service, lambda: not h.service.pool.accounts[work].gauges.five_hour.cold)
+    delete_entry(tmp_path, work)
+    with pytest.raises(anthropic.APIStatusError):
+        await client.messages.create(**BODY)
+    assert h.service.account_view(work)["state"] == "auth_failed"
+    return work, spare, client
+
+
+async def assert_mended(h: Harness, work: int, revision: int, client: Any) -> None:
+    account = h.service.pool.accounts[work]
+    assert account.revision == revision + 1  # a re-auth: the pool and the gauges start afresh
+    assert not account.auth_failed
+    view = h.service.account_view(work)
+    assert view["state"] == "ok" and view["auth_reason"] is None
+    assert view["gauges"]["five_hour"]["cold"]  # readings of the old credential are void
+    assert [a["name"] for a in h.service.accounts_runtime()["accounts"]] == ["work", "spare"]
+    await h.service.switch("work")
+    await client.messages.create(**BODY)
+    assert h.upstream.tokens_served()[-1] == NEW_TOKEN
+
+
+async def test_adding_the_credential_again_with_replace_mends_the_account_in_place(
+    clocked, tmp_path
+):
+    h = clocked
+    work, spare, client = await vanished(h, tmp_path)
+    revision = h.service.pool.accounts[work].revision
+    before = untouched(h.service, spare)
+    with pytest.raises(Exception, match="already exists"):  # without --replace: refused as ever
+        await h.service.add_account("anthropic", "work", login(NEW_TOKEN, "rt-new"))
+    view = await h.service.add_account(
+        "anthropic", "work", login(NEW_TOKEN, "rt-new"), replace=True
+    )
+    assert view["id"] == work
+    await assert_mended(h, work, revision, client)
+    assert untouched(h.service, spare) == before
+
+
+async def test_importing_the_same_login_again_mends_the_account_in_place(clocked, tmp_path):
+    h = clocked
+    work, spare, client = await vanished(h, tmp_path)
+    revision = h.service.pool.accounts[work].revision
+    before = untouched(h.service, spare)
+    creds = tmp_path / "claude" / ".credentials.json"
+    creds.parent.mkdir()
+    creds.write_text(
+        json.dumps(
+            {
+                "claudeAiOauth": {
+                    "accessToken": NEW_TOKEN,
+                    "refreshToken": "rt-new",
+                    "expiresAt": 4_000_000_000_000,
+                }
+            }
+        )
+    )
+    view = await h.service.import_login("claude-code", creds, name="work")
+    assert view["id"] == work
+    await assert_mended(h, work, revision, client)
+    assert untouched(h.service, spare) == before
+
+
+async def test_a_credential_written_by_another_process_mends_the_running_pool(clocked, tmp_path):
+    """`sublane account add --replace` with the server running writes the database and the
+    keyring itself; the server's next look picks the new revision up and the old reason no
+    longer applies."""
+    from sublane_desktop.service.offline import OfflineService
+
+    h = clocked
+    work, _, client = await vanished(h, tmp_path)
+    revision = h.service.pool.accounts[work].revision
+    offline = OfflineService(h.service.data_dir)
+    offline._secrets = h.service.secrets  # the same keyring file, as the CLI's environment says
+    try:
+        await asyncio.to_thread(
+            offline.add_account,
+            "anthropic",
+            "work",
+            "default",
+            None,
+            2,
+            login(NEW_TOKEN, "rt-new"),
+            True,
+        )
+    finally:
+        offline.close()
+    await h.service.refresh_catalog()  # what the watch does on each look
+    await assert_mended(h, work, revision, client)
+
+
+# --- the rules' own edges (accounts/keyring_watch.py) ----------------------------------------
+
+
+def test_a_use_trusts_memory_only_while_the_keyring_file_is_unchanged():
+    readings = keyring_watch.Readings()
+    assert not readings.good_for_use(1, 1, 100.0, (1, 2, 3, 4))  # never read
+    readings.record(1, 1, 100.0, (1, 2, 3, 4))
+    assert readings.good_for_use(1, 1, 10_000.0, (1, 2, 3, 4))  # unchanged file: any age
+    assert not readings.good_for_use(1, 1, 100.0, (1, 2, 3, 5))  # the file changed
+    assert not readings.good_for_use(1, 2, 100.0, (1, 2, 3, 4))  # a new credential
+    assert not readings.good_for_use(2, 1, 100.0, (1, 2, 3, 4))  # another account
+
+
+def test_a_keyring_that_cannot_say_whether_it_changed_is_read_again_after_a_second():
+    readings = keyring_watch.Readings()
+    readings.record(1, 1, 100.0, None)
+    assert readings.good_for_use(1, 1, 100.0 + keyring_watch.REREAD_ON_USE_S - 0.01, None)
+    assert not readings.good_for_use(1, 1, 100.0 + keyring_watch.REREAD_ON_USE_S, None)
+    readings.forget(1)
+    assert not readings.good_for_use(1, 1, 100.0, None)
+
+
+def test_the_background_reads_each_entry_every_fifty_seconds():
+    readings = keyring_watch.Readings()
+    assert readings.due_in_background(1, 1, 0.0)
+    readings.record(1, 1, 100.0, (1,))
+    assert not readings.due_in_background(1, 1, 100.0 + keyring_watch.REREAD_IN_BACKGROUND_S - 1)
+    assert readings.due_in_background(1, 1, 100.0 + keyring_watch.REREAD_IN_BACKGROUND_S)
+    assert readings.due_in_background(1, 2, 101.0)  # a new credential is read at once
+    # looked at every few seconds, an idle vanish shows within the rule's minute
+    assert keyring_watch.REREAD_IN_BACKGROUND_S + keyring_watch.LOOK_EVERY_S < 60
+
+
+def test_problems_belong_to_the_revision_they_were_seen_under():
+    seen = problems.CredentialProblems()
+    assert seen.note(1, MISSING, revision=3)
+    assert not seen.note(1, MISSING, revision=3)  # no news
+    assert seen.reason(1, 3) == MISSING and seen.own(1, 3)
+    assert seen.reason(1, 4) is None and not seen.own(1, 4)  # written again since
+    assert not seen.clear_passing(1)  # a good read does not clear the account's own problem
+    seen.note(2, problems.keyring_unreadable("keyring is locked"), machine=True, revision=1)
+    assert seen.clear_passing(2) and seen.reason(2) is None
+    seen.note(2, problems.KEYRING_UNAVAILABLE, machine=True)
+    assert seen.clear_keyring() == [2] and seen.reason(1, 3) == MISSING
+
+
+def test_the_fix_fits_the_kind_of_login():
+    assert problems.own_reason(problems.MISSING, "oauth") == MISSING
+    assert problems.own_reason(problems.MISSING, "api_key") == (
+        "credential missing from the keyring — add its API key again"
+    )
+    text = str(problems.CredentialUnavailable("k", "api_key", "x", problems.MISSING))
+    assert text.startswith("account k: credential missing from the keyring; add its API key")
+    assert "login" not in text
+    machine = problems.CredentialUnavailable("k", "oauth", problems.KEYRING_UNAVAILABLE)
+    assert str(machine) == f"account k: {problems.KEYRING_UNAVAILABLE}" and not machine.own
