@@ -354,3 +354,20 @@ async def test_setup_token_is_never_refreshed_and_says_when_it_stops(h) -> None:
     assert view["state"] == "auth_failed"
     assert "setup-token` token was refused (it has expired or was revoked)" in view["auth_reason"]
     assert "claude setup-token" in view["auth_reason"] and token not in view["auth_reason"]
+
+
+async def test_a_store_holding_an_older_login_is_mended_not_adopted(h) -> None:
+    """The tool's store holds a login older than SubLane's (say a write-back failed, or a backup
+    was restored): its token is spent, so SubLane keeps its own and writes the live one back."""
+    path = claude_file(h, 0, HOUR)
+    view = await h.service.import_login("claude-code")
+    stale = path.read_text()
+    h.clock.advance(HOUR)
+    assert await ask_as_claude_code(h) == "sk-ant-oat01-1"  # refreshed and written back
+    path.write_text(stale)  # ...and then the old file came back
+    h.clock.advance(8 * HOUR)
+    assert await ask_as_claude_code(h) == "sk-ant-oat01-2"
+    assert file_tokens(path) == ("sk-ant-oat01-2", "sk-ant-ort01-2")
+    assert await claude_code_refreshes(h, path) == "sk-ant-oat01-3"
+    never_spent(h.upstream.refresh_calls)
+    assert h.service.account_view(view["id"])["state"] == "ok"
