@@ -28,6 +28,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fake_authorize import AuthorizationServer, Grant, Words, loopback
+
 PROJECT = "proj-fake-1"
 # Google's documented dummy signature: accepted in place of one the client could not keep.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
@@ -146,6 +148,26 @@ def client_version(user_agent: str) -> tuple[int, ...] | None:
         return None
 
 
+# Antigravity's installed-app client (CLIProxyAPI `internal/auth/antigravity/constants.go`).
+ANTIGRAVITY_CLIENT = (
+    "1071006060591-tmhssin2h21lcre235vtolojh4g403ep.apps.googleusercontent.com",
+    "GOCSPX-K58FWR486" + "LdLJ1mLB8sXC4z6qDAf",
+)
+# Google's token endpoint refusing a code exchange (R-LOGIN-1): a spent or unknown code is
+# "Bad Request" (googleapis/google-auth-library-nodejs issue 1518; older answers said "Code was
+# already redeemed."), a wrong verifier "Invalid code verifier." (googleapis/google-api-java-client
+# issue 1479), an unknown client "The OAuth client was not found.".
+SIGNIN_WORDS = Words(
+    bad_code=(400, {"error": "invalid_grant", "error_description": "Bad Request"}),
+    bad_verifier=(400, {"error": "invalid_grant", "error_description": "Invalid code verifier."}),
+    bad_redirect=(400, {"error": "redirect_uri_mismatch", "error_description": "Bad Request"}),
+    bad_client=(
+        401,
+        {"error": "invalid_client", "error_description": "The OAuth client was not found."},
+    ),
+)
+
+
 def token_of(request: web.Request) -> str:
     auth = request.headers.get("Authorization", "")
     return auth[7:] if auth.lower().startswith("bearer ") else ""
@@ -161,6 +183,16 @@ class FakeAntigravity:
         self.forbidden: set[str] = set()  # expired access tokens Google answers with 403
         self.refresh_tokens: dict[str, str] = {}  # refresh token -> next access token
         self.refreshes: list[dict[str, str]] = []
+        # Browser sign-in (R-LOGIN-1): accounts.google.com's authorize page (installed apps may
+        # use any loopback port, RFC 8252) and the form-encoded exchange with the client secret.
+        self.signins = 0
+        self.oauth = AuthorizationServer(
+            client_id=ANTIGRAVITY_CLIENT[0],
+            redirect_ok=loopback("/oauth-callback"),
+            words=SIGNIN_WORDS,
+            issue=self._issue_signin,
+            prefix="4/0signin",
+        )
         self.load_calls: list[str] = []
         self.load_bodies: list[dict[str, Any]] = []
         # Logins (by access token) with no project until onboardUser has run for them, and
@@ -216,6 +248,7 @@ class FakeAntigravity:
             app.router.add_get(f"{prefix}/v1internal/operations/{{op}}", self.operation)
             app.router.add_post(f"{prefix}/v1internal:fetchAvailableModels", self.fetch_models)
         app.router.add_post("/token", self.token)
+        app.router.add_get("/o/oauth2/v2/auth", self.oauth.authorize)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -265,8 +298,36 @@ class FakeAntigravity:
             )
         return None
 
+    def _issue_signin(self, grant: Grant) -> dict[str, Any]:
+        self.signins += 1
+        n = self.signins
+        access, refresh = f"ya29.signin-{n}", f"1//signin-{n}"
+        self.refresh_tokens[refresh] = f"ya29.signin-{n}-renewed"
+        return {
+            "access_token": access,
+            "refresh_token": refresh,
+            "expires_in": 3599,
+            "scope": grant.scope,
+            "token_type": "Bearer",
+        }
+
+    def signin_exchange(self, form: dict[str, str]) -> web.Response:
+        if form.get("client_id") == ANTIGRAVITY_CLIENT[0] and (
+            form.get("client_secret") != ANTIGRAVITY_CLIENT[1]
+        ):
+            return web.json_response(
+                {"error": "invalid_client", "error_description": "Unauthorized"}, status=401
+            )
+        status, answer = self.oauth.exchange(form)
+        return web.json_response(answer, status=status)
+
     async def token(self, request: web.Request) -> web.Response:
         form = dict(await request.post())
+        if (
+            request.content_type == "application/x-www-form-urlencoded"
+            and form.get("grant_type") == "authorization_code"
+        ):
+            return self.signin_exchange({k: str(v) for k, v in form.items()})
         self.refreshes.append({k: str(v) for k, v in form.items()})
         if (
             request.content_type != "application/x-www-form-urlencoded"

@@ -27,6 +27,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fake_authorize import AuthorizationServer, Grant, Words, loopback
+
 DEFAULT_USAGE = {
     "input_tokens": 20,
     "input_tokens_details": {"cached_tokens": 12},
@@ -129,6 +131,37 @@ REUSED = (
 INVALIDATED = "Your refresh token was revoked. Please try signing in again."  # (unverified)
 
 
+# auth.openai.com is ORY Hydra (openai/codex `codex-rs/login/src/server.rs`: "the Codex CLI
+# Hydra redirect URI allow-list"), so the code exchange refuses in fosite's words
+# (ory/fosite `errors.go`, `handler/oauth2/flow_authorize_code_token.go`, `handler/pkce`).
+INVALID_GRANT = (
+    "The provided authorization grant (e.g., authorization code, resource owner credentials) or"
+    " refresh token is invalid, expired, revoked, does not match the redirection URI used in the"
+    " authorization request, or was issued to another client."
+)
+
+
+def grant_error(hint: str) -> tuple[int, dict[str, Any]]:
+    return 400, {"error": "invalid_grant", "error_description": f"{INVALID_GRANT} {hint}"}
+
+
+SIGNIN_WORDS = Words(
+    bad_code=grant_error("The authorization code has already been used or is not known."),
+    bad_verifier=grant_error("The PKCE code challenge did not match the code verifier."),
+    bad_redirect=grant_error(
+        "The 'redirect_uri' from this request does not match the one from the authorize request."
+    ),
+    bad_client=(
+        401,
+        {
+            "error": "invalid_client",
+            "error_description": "Client authentication failed (e.g., unknown client, no client"
+            " authentication included, or unsupported authentication method).",
+        },
+    ),
+)
+
+
 def token_error(code: str, message: str) -> dict[str, Any]:
     return {
         "error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}
@@ -184,6 +217,18 @@ class FakeCodex:
         self.refresh_calls: list[dict[str, Any]] = []
         self.spent_refresh: set[str] = set()
         self.account_id = "acct-fake"  # the ChatGPT account the id_token it issues names
+        # Browser sign-in (R-LOGIN-1): the authorize page and the form-encoded code exchange.
+        # Hydra's allow-list holds Codex's loopback on 1455 and its fallback 1457; a test that
+        # listens elsewhere registers its port here.
+        self.redirect_ports = {1455, 1457}
+        self.signins = 0
+        self.oauth = AuthorizationServer(
+            client_id=CODEX_CLIENT_ID,
+            redirect_ok=lambda uri: loopback("/auth/callback", self.redirect_ports)(uri),
+            words=SIGNIN_WORDS,
+            issue=self._issue_signin,
+            prefix="ac",
+        )
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -206,6 +251,7 @@ class FakeCodex:
         for path in ("/models", "/v1/models"):
             app.router.add_get(path, self.models)
         app.router.add_post("/oauth/token", self.oauth_token)
+        app.router.add_get("/oauth/authorize", self.oauth.authorize)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -219,7 +265,13 @@ class FakeCodex:
             await self._runner.cleanup()
 
     async def oauth_token(self, request: web.Request) -> web.Response:
-        """`POST /oauth/token` with a JSON refresh grant, as Codex sends it."""
+        """`POST /oauth/token` with a JSON refresh grant, as Codex sends it, or a form-encoded
+        authorization-code exchange (its login server's)."""
+        if request.content_type == "application/x-www-form-urlencoded":
+            form = {k: str(v) for k, v in (await request.post()).items()}
+            if form.get("grant_type") == "authorization_code":
+                status, answer = self.oauth.exchange(form)
+                return web.json_response(answer, status=status)
         try:
             body = await request.json()
         except ValueError:
@@ -233,6 +285,21 @@ class FakeCodex:
         return web.json_response(
             token_error("unsupported_grant_type", "Unsupported grant type"), status=400
         )
+
+    def _issue_signin(self, grant: Grant) -> dict[str, Any]:
+        self.signins += 1
+        n = self.signins
+        auth = {"chatgpt_account_id": f"{self.account_id}-{n}", "chatgpt_plan_type": "pro"}
+        return {
+            "access_token": fake_jwt({"exp": 4_102_444_800, "https://api.openai.com/auth": auth}),
+            "refresh_token": f"rt-signin-{n}",
+            "id_token": fake_jwt(
+                {"email": f"person{n}@example.com", "https://api.openai.com/auth": auth}
+            ),
+            "expires_in": 864000,
+            "token_type": "Bearer",
+            "scope": grant.scope,
+        }
 
     def refresh_grant(self, body: dict[str, Any]) -> web.Response:
         self.refresh_calls.append(body)

@@ -26,6 +26,14 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fake_authorize import (
+    AuthorizationServer,
+    Grant,
+    Words,
+    loopback,
+    paste_back_page,
+)
+
 
 @dataclass
 class Reply:
@@ -80,6 +88,26 @@ REFRESH_REFUSED = {
     "error": "invalid_grant",
     "error_description": "Refresh token not found or invalid",
 }
+CLAUDE_CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
+# The authorization-code exchange's refusals (R-LOGIN-1). Claude Code 2.1.197 reads a 401 as
+# "Invalid authorization code"; no public thread quotes the body, so the words are the fake's
+# own, in the OAuth shape of the refresh refusal above.
+SIGNIN_WORDS = Words(
+    bad_code=(401, {"error": "invalid_grant", "error_description": "Invalid 'code' in request."}),
+    bad_verifier=(
+        401,
+        {"error": "invalid_grant", "error_description": "Invalid 'code_verifier' in request."},
+    ),
+    bad_redirect=(
+        400,
+        {"error": "invalid_grant", "error_description": "Invalid 'redirect_uri' in request."},
+    ),
+    bad_client=(
+        400,
+        {"error": "invalid_client", "error_description": "Invalid 'client_id' in request."},
+    ),
+    bad_state=(400, {"error": "invalid_grant", "error_description": "Invalid 'state' in request."}),
+)
 
 
 def api_error(status: int, kind: str, message: str) -> web.Response:
@@ -179,6 +207,19 @@ class FakeAnthropic:
         self.requests: list[tuple[str, str]] = []
         self._runner: web.AppRunner | None = None
         self.url = ""
+        # Browser sign-in (R-LOGIN-1): claude.ai's authorize page and the code exchange. The
+        # redirect is Claude Code's loopback `http://localhost:<any port>/callback` or the
+        # paste-back page (`/oauth/code/callback` on this host, as on platform.claude.com).
+        self.signins = 0
+        self.oauth = AuthorizationServer(
+            client_id=CLAUDE_CLIENT_ID,
+            redirect_ok=lambda uri: (
+                loopback("/callback")(uri) or uri == self.url + "/oauth/code/callback"
+            ),
+            words=SIGNIN_WORDS,
+            issue=self._issue_signin,
+            prefix="claude-code",
+        )
 
     def script(self, token: str | None, *replies: Reply) -> None:
         self.scripts[token or "*"].extend(replies)
@@ -195,6 +236,8 @@ class FakeAnthropic:
         app.router.add_post("/v1/messages/count_tokens", self.count_tokens)
         app.router.add_get("/api/oauth/usage", self.usage)
         app.router.add_post("/v1/oauth/token", self.oauth_token)
+        app.router.add_get("/oauth/authorize", self.oauth.authorize)
+        app.router.add_get("/oauth/code/callback", paste_back_page)
         app.router.add_get("/v1/models", self.models)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
@@ -270,8 +313,26 @@ class FakeAnthropic:
             }
         )
 
+    def _issue_signin(self, grant: Grant) -> dict[str, Any]:
+        self.signins += 1
+        n = self.signins
+        return {
+            "access_token": f"sk-ant-oat01-signin-{n}",
+            "refresh_token": f"sk-ant-ort01-signin-{n}",
+            "expires_in": 28800,
+            "token_type": "Bearer",
+            "scope": grant.scope,
+            "account": {"uuid": f"acct-{n}", "email_address": f"person{n}@example.com"},
+            "organization": {"uuid": f"org-{n}", "name": "Example"},
+        }
+
     async def oauth_token(self, request: web.Request) -> web.Response:
-        body = await request.json()
+        body = parsed(await request.read())
+        if body is None:  # the endpoint takes JSON only (Wei-Shaw/sub2api issue 3424)
+            return api_error(400, "invalid_request_error", "Invalid request format")
+        if body.get("grant_type") == "authorization_code":
+            status, answer = self.oauth.exchange({k: str(v) for k, v in body.items()})
+            return web.json_response(answer, status=status)
         self.refresh_calls.append(body)
         token = body.get("refresh_token")
         grant = self.refresh_grants.get(token)

@@ -19,6 +19,7 @@ from sublane_desktop.cli import (
     accounts,
     keys,
     levers,
+    login,
     requests,
     server,
     settings,
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
             help="never read or write the tool's login again (the first to refresh then signs"
             " the other out; sign in for a family of SubLane's own)",
         )
+    login.add_arguments(
+        command(acc, "login", "sign an account in with the browser (new, or NAME again)")
+    )
     lst = command(acc, "list", "accounts with state, gauges, in-flight and limit")
     lst.add_argument("--json", action="store_true")
     for name in ("pause", "unpause", "clear-cooldown", "switch", "disable", "enable"):

@@ -57,6 +57,10 @@ def save_account(
 
 def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
     which = args.account_command
+    if which == "login":  # browser sign-in (R-LOGIN-1)
+        from sublane_desktop.cli.login import cmd_login
+
+        return cmd_login(ctx, args)
     if which == "add":
         if args.provider not in PROVIDERS:
             raise CliError(

@@ -99,6 +99,18 @@ async def verify(request: web.Request, service: Any) -> web.Response:
 
 
 @admin_route
+async def signed_in(request: web.Request, service: Any) -> web.Response:
+    """After `sublane account login` stored a credential: take it up, verify it and read the
+    quota at once, so the live pool shows real gauges (R-LOGIN-1)."""
+    from sublane_desktop.accounts.signin import settle
+
+    await json_body(request)  # a mutation like any other: JSON only (R-FT-5)
+    await service.refresh_catalog()
+    account = _account_ref(request, service)
+    return web.json_response(await settle(service, account.id))
+
+
+@admin_route
 async def pause_account(request: web.Request, service: Any) -> web.Response:
     body, _ = await json_body(request)
     account = _body_account(service, body)
@@ -160,6 +172,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/api/accounts/{id}/disable", disable)
     app.router.add_post("/api/accounts/{id}/enable", enable)
     app.router.add_post("/api/accounts/{id}/verify", verify)
+    app.router.add_post("/api/accounts/{id}/signed-in", signed_in)
     app.router.add_post("/llmux/pause-account", pause_account)
     app.router.add_post("/llmux/switch", switch)
     app.router.add_post("/llmux/reset-usage", reset_usage)
