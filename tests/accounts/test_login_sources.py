@@ -4,6 +4,7 @@ tool writes it, and written back in that tool's own format (R-LOGIN-2)."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import stat
@@ -120,6 +121,24 @@ def test_claude_code_keychain_through_the_security_seam(home: Path) -> None:
     assert "the Keychain refused to give out 'Claude Code-credentials'" in str(
         rows["claude-code-keychain"]["problem"]
     )
+
+
+def test_claude_config_dir_names_its_own_keychain_item(home: Path) -> None:
+    """Claude Code 2.1.197: `Claude Code-credentials-<sha256(CLAUDE_CONFIG_DIR)[:8]>`."""
+    keychain = FakeKeychain(home.parent)
+    keychain.install()
+    custom = str(home / "work-claude")
+    digest = hashlib.sha256(custom.encode()).hexdigest()[:8]
+    keychain.put("Claude Code-credentials", "me", json.dumps(claude_login("default", 1)))
+    keychain.put(
+        f"Claude Code-credentials-{digest}",
+        "me",
+        json.dumps(claude_login("work", 1_900_000_000_000)),
+    )
+    seam = places(home, SUBLANE_SECURITY_COMMAND=str(keychain.command), CLAUDE_CONFIG_DIR=custom)
+    login, _ = discover("claude-code", seam)
+    assert login.location == f"Claude Code-credentials-{digest}"
+    assert login.secret["access_token"] == "sk-ant-oat01-work"
 
 
 def test_no_keychain_off_macos_without_the_seam(home: Path) -> None:

@@ -1,10 +1,17 @@
 """Claude Code's login in the macOS Keychain: the generic password `Claude Code-credentials`,
 holding the same JSON as the login file (PROTOCOLS.md; better-ccflare reads it with
-`security find-generic-password -s "Claude Code-credentials" -w`)."""
+`security find-generic-password -s "Claude Code-credentials" -w`).
+
+With CLAUDE_CONFIG_DIR set, Claude Code (2.1.197, read from its bundle) names the item
+`Claude Code-credentials-<first 8 hex digits of sha256(the variable's value, NFC)>`, under the
+account `$USER`; so does this source.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +22,14 @@ from sublane_desktop.credentials import CredentialError
 
 KIND = "claude-code-keychain"
 SERVICE = "Claude Code-credentials"
+
+
+def service_name(places: Places) -> str:
+    custom = places.environ.get("CLAUDE_CONFIG_DIR")
+    if not custom:
+        return SERVICE
+    digest = hashlib.sha256(unicodedata.normalize("NFC", custom).encode("utf-8")).hexdigest()
+    return f"{SERVICE}-{digest[:8]}"
 
 
 @dataclass(frozen=True)
@@ -30,7 +45,7 @@ class ClaudeKeychain:
     @classmethod
     def of(cls, places: Places) -> ClaudeKeychain | None:
         """The Keychain source on macOS (or wherever the `security` seam points), else None."""
-        return cls(SERVICE, places) if places.security() else None
+        return cls(service_name(places), places) if places.security() else None
 
     def _security(self) -> str:
         security = self.places.security()
