@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sublane_desktop.accounts.sources import NotThere, Places, Source, source_for
+from sublane_desktop.accounts.sources.claude_refresh_lock import refresh_lock
 from sublane_desktop.accounts.sources.tool_files import identity_digest
 from sublane_desktop.credentials import CredentialError
 from sublane_desktop.providers import oauth
@@ -74,6 +75,7 @@ def adopt(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
 class TokenSync:
     def __init__(self, service: Service) -> None:
         self.service = service
+        self.wait: Callable[[float], Awaitable[None]] = asyncio.sleep  # lock retries (tests)
 
     def places(self) -> Places:
         return Places(Path.home(), dict(self.service.env))
@@ -143,6 +145,21 @@ class TokenSync:
         """The account's next credential, kept in step with its tool (the module docstring
         says how). Raises oauth.RefreshRejected / RefreshFailed as `refresh` does."""
         holder, identity = await self.holder(account)
+        lock_dir = getattr(holder.source, "lock_dir", None)
+        if lock_dir is None:
+            return await self._in_step(account, holder, identity, ours, refresh)
+        # Claude Code refreshes under a lock of its own: hold it too (claude_refresh_lock.py)
+        async with refresh_lock(lock_dir(), self.wait):
+            return await self._in_step(account, holder, identity, ours, refresh)
+
+    async def _in_step(
+        self,
+        account: AccountState,
+        holder: Holder,
+        identity: str | None,
+        ours: dict[str, Any],
+        refresh: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
         credential = ours
         newer = await self.newer_from_tool(account, holder, identity, credential)
         if newer is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -371,3 +372,58 @@ async def test_a_store_holding_an_older_login_is_mended_not_adopted(h) -> None:
     assert await claude_code_refreshes(h, path) == "sk-ant-oat01-3"
     never_spent(h.upstream.refresh_calls)
     assert h.service.account_view(view["id"])["state"] == "ok"
+
+
+async def test_sublane_refreshes_under_claude_codes_own_lock(h, monkeypatch) -> None:
+    """Claude Code 2.1.197 refreshes under `<config dir>/.oauth_refresh.lock` and re-reads its
+    login after taking it: SubLane holds the same lock from its re-read to its write-back."""
+    path = claude_file(h, 0, HOUR)
+    await h.service.import_login("claude-code")
+    lock = path.parent / ".oauth_refresh.lock"
+    real = oauth.refresh
+    held: list[bool] = []
+
+    async def observed(*args, **kwargs):
+        held.append(lock.is_dir())
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(oauth, "refresh", observed)
+    h.clock.advance(HOUR)
+    assert await ask_as_claude_code(h) == "sk-ant-oat01-1"
+    assert held == [True] and not lock.exists()
+
+
+async def test_a_busy_lock_is_waited_for_and_what_claude_code_wrote_is_used(h) -> None:
+    path = claude_file(h, 0, HOUR)
+    await h.service.import_login("claude-code")
+    lock = path.parent / ".oauth_refresh.lock"
+    lock.mkdir()  # Claude Code is refreshing right now
+    waits: list[float] = []
+
+    async def claude_code_finishes(seconds: float) -> None:
+        waits.append(seconds)
+        await claude_code_refreshes(h, path)
+        lock.rmdir()
+
+    h.service.credentials.token_sync.wait = claude_code_finishes
+    h.clock.advance(HOUR)
+    assert await ask_as_claude_code(h) == "sk-ant-oat01-1"  # Claude Code's, read after the wait
+    assert len(waits) == 1 and 1.0 <= waits[0] <= 2.0
+    assert [c["refresh_token"] for c in h.upstream.refresh_calls] == ["sk-ant-ort01-0"]
+
+
+async def test_a_stale_lock_is_taken_over(h) -> None:
+    path = claude_file(h, 0, HOUR)
+    await h.service.import_login("claude-code")
+    lock = path.parent / ".oauth_refresh.lock"
+    lock.mkdir()
+    old = time.time() - 60  # its holder died a minute ago
+    os.utime(lock, (old, old))
+
+    async def no_wait(seconds: float) -> None:
+        raise AssertionError("a stale lock is not waited for")
+
+    h.service.credentials.token_sync.wait = no_wait
+    h.clock.advance(HOUR)
+    assert await ask_as_claude_code(h) == "sk-ant-oat01-1"
+    assert not lock.exists()

@@ -98,6 +98,10 @@ class ClaudeCodeFile:
             read_json(Path(self.location), "Claude Code"), KIND, self.location, self.places
         )
 
+    def lock_dir(self) -> Path:
+        """Where Claude Code takes its refresh lock for this login (claude_refresh_lock.py)."""
+        return Path(self.location).parent
+
     def write(self, credential: dict[str, Any]) -> None:
         path = Path(self.location)
         write_json_atomically(path, updated(read_json(path, "Claude Code"), credential))

@@ -13,10 +13,11 @@ import hashlib
 import json
 import unicodedata
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sublane_desktop.accounts.sources import Login, Places, macos_keychain
-from sublane_desktop.accounts.sources.claude_code_file import login_of, updated
+from sublane_desktop.accounts.sources.claude_code_file import config_dir, login_of, updated
 from sublane_desktop.accounts.sources.tool_files import NotThere
 from sublane_desktop.credentials import CredentialError
 
@@ -68,6 +69,10 @@ class ClaudeKeychain:
     def read(self) -> Login:
         where = f"the Keychain item {self.location!r}"
         return login_of(self._data(), KIND, self.location, self.places, where)
+
+    def lock_dir(self) -> Path:
+        """Where Claude Code takes its refresh lock (its config directory)."""
+        return config_dir(self.places)
 
     def write(self, credential: dict[str, Any]) -> None:
         security = self._security()
