@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
+from keyring.backend import KeyringBackend
 from keyring.errors import KeyringLocked
 from keyrings.alt.file import PlaintextKeyring
 
@@ -222,6 +224,114 @@ async def test_a_keyring_that_cannot_be_read_says_so_in_words_and_recovers(
         await client.messages.create(**BODY)
 
 
+class SlowKeyring(PlaintextKeyring):
+    """The real file backend, whose reads can be held after they have looked (a slow keyring)."""
+
+    hold: threading.Event | None = None
+    looked = threading.Event()
+
+    def get_password(self, service: str, username: str) -> str | None:
+        value = super().get_password(service, username)
+        hold = self.hold
+        if hold is not None:
+            self.looked.set()
+            hold.wait(10)
+        return value
+
+
+async def test_a_use_never_trusts_a_read_that_began_before_it(tmp_path, upstream, clock):
+    """A deletion made before a use is seen by that use, even while an earlier read that still
+    saw the entry is under way (that read's answer is its own caller's, not the new use's)."""
+    backend = SlowKeyring()
+    backend.file_path = str(tmp_path / "keyring.cfg")
+    store = SecretStore(tmp_path, backend=backend)
+    async with started_harness(tmp_path, store, upstream, clock=clock) as h:
+        await h.service.add_account("anthropic", "work", login(WORK_TOKEN, "rt-work"))
+        account = h.service.pool.find("work")
+        backend.hold = held = threading.Event()
+        first = asyncio.ensure_future(h.service.credential(account))
+        assert await asyncio.to_thread(backend.looked.wait, 10)  # it saw the entry, and waits
+        delete_entry(tmp_path, account.id)
+        second = asyncio.ensure_future(h.service.credential(account))
+        await asyncio.sleep(0)  # the second use arrives while the first read is under way
+        backend.hold = None
+        held.set()
+        assert (await first)["access_token"] == WORK_TOKEN
+        with pytest.raises(problems.CredentialUnavailable, match="credential missing"):
+            await second
+        assert h.service.account_view(account.id)["auth_reason"] == MISSING
+
+
+class DesktopLikeKeyring(KeyringBackend):
+    """A keyring that, like the OS keyrings (Secret Service, Keychain), cannot say cheaply whether
+    it changed: the real file backend behind a backend class of its own, so no file stamp."""
+
+    priority = 1
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.inner = file_keyring(path)
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.inner.get_password(service, username)
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.inner.set_password(service, username, password)
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.inner.delete_password(service, username)
+
+
+async def test_on_a_keyring_that_cannot_say_it_changed_a_use_reads_again_after_a_second(
+    tmp_path, upstream, clock
+):
+    store = SecretStore(tmp_path, backend=DesktopLikeKeyring(tmp_path / "keyring.cfg"))
+    assert store.stamp() is None
+    async with started_harness(tmp_path, store, upstream, clock=clock) as h:
+        upstream.usage_for["*"] = 429
+        work = (await h.service.add_account("anthropic", "work", login(WORK_TOKEN, "rt-work")))[
+            "id"
+        ]
+        client = sdk(h, await h.create_key())
+        await client.messages.create(**BODY)
+        delete_entry(tmp_path, work)
+        # within the second after a read, memory is trusted (the entry was there just now) ...
+        clock.advance(keyring_watch.REREAD_ON_USE_S / 2)
+        await client.messages.create(**BODY)
+        assert h.upstream.tokens_served() == [WORK_TOKEN, WORK_TOKEN]
+        # ... and verify asks the keyring itself, now
+        verdict = await h.service.verify("work")
+        assert (verdict["result"], verdict["detail"]) == ("auth_failed", MISSING)
+
+
+async def test_on_such_a_keyring_the_next_use_after_a_second_sees_the_vanish(
+    tmp_path, upstream, clock
+):
+    store = SecretStore(tmp_path, backend=DesktopLikeKeyring(tmp_path / "keyring.cfg"))
+    async with started_harness(tmp_path, store, upstream, clock=clock) as h:
+        upstream.usage_for["*"] = 429
+        work = (await h.service.add_account("anthropic", "work", login(WORK_TOKEN, "rt-work")))[
+            "id"
+        ]
+        client = sdk(h, await h.create_key())
+        await client.messages.create(**BODY)
+        delete_entry(tmp_path, work)
+        clock.advance(keyring_watch.REREAD_ON_USE_S)
+        with pytest.raises(anthropic.APIStatusError, match="credential missing from the keyring"):
+            await client.messages.create(**BODY)
+        assert h.upstream.tokens_served() == [WORK_TOKEN]
+        assert h.service.account_view(work)["auth_reason"] == MISSING
+
+
+async def test_a_disabled_account_is_left_at_rest(clocked, tmp_path):
+    h = clocked
+    work, spare = await two_accounts(h)
+    await h.service.disable("work")
+    delete_entry(tmp_path, work)
+    assert await h.service.credentials.sweep() == [spare]
+    assert h.service.account_view(work)["state"] == "disabled"
+
+
 # --- within a minute, with no use -------------------------------------------------------------
 
 
@@ -364,32 +474,36 @@ async def test_importing_the_same_login_again_mends_the_account_in_place(clocked
     assert untouched(h.service, spare) == before
 
 
-async def test_a_credential_written_by_another_process_mends_the_running_pool(clocked, tmp_path):
+async def test_a_credential_written_by_another_process_mends_the_running_pool(
+    tmp_path, upstream, secret_store, monkeypatch
+):
     """`sublane account add --replace` with the server running writes the database and the
-    keyring itself; the server's next look picks the new revision up and the old reason no
-    longer applies."""
+    keyring itself; the server's watch picks the new revision up on its next look (its
+    wake-ups shortened here), and the old reason no longer applies."""
     from sublane_desktop.service.offline import OfflineService
 
-    h = clocked
-    work, _, client = await vanished(h, tmp_path)
-    revision = h.service.pool.accounts[work].revision
-    offline = OfflineService(h.service.data_dir)
-    offline._secrets = h.service.secrets  # the same keyring file, as the CLI's environment says
-    try:
-        await asyncio.to_thread(
-            offline.add_account,
-            "anthropic",
-            "work",
-            "default",
-            None,
-            2,
-            login(NEW_TOKEN, "rt-new"),
-            True,
-        )
-    finally:
-        offline.close()
-    await h.service.refresh_catalog()  # what the watch does on each look
-    await assert_mended(h, work, revision, client)
+    monkeypatch.setattr(keyring_watch, "LOOK_EVERY_S", 0.01)
+    async with started_harness(tmp_path, secret_store, upstream, clock=FakeClock()) as h:
+        h.upstream.usage_for["*"] = 429
+        work, _, client = await vanished(h, tmp_path)
+        revision = h.service.pool.accounts[work].revision
+        offline = OfflineService(h.service.data_dir)
+        offline._secrets = h.service.secrets  # the same keyring file, as the CLI's env says
+        try:
+            await asyncio.to_thread(
+                offline.add_account,
+                "anthropic",
+                "work",
+                "default",
+                None,
+                2,
+                login(NEW_TOKEN, "rt-new"),
+                True,
+            )
+        finally:
+            offline.close()
+        await changed(h.service, lambda: h.service.account_view(work)["state"] == "ok")
+        await assert_mended(h, work, revision, client)
 
 
 # --- the rules' own edges (accounts/keyring_watch.py) ----------------------------------------

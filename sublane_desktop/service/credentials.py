@@ -143,7 +143,6 @@ class CredentialCache:
             words = problems.MISSING if not raw else problems.UNREADABLE
             log.warning("account %s: %s", account.id, words)
             reason = problems.own_reason(words, account.kind)
-            self.cache.pop(account.id, None)  # a credential the keyring no longer holds is not used
             self.note_problem(account, reason, gate=True)
             return self._unavailable(account, reason, words)
         self.readings.record(account.id, account.revision, began, stamp)
