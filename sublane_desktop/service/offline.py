@@ -122,6 +122,7 @@ class OfflineService:
             )
         source = source_for(login.kind, login.location, places)
         notes = [login.warning] if login.warning else []
+        notes.extend(login.unread)  # what it could not read on the way (R-LOGIN-3)
         notes.append(in_step_words(login, detach, bool(source and source.writable)))
         return f"{verb} {login.provider} account {name} (id {account_id}, {kind})", notes
 

@@ -109,8 +109,15 @@ def test_import_antigravity_without_file_reads_what_it_finds(sublane: Sublane) -
             )
         },
     )
+    token_file = sublane.home / ".gemini" / "jetski-standalone-oauth-token"
+    token_file.parent.mkdir()
+    token_file.write_text("{not json")  # a place it finds but cannot read: said, and skipped
     result = sublane.ok("account", "import-antigravity")
     assert "added antigravity account antigravity" in result.stdout
+    assert (
+        f"note: could not read Antigravity's token file: {token_file} is not valid JSON"
+        in result.stdout
+    )
     assert f"imported from {db}" in result.stdout
     [account] = sublane.accounts()
     assert account["provider"] == "antigravity"

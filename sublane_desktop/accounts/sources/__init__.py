@@ -77,6 +77,7 @@ class Login:
     secret: dict[str, Any] = field(repr=False)
     identity: str | None = field(default=None, repr=False)  # the account the source names
     warning: str | None = None  # a plain word the person must hear (Gemini CLI)
+    unread: tuple[str, ...] = ()  # places looked at first whose login could not be read
 
 
 class Source(Protocol):
@@ -143,13 +144,15 @@ def discover(tool: str, places: Places) -> tuple[Login, list[str]]:
     Raises CredentialError naming every place looked at when none holds a usable login.
     """
     passed: list[str] = []
+    unread: list[str] = []
     for source in sources_of(tool, places):
         try:
-            return source.read(), passed
+            return replace(source.read(), unread=tuple(unread)), passed
         except NotThere as exc:
             passed.append(str(exc))
         except CredentialError as exc:
             passed.append(str(exc))
+            unread.append(f"could not read {source.title}: {exc}")
     raise CredentialError("; ".join(passed) + _how_to_log_in(tool))
 
 
