@@ -65,12 +65,17 @@ def transitions(
                 )
             )
         elif new == "auth_failed":
+            # Why, when the service knows (a credential gone from the keyring is no refused
+            # token), and what mends it in place (R-LOGIN-4).
+            reason = account.get("auth_reason")
             notices.append(
                 Notice(
                     account["id"],
                     "auth_failed",
                     f"{name} needs a new login",
-                    "Its token was refused; add or import the login again.",
+                    f"{reason[:1].upper()}{reason[1:]}."
+                    if reason
+                    else "Its login was refused; sign in again, or import its login again.",
                 )
             )
         elif new in READY_STATES and old in TROUBLE_STATES:

@@ -36,8 +36,9 @@ CAUSES = {
     "upstream_dropped": "the provider closed the connection before the answer was complete",
     "upstream_error": "the provider answered with an error",
     "upstream_timeout": "the provider did not answer in time",
-    "credential_unavailable": "the account's credential could not be read from the keyring",
-    "auth_failed": "the account's sign-in is not usable; add it again",
+    "credential_unavailable": "the account's credential was missing from the keyring or could "
+    "not be read; sign in again or replace its credential",
+    "auth_failed": "the account's sign-in is not usable; sign in again or replace its credential",
     "client_disconnected": "the client went away before the answer was complete",
     "gateway_error": "SubLane failed while relaying; the log has the details",
     "account_busy": "every account was at its request limit",

@@ -11,6 +11,7 @@ import json
 from sublane_desktop.gui.accounts_window import AccountsWindow
 from sublane_desktop.gui.dashboard import account_row
 from sublane_desktop.gui.dialogs.add_account import AddAccountDialog
+from sublane_desktop.gui.notifications import transitions
 from sublane_desktop.gui.tray import Tray
 from sublane_desktop.secrets import SERVICE, account_secret
 from tests.conftest import file_keyring
@@ -20,11 +21,14 @@ OLD = {"access_token": "sk-ant-oat01-old-4c1d", "refresh_token": "rt-old", "expi
 NEW = {"access_token": "sk-ant-oat01-new-8e2b", "refresh_token": "rt-new", "expires_at": 4e9}
 
 
-async def vanished(live, tmp_path) -> int:
-    """work (a subscription login) lost its credential and the service noticed; spare is fine."""
+async def vanished(live, tmp_path, seen: list | None = None) -> int:
+    """work (a subscription login) lost its credential and the service noticed; spare is fine.
+    `seen` gets the snapshot from before the loss."""
     service = live.service
     work = (await service.add_account("anthropic", "work", OLD))["id"]
     await service.add_account("anthropic", "spare", {"api_key": "sk-ant-api03-spare"})
+    if seen is not None:
+        seen.extend(live.bridge.accounts())
     file_keyring(tmp_path / "keyring.cfg").delete_password(SERVICE, account_secret(work))
     await service.credentials.sweep()  # the watch's look, without waiting for it
     assert service.account_view(work)["state"] == "auth_failed"
@@ -49,6 +53,20 @@ async def test_the_reason_shows_in_the_tray_and_the_accounts_window(qtbot, live,
     qtbot.waitUntil(lambda: f"work: auth failed: {MISSING}" in tray.icon.toolTip(), timeout=2000)
     [row] = [a for a in live.bridge.snapshot() if a["name"] == "work"]
     assert MISSING in account_row(row, {}, live.clock.now()).text
+
+
+async def test_the_notification_says_why_and_the_fix(live, tmp_path):
+    before: list = []
+    await vanished(live, tmp_path, before)
+    [notice] = transitions(before, live.bridge.accounts())
+    assert notice.title == "work needs a new login"
+    assert notice.body == "Credential missing from the keyring — sign in again."
+    # a refusal the service gave no words for still points at a way that mends in place
+    [refused] = transitions(
+        [{"id": 1, "name": "x", "state": "ok"}],
+        [{"id": 1, "name": "x", "state": "auth_failed"}],
+    )
+    assert "sign in again" in refused.body and "add" not in refused.body
 
 
 async def test_add_account_offers_to_replace_a_missing_credential_and_mends_in_place(
