@@ -311,3 +311,57 @@ def default_name(signed: SignedIn, taken: set[str]) -> str:
     while f"{signed.flow.name}-{n}" in taken:
         n += 1
     return f"{signed.flow.name}-{n}"
+
+
+async def sign_in_for(
+    service: Any,
+    which: str,
+    *,
+    account: str | int | None = None,
+    name: str | None = None,
+    browser: Browser | None = None,
+    show_url: Callable[[str], None] | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """The GUI's sign-in through a running service: `which` a flow (claude, codex,
+    antigravity) for a new account, or `account` (id or name) to sign in again in place.
+    Stores the credential, then settles the account; returns `settle`'s answer."""
+    from sublane_desktop import credentials
+    from sublane_desktop.accounts.login_flow import flow_for_provider, flows
+
+    existing = None
+    if account is not None:
+        try:
+            existing = service.pool.find(account)
+        except KeyError:
+            raise SignInError(f"unknown account {account!r}") from None
+        found = flow_for_provider(existing.provider)
+        if found is None:
+            raise SignInError(f"{existing.provider} accounts have no browser sign-in")
+        flow = found
+    else:
+        known = flows()
+        if which not in known:
+            raise SignInError(f"no browser sign-in for {which!r}")
+        flow = known[which]
+        if name is not None and any(a.name == name for a in service.pool.accounts.values()):
+            raise SignInError(f"account {name!r} already exists; sign it in again instead")
+    signed = await sign_in(
+        flow,
+        env=service.env,
+        show_url=show_url or (lambda url: None),
+        browser=browser or system_browser,
+        timeout=timeout,
+        now=service.clock.now,
+    )
+    if existing is not None:
+        target = existing.name
+    else:
+        target = name or default_name(signed, {a.name for a in service.pool.accounts.values()})
+    try:
+        account_id = await service.catalog.add_account(
+            flow.provider, target, signed.secret, replace=existing is not None
+        )
+    except credentials.CredentialError as exc:
+        raise SignInError(str(exc)) from None
+    return await settle(service, account_id)

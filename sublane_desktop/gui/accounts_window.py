@@ -159,6 +159,10 @@ class AccountCard(QFrame):
         self.enable_action.triggered.connect(self._toggle_enabled)
         self.verify_action = more.addAction("Verify login")
         self.verify_action.triggered.connect(self._verify)
+        # R-LOGIN-1: shown while the account needs it (auth_failed), mends it in place
+        self.signin_action = more.addAction("Sign in again…")
+        self.signin_action.triggered.connect(lambda: self._bridge.sign_in_again(self.account_id))
+        self.signin_action.setVisible(account.get("state") == "auth_failed")
         self.remove_action = more.addAction("Remove…")
         self.remove_action.triggered.connect(
             lambda: self.removeRequested.emit(self.account_id, str(self.account.get("name")))
@@ -285,6 +289,7 @@ class AccountCard(QFrame):
         paused = bool(account.get("paused"))
         self.pause_button.setText("Resume" if paused else "Pause")
         self.enable_action.setText("Enable" if account.get("state") == "disabled" else "Disable")
+        self.signin_action.setVisible(account.get("state") == "auth_failed")
         self.clear_button.setEnabled(has_cooldown(account))
         ceilings = ceilings_for(settings, account.get("name"))
         gauges = account.get("gauges") or {}

@@ -262,6 +262,26 @@ class Bridge(QObject):
     def import_login(self, which: str, path: Any = None, name: str | None = None) -> Reply | None:
         return self._launch("import_login", which, path, name, report=False)
 
+    # Opens the sign-in page (R-LOGIN-1); None: the system browser. Tests put an HTTP client
+    # that follows the redirect here.
+    sign_in_browser: Any = None
+
+    def sign_in(self, which: str, show_url: Any = None, name: str | None = None) -> Reply | None:
+        """A new account through the browser: done(settled answer) or failed(words)."""
+        return self._launch(
+            "sign_in",
+            which,
+            name=name,
+            browser=self.sign_in_browser,
+            show_url=show_url,
+            report=False,
+        )
+
+    def sign_in_again(self, ref: str | int) -> Reply | None:
+        """Mend an account in place with a new browser sign-in; a failure reaches leverFailed
+        (the tray and the Accounts window say it in words)."""
+        return self._launch("sign_in", "", account=ref, browser=self.sign_in_browser)
+
     def update_settings(self, changes: dict[str, Any]) -> Reply | None:
         return self._launch("update_settings", changes, report=False)
 

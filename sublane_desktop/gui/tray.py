@@ -175,6 +175,15 @@ class Tray(QObject):
         verify = QAction("Verify login", sub)
         verify.triggered.connect(lambda: self._bridge.verify(ref))
         sub.addAction(verify)
+        if ref in self._needs_sign_in():  # R-LOGIN-1: mend it in place, no Remove
+            again = QAction("Sign in again…", sub)
+            again.setToolTip("Opens your browser; the account keeps its settings and history")
+            again.triggered.connect(lambda: self._bridge.sign_in_again(ref))
+            sub.addAction(again)
+
+    def _needs_sign_in(self) -> set[int]:
+        """Accounts whose login is refused or missing (auth_failed): they offer Sign in again."""
+        return {a["id"] for a in self._bridge.snapshot() if a.get("state") == "auth_failed"}
 
     def _add(self, text: str, slot: Any) -> QAction:
         action = QAction(text, self.menu)

@@ -344,6 +344,13 @@ class Service:
         )
         return self.account_view(account_id)
 
+    async def sign_in(self, which: str, **options: Any) -> dict[str, Any]:
+        """Browser sign-in (R-LOGIN-1): a new account of a provider, or `account=` again in
+        place; verified and its quota read before this returns (accounts.signin)."""
+        from sublane_desktop.accounts.signin import sign_in_for
+
+        return await sign_in_for(self, which, **options)
+
     async def import_login(
         self, which: str, path: Path | None = None, name: str | None = None, detach: bool = False
     ) -> dict[str, Any]:

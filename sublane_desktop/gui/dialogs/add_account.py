@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGridLayout,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -60,6 +61,29 @@ class AddAccountDialog(QDialog):
         super().__init__(parent)
         self._bridge = bridge
         self.setWindowTitle("Add account")
+
+        # R-LOGIN-1: a login of SubLane's own (no tool's login is shared or broken)
+        signin = QGroupBox("Sign in with the browser")
+        self.signin_buttons: dict[str, QPushButton] = {}
+        signin_row = QHBoxLayout(signin)
+        for which, label, account in (
+            ("claude", "Claude", "your Claude account"),
+            ("codex", "Codex", "your ChatGPT account"),
+            ("antigravity", "Antigravity", "your Google account"),
+        ):
+            button = QPushButton(f"{label}…")  # three in a row fit the dialog's width
+            button.setAccessibleName(f"Sign in with browser: {label}")
+            button.setToolTip(
+                f"Opens your browser to sign in with {account}; SubLane keeps a login of its"
+                " own, so no tool's login is shared"
+            )
+            button.clicked.connect(lambda _checked=False, w=which: self.sign_in(w))
+            self.signin_buttons[which] = button
+            signin_row.addWidget(button)
+        self.signin_url = QLabel()
+        self.signin_url.setWordWrap(True)
+        self.signin_url.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.signin_url.hide()
 
         imports = QGroupBox("Import the login of an installed tool")
         self.import_claude = QPushButton("Import Claude Code login")
@@ -132,6 +156,8 @@ class AddAccountDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
 
         layout = QVBoxLayout(self)
+        layout.addWidget(signin)
+        layout.addWidget(self.signin_url)
         layout.addWidget(imports)
         layout.addWidget(manual)
         layout.addWidget(self.keyring_note)
@@ -141,8 +167,37 @@ class AddAccountDialog(QDialog):
         layout.addWidget(self.buttons)
         set_default_size(self, 520, 0)
 
+    def sign_in(self, which: str) -> None:
+        """Run the browser sign-in through the service; progress, result and errors show here."""
+        show_error(self.error, "")
+        self.signin_url.hide()
+        reply = self._bridge.sign_in(which, show_url=self._show_signin_url)
+        if reply is None:
+            show_error(self.error, "this build cannot sign in")
+            return
+        self._busy(True)
+        self.status.setText("Waiting for you to sign in in your browser…")
+        reply.done.connect(self._signed_in)
+        reply.failed.connect(self._failed)
+
+    def _show_signin_url(self, url: str) -> None:
+        self.signin_url.setText(f"If your browser did not open, visit:\n{url}")
+        self.signin_url.show()
+
+    def _signed_in(self, settled: Any) -> None:
+        self._busy(False)
+        self.signin_url.hide()
+        view = settled.get("account", {}) if isinstance(settled, dict) else {}
+        verdict = settled.get("verdict", {}) if isinstance(settled, dict) else {}
+        name = view.get("name", "account")
+        self.status.setText(
+            f"Signed in: {name} — {verdict.get('detail', 'verified')}; quota {settled.get('quota')}."
+        )
+        self.added.emit(view)
+
     def _busy(self, busy: bool) -> None:
         for widget in (
+            *self.signin_buttons.values(),
             self.import_claude,
             self.import_codex,
             self.import_gemini,
@@ -242,6 +297,8 @@ class AddAccountDialog(QDialog):
 
     def _failed(self, message: str) -> None:
         self._busy(False)
+        self.status.setText("")
+        self.signin_url.hide()
         show_error(self.error, message)
 
     def hideEvent(self, event: Any) -> None:
