@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sublane_desktop.accounts.sources import Login, NotThere, Places, Source, discover
-from sublane_desktop.accounts.sources.tool_files import identity_digest
+from sublane_desktop.accounts.sources.tool_files import identity_digest, other_account
 from sublane_desktop.credentials import (
     CredentialError,
     antigravity_secret,
@@ -27,7 +27,14 @@ TOOL_PROVIDER = {
     "gemini": "antigravity",
     "antigravity": "antigravity",
 }
-EXPORT_KIND = "antigravity-export"  # an account file another tool exported: read once
+EXPORT_KIND = "antigravity-export"
+TOOL_NAMES = {  # by source kind, for the words
+    "claude-code-file": "Claude Code",
+    "claude-code-keychain": "Claude Code",
+    "claude-setup-token": "Claude",
+    "codex-file": "Codex",
+    "codex-keyring": "Codex",
+}  # an account file another tool exported: read once
 
 
 def find_login(tool: str, file: Path | None, places: Places) -> Login:
@@ -71,14 +78,22 @@ def store_import(
     """Store the imported login (re-importing mends the same account) and remember its source.
     Call inside a database transaction, as credentials.store_account."""
     from sublane_desktop.store import account_sources
+    from sublane_desktop.store.models import Account
 
     secret = validate_secret(login.provider, login.secret)
+    identity = identity_digest(login.identity)
+    named = Account.get_or_none((Account.name == name) & Account.deleted_at.is_null())
+    existing = account_sources.source_of(named.id) if named is not None else None
+    if existing is not None and other_account(existing.identity, identity):
+        # Re-importing mends the same login; another account of the tool is a new account.
+        raise CredentialError(
+            f"account {name!r} was imported from another {TOOL_NAMES.get(login.kind, 'Google')} account;"
+            " pass --name to add this one beside it"
+        )
     account_id, verb, kind = store_account(
         secret_store, login.provider, name, group, base_url, limit, secret, replace=True
     )
-    account_sources.remember(
-        account_id, login.kind, login.location, identity_digest(login.identity), detach
-    )
+    account_sources.remember(account_id, login.kind, login.location, identity, detach)
     return account_id, verb, kind
 
 

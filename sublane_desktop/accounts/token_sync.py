@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sublane_desktop.accounts.sources import NotThere, Places, Source, source_for
 from sublane_desktop.accounts.sources.claude_refresh_lock import refresh_lock
-from sublane_desktop.accounts.sources.tool_files import identity_digest
+from sublane_desktop.accounts.sources.tool_files import identity_digest, other_account
 from sublane_desktop.credentials import CredentialError
 from sublane_desktop.providers import oauth
 
@@ -120,8 +120,7 @@ class TokenSync:
             holder.why_not = f"{source.title} cannot be read ({exc})"
             holder.source = None
             return None
-        theirs = identity_digest(login.identity)
-        if identity and theirs and theirs != identity:
+        if other_account(identity, identity_digest(login.identity)):
             holder.why_not = f"{source.title} now holds another account"
             holder.source = None
             return None

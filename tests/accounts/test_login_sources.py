@@ -334,3 +334,14 @@ def test_survey_names_every_place_and_what_could_not_be_read(home: Path) -> None
         "codex-file": f"{home / '.codex' / 'auth.json'} has neither ChatGPT tokens nor an API key",
     }
     assert not any(r["found"] for r in rows)
+
+
+def test_identities_are_digests_compared_by_kind() -> None:
+    from sublane_desktop.accounts.sources.tool_files import identity_digest, other_account
+
+    uuid_a, uuid_b = identity_digest("uuid:aaaa"), identity_digest("uuid:bbbb")
+    assert uuid_a is not None and uuid_a.startswith("uuid:") and "aaaa" not in uuid_a
+    assert other_account(uuid_a, uuid_b) and not other_account(uuid_a, identity_digest("uuid:aaaa"))
+    # a uuid against a plan (`.claude.json` appeared since the import) cannot tell: the same
+    assert not other_account(uuid_a, identity_digest("plan:max"))
+    assert not other_account(None, uuid_b) and not other_account(uuid_a, None)

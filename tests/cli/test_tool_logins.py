@@ -183,3 +183,19 @@ def test_setup_token_is_a_subscription_account(sublane: Sublane) -> None:
         )
     )
     assert '"refresh_token"' in line and "some-token" not in line
+
+
+def test_reimporting_another_account_of_the_tool_asks_for_a_name(sublane: Sublane) -> None:
+    """Importing again mends the same login; when the tool is now logged in to another account
+    the import refuses to swap it under the old name, and --name adds it beside."""
+    home = sublane.home / ".codex"
+    write_json(home / "auth.json", codex_auth(codex_access("a", 1_900_000_000), "rt-a", "acct-a"))
+    sublane.ok("account", "import-codex")
+    sublane.ok("account", "import-codex")  # the same account again: mended in place
+    write_json(home / "auth.json", codex_auth(codex_access("b", 1_900_000_000), "rt-b", "acct-b"))
+    line = one_error_line(sublane.run("account", "import-codex"))
+    assert "account 'codex' was imported from another Codex account" in line
+    assert "pass --name" in line
+    sublane.ok("account", "import-codex", "--name", "codex-b")
+    assert [a["name"] for a in sublane.accounts()] == ["codex", "codex-b"]
+    assert b"acct-a" not in sublane.database_bytes()  # identities are kept as digests

@@ -59,7 +59,19 @@ def write_json_atomically(path: Path, data: Any, indent: int | None = 2) -> None
 
 
 def identity_digest(identity: str | None) -> str | None:
-    """What SQLite keeps of an account identity: enough to compare, nothing to read back."""
+    """What SQLite keeps of an account identity (`kind:value`): its kind and a digest of the
+    value, enough to compare and nothing to read back."""
     if not identity:
         return None
-    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+    kind, _, value = identity.rpartition(":")
+    return f"{kind}:{hashlib.sha256(value.encode('utf-8')).hexdigest()[:16]}"
+
+
+def other_account(remembered: str | None, now: str | None) -> bool:
+    """The digests name two different accounts. Identities of different kinds (a Claude account
+    uuid against a plan, when `.claude.json` appeared or went) cannot be told apart: the same."""
+    if not remembered or not now:
+        return False
+    if remembered.partition(":")[0] != now.partition(":")[0]:
+        return False
+    return remembered != now
