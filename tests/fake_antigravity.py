@@ -302,14 +302,19 @@ class FakeAntigravity:
         self.signins += 1
         n = self.signins
         access, refresh = f"ya29.signin-{n}", f"1//signin-{n}"
-        self.refresh_tokens[refresh] = f"ya29.signin-{n}-renewed"
-        return {
+        answer = {
             "access_token": access,
-            "refresh_token": refresh,
             "expires_in": 3599,
             "scope": grant.scope,
             "token_type": "Bearer",
         }
+        # Google gives a refresh token only to an offline request (and, for a returning
+        # user, only with prompt=consent): Google's "Using OAuth 2.0 for web server
+        # applications" (access_type); CLIProxyAPI sends both.
+        if grant.query.get("access_type") == "offline" and grant.query.get("prompt") == "consent":
+            answer["refresh_token"] = refresh
+            self.refresh_tokens[refresh] = f"ya29.signin-{n}-renewed"
+        return answer
 
     def signin_exchange(self, form: dict[str, str]) -> web.Response:
         if form.get("client_id") == ANTIGRAVITY_CLIENT[0] and (

@@ -33,6 +33,7 @@ class Grant:
     challenge: str
     state: str
     scope: str
+    query: dict[str, str] = field(default_factory=dict)  # everything the authorize URL held
 
 
 @dataclass
@@ -96,6 +97,7 @@ class AuthorizationServer:
             challenge=query["code_challenge"],
             state=query["state"],
             scope=query.get("scope", ""),
+            query=query,
         )
         where = query["redirect_uri"]
         joiner = "&" if urlsplit(where).query else "?"

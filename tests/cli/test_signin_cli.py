@@ -336,3 +336,48 @@ def test_a_running_server_has_the_new_account_at_once(sublane: Sublane, fakes: F
     [account] = server.get("/api/accounts/runtime", token)["accounts"]
     assert account["name"] == "live" and account["state"] == "ok"
     assert round(account["gauges"]["five_hour"]["utilization"] * 100) == 42
+
+
+def test_signing_an_imported_account_in_gives_sublane_its_own_family(
+    sublane: Sublane, fakes: Fakes
+) -> None:
+    login_file = sublane.home / ".claude" / ".credentials.json"
+    login_file.parent.mkdir()
+    tool = {
+        "claudeAiOauth": {
+            "accessToken": "sk-ant-oat01-tool",
+            "refreshToken": "sk-ant-ort01-tool",
+            "expiresAt": 4_102_444_800_000,
+            "scopes": ["user:inference"],
+            "subscriptionType": "max",
+        }
+    }
+    login_file.write_text(json.dumps(tool))
+    sublane.ok("account", "import-claude-code", "--name", "cc")
+    db = sqlite3.connect(sublane.data_dir / "sublane.db")
+    assert db.execute("SELECT count(*) FROM account_sources").fetchone()[0] == 1
+    db.close()
+
+    done = login(sublane, fakes, "cc")
+    assert done.returncode == 0, done.stderr
+    db = sqlite3.connect(sublane.data_dir / "sublane.db")
+    assert db.execute("SELECT count(*) FROM account_sources").fetchone()[0] == 0
+    db.close()
+    assert stored(sublane, 1)["refresh_token"] == "sk-ant-ort01-signin-1"
+    assert json.loads(login_file.read_text()) == tool  # the tool's login is left as it was
+
+
+def test_signing_in_again_while_a_server_runs_reaches_the_live_pool(
+    sublane: Sublane, fakes: Fakes
+) -> None:
+    sublane.env.update(fakes.env())
+    server = sublane.serve()
+    assert login(sublane, fakes, "claude", "--name", "live").returncode == 0
+    done = login(sublane, fakes, "live")
+    assert done.returncode == 0, done.stderr
+    assert "signed in again: anthropic account live (id 1)" in done.stdout
+    # the server took up the new credential at once: its usage read went with the new token
+    assert fakes.claude.usage_reads[-1] == "sk-ant-oat01-signin-2"
+    token = sublane.ok("admin-token").stdout.strip()
+    [account] = server.get("/api/accounts/runtime", token)["accounts"]
+    assert (account["id"], account["state"]) == (1, "ok")

@@ -110,7 +110,8 @@ async def exchange(side: Side, **fields: str) -> tuple[int, dict[str, Any]]:
 
 
 async def good(side: Side) -> dict[str, str]:
-    status, query, pair = await authorize(side)
+    offline = {"access_type": "offline", "prompt": "consent"} if side.secret else {}
+    status, query, pair = await authorize(side, **offline)
     assert status == 302 and query["state"] == "s-1"
     return {
         "code": query["code"],
@@ -207,5 +208,23 @@ async def test_google_needs_the_installed_apps_client_secret() -> None:
         status, answer = await exchange(side, **fields, client_secret="wrong")
         assert (status, answer["error"]) == (401, "invalid_client")
         assert (await exchange(side, **fields))[0] == 200
+    finally:
+        await side.fake.stop()
+
+
+async def test_google_gives_a_refresh_token_only_to_an_offline_consent() -> None:
+    side = await started("google")
+    try:
+        for change in ({}, {"access_type": "offline"}, {"prompt": "consent"}):
+            status, query, pair = await authorize(side, **change)
+            status, answer = await exchange(
+                side, code=query["code"], redirect_uri=side.redirect, code_verifier=pair.verifier
+            )
+            assert status == 200 and "refresh_token" not in answer
+        status, query, pair = await authorize(side, access_type="offline", prompt="consent")
+        status, answer = await exchange(
+            side, code=query["code"], redirect_uri=side.redirect, code_verifier=pair.verifier
+        )
+        assert answer["refresh_token"] == "1//signin-4"
     finally:
         await side.fake.stop()
