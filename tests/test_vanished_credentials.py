@@ -506,6 +506,43 @@ async def test_a_credential_written_by_another_process_mends_the_running_pool(
         await assert_mended(h, work, revision, client)
 
 
+async def test_a_refused_login_written_again_by_another_process_mends_too(
+    tmp_path, upstream, secret_store, monkeypatch
+):
+    """The reason of a refused token refresh belongs to the credential it was seen under, like
+    a vanished one's: a credential the CLI writes again clears it in the running pool."""
+    from sublane_desktop.service.offline import OfflineService
+
+    monkeypatch.setattr(keyring_watch, "LOOK_EVERY_S", 0.01)
+    clock = FakeClock()
+    async with started_harness(tmp_path, secret_store, upstream, clock=clock) as h:
+        h.upstream.usage_for["*"] = 429
+        expiring = dict(login(WORK_TOKEN, "rt-never-granted"), expires_at=clock.now() + 10)
+        work = (await h.service.add_account("anthropic", "work", expiring))["id"]
+        client = sdk(h, await h.create_key())
+        await client.messages.create(**BODY)  # the refresh is refused: the login is spent
+        view = h.service.account_view(work)
+        assert (view["state"], view["auth_reason"]) == ("auth_failed", problems.REFUSED)
+        offline = OfflineService(h.service.data_dir)
+        offline._secrets = h.service.secrets
+        try:
+            await asyncio.to_thread(
+                offline.add_account,
+                "anthropic",
+                "work",
+                "default",
+                None,
+                2,
+                login(NEW_TOKEN, "rt-new"),
+                True,
+            )
+        finally:
+            offline.close()
+        await changed(h.service, lambda: h.service.account_view(work)["state"] == "ok")
+        await client.messages.create(**BODY)
+        assert h.upstream.tokens_served()[-1] == NEW_TOKEN
+
+
 # --- the rules' own edges (accounts/keyring_watch.py) ----------------------------------------
 
 

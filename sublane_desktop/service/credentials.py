@@ -270,7 +270,7 @@ class CredentialCache:
             log.warning(
                 "account %s: its setup-token was refused; marking it auth-failed", account.id
             )
-            service.credential_problems.note(account.id, REFUSED)
+            service.credential_problems.note(account.id, REFUSED, revision=account.revision)
             service.pool.mark_auth_failed(account)
             return old
         base = service.env.get(
@@ -288,7 +288,9 @@ class CredentialCache:
             fresh = await self.token_sync.refreshed(account, old, refresh)
         except oauth.RefreshRejected as exc:
             log.warning("account %s: %s; marking it auth-failed", account.id, exc)
-            service.credential_problems.note(account.id, problems.REFUSED)
+            service.credential_problems.note(
+                account.id, problems.REFUSED, revision=account.revision
+            )
             service.pool.mark_auth_failed(account)
             return old
         except oauth.RefreshFailed as exc:
