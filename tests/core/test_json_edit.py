@@ -45,6 +45,11 @@ def test_what_cannot_be_edited_says_so(raw, why):
     assert str(caught.value) == why
 
 
+def test_a_body_that_ends_in_a_newline_is_edited():
+    """Clients end a body with a newline (or not): the object still ends at its brace."""
+    assert replace_top_level_string(b'{"model":"a"}\n', "model", "b") == b'{"model":"b"}\n'
+
+
 def test_a_body_with_an_escaped_lone_surrogate_is_edited_too():
     """JSON may carry a lone surrogate as an escape (and some clients send its raw UTF-8
     bytes); the edit keeps every other byte, whatever they are."""
