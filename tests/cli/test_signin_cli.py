@@ -238,6 +238,20 @@ def test_no_browser_codex_reads_the_address_the_browser_ended_on(
     assert stored(sublane, 1)["account_id"] == "acct-fake-1"
 
 
+def test_no_browser_antigravity_reads_the_address_the_browser_ended_on(
+    sublane: Sublane, fakes: Fakes
+) -> None:
+    port = free_port()
+    code, out, err = paste_login(
+        sublane, fakes, redirect_of, "antigravity", SUBLANE_LOGIN_PORT=str(port)
+    )
+    assert code == 0, err
+    assert "signed in: antigravity account antigravity-1 (id 1)" in out
+    [exchange] = fakes.google.oauth.exchanges
+    assert exchange["redirect_uri"] == f"http://localhost:{port}/oauth-callback"
+    assert stored(sublane, 1)["refresh_token"] == "1//signin-1"
+
+
 # --- signing an existing account in again -----------------------------------------------------------
 
 
