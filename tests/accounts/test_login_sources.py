@@ -345,3 +345,15 @@ def test_identities_are_digests_compared_by_kind() -> None:
     # a uuid against a plan (`.claude.json` appeared since the import) cannot tell: the same
     assert not other_account(uuid_a, identity_digest("plan:max"))
     assert not other_account(None, uuid_b) and not other_account(uuid_a, None)
+
+
+def test_a_symlinked_login_file_is_written_where_it_points(home: Path) -> None:
+    real = write_json(home / "dotfiles" / "claude-credentials.json", claude_login("s", 1))
+    link = home / ".claude" / ".credentials.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    ClaudeCodeFile.of(places(home)).write(
+        {"access_token": "sk-ant-oat01-n", "refresh_token": "sk-ant-ort01-n", "expires_at": 1.9e9}
+    )
+    assert link.is_symlink()
+    assert json.loads(real.read_text())["claudeAiOauth"]["refreshToken"] == "sk-ant-ort01-n"

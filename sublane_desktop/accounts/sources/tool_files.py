@@ -40,7 +40,10 @@ def read_json(path: Path, what: str) -> Any:
 
 
 def write_json_atomically(path: Path, data: Any, indent: int | None = 2) -> None:
-    """Replace `path` with `data` as the tool writes it: temp file, fsync, rename, same mode."""
+    """Replace `path` with `data` as the tool writes it: temp file, fsync, rename, same mode.
+    A login file that is a symbolic link (a dotfile manager's) is written where it points."""
+    if path.is_symlink():
+        path = path.resolve()
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
