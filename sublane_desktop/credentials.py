@@ -129,7 +129,7 @@ def _read_json(path: Path, what: str, how: str) -> Any:
         raise CredentialError(f"{path} is not valid JSON") from None
 
 
-def _expiry(data: dict[str, Any]) -> float | None:
+def expiry_of(data: dict[str, Any]) -> float | None:
     """Unix seconds from whichever expiry field a Google login file uses."""
     for name, scale in (
         ("expiry_date", 0.001),
@@ -167,7 +167,7 @@ def gemini_cli_secret(path: Path) -> dict[str, Any]:
         {
             "access_token": data.get("access_token"),
             "refresh_token": data.get("refresh_token"),
-            "expires_at": _expiry(data) or 1.0,
+            "expires_at": expiry_of(data) or 1.0,
             "client_id": client_id,
             "client_secret": client_secret,
         }
@@ -189,7 +189,7 @@ def antigravity_secret(path: Path) -> dict[str, Any]:
     secret: dict[str, Any] = {
         "access_token": data.get("access_token") or data.get("accessToken"),
         "refresh_token": data.get("refresh_token") or data.get("refreshToken"),
-        "expires_at": _expiry(data) or 1.0,
+        "expires_at": expiry_of(data) or 1.0,
     }
     for name, alias in (
         ("project_id", "projectId"),
@@ -201,16 +201,17 @@ def antigravity_secret(path: Path) -> dict[str, Any]:
     return _google_secret(secret)
 
 
-# Where each importable login lives when no --file is given.
+# Each tool's login file under HOME by default; accounts/sources/ knows every place a tool keeps
+# one (CLAUDE_CONFIG_DIR, CODEX_HOME, the Keychain and keyrings, Antigravity's database).
 LOGIN_FILES = {
     "claude-code": Path(".claude") / ".credentials.json",
     "codex": Path(".codex") / "auth.json",
     "gemini": Path(".gemini") / "oauth_creds.json",
-    "antigravity": Path(".antigravity") / "oauth_creds.json",
+    "antigravity": Path(".gemini") / "jetski-standalone-oauth-token",
 }
 
 
-def _jwt_exp(token: str) -> float | None:
+def jwt_exp(token: str) -> float | None:
     try:
         payload = token.split(".")[1]
         payload += "=" * (-len(payload) % 4)
@@ -219,7 +220,7 @@ def _jwt_exp(token: str) -> float | None:
         return None
 
 
-def _codex_account_id(tokens: dict[str, Any]) -> str | None:
+def codex_account_id(tokens: dict[str, Any]) -> str | None:
     """ChatGPT account id from the id_token's auth claim (older auth.json files lack the field)."""
     try:
         payload = str(tokens.get("id_token")).split(".")[1]
@@ -228,49 +229,6 @@ def _codex_account_id(tokens: dict[str, Any]) -> str | None:
         return claims["https://api.openai.com/auth"]["chatgpt_account_id"] or None
     except (IndexError, ValueError, KeyError, TypeError, AttributeError):
         return None
-
-
-def claude_code_secret(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-        oauth = data["claudeAiOauth"]
-        return validate_secret(
-            "anthropic",
-            {
-                "access_token": oauth["accessToken"],
-                "refresh_token": oauth["refreshToken"],
-                "expires_at": float(oauth["expiresAt"]) / 1000.0,  # the file keeps milliseconds
-            },
-        )
-    except FileNotFoundError:
-        raise CredentialError(
-            f"no Claude Code login at {path} (run `claude` and log in first)"
-        ) from None
-    except (ValueError, KeyError, TypeError):
-        raise CredentialError(f"{path} is not a Claude Code credentials file") from None
-
-
-def codex_secret(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise CredentialError(f"no Codex login at {path} (run `codex login` first)") from None
-    except ValueError:
-        raise CredentialError(f"{path} is not valid JSON") from None
-    tokens = data.get("tokens") if isinstance(data, dict) else None
-    if isinstance(tokens, dict) and tokens.get("access_token"):
-        return validate_secret(
-            "codex",
-            {
-                "access_token": tokens.get("access_token"),
-                "refresh_token": tokens.get("refresh_token") or "",
-                "expires_at": _jwt_exp(str(tokens.get("access_token"))) or 1.0,
-                "account_id": tokens.get("account_id") or _codex_account_id(tokens) or "",
-            },
-        )
-    if isinstance(data, dict) and data.get("OPENAI_API_KEY"):
-        return validate_secret("codex", {"api_key": data["OPENAI_API_KEY"]})
-    raise CredentialError(f"{path} has neither ChatGPT tokens nor an API key")
 
 
 def store_account(

@@ -19,8 +19,8 @@ from sublane_desktop.accounts.sources import Login, Places
 from sublane_desktop.accounts.sources.tool_files import read_json, write_json_atomically
 from sublane_desktop.credentials import (
     CredentialError,
-    _codex_account_id,
-    _jwt_exp,
+    codex_account_id,
+    jwt_exp,
     validate_secret,
 )
 
@@ -36,13 +36,13 @@ def login_of(data: Any, kind: str, location: str, where: str | None = None) -> L
     where = where or location
     tokens = data.get("tokens") if isinstance(data, dict) else None
     if isinstance(tokens, dict) and tokens.get("access_token"):
-        account_id = tokens.get("account_id") or _codex_account_id(tokens) or ""
+        account_id = tokens.get("account_id") or codex_account_id(tokens) or ""
         secret = validate_secret(
             "codex",
             {
                 "access_token": tokens.get("access_token"),
                 "refresh_token": tokens.get("refresh_token") or "",
-                "expires_at": _jwt_exp(str(tokens.get("access_token"))) or 1.0,
+                "expires_at": jwt_exp(str(tokens.get("access_token"))) or 1.0,
                 "account_id": account_id,
             },
         )

@@ -11,7 +11,7 @@ import binascii
 import json
 from typing import Any
 
-from sublane_desktop.credentials import CredentialError, _expiry, validate_secret
+from sublane_desktop.credentials import CredentialError, expiry_of, validate_secret
 
 GO_KEYRING_PREFIX = "go-keyring-base64:"
 
@@ -41,7 +41,7 @@ def secret_of(data: Any, where: str) -> dict[str, Any]:
         {
             "access_token": token.get("access_token"),
             "refresh_token": token.get("refresh_token"),
-            "expires_at": _expiry(token) or 1.0,
+            "expires_at": expiry_of(token) or 1.0,
             "client_id": client_id,
             "client_secret": client_secret,
         },
