@@ -141,6 +141,19 @@ def test_claude_config_dir_names_its_own_keychain_item(home: Path) -> None:
     assert login.secret["access_token"] == "sk-ant-oat01-work"
 
 
+def test_a_security_command_on_path_is_the_keychain_off_macos(home: Path) -> None:
+    keychain = FakeKeychain(home.parent)
+    keychain.install()
+    keychain.put(
+        "Claude Code-credentials", "me", json.dumps(claude_login("path", 1_900_000_000_000))
+    )
+    login, _ = discover("claude-code", places(home, PATH=str(keychain.command.parent)))
+    assert (login.kind, login.secret["access_token"]) == (
+        "claude-code-keychain",
+        "sk-ant-oat01-path",
+    )
+
+
 def test_no_keychain_off_macos_without_the_seam(home: Path) -> None:
     assert [s.kind for s in sources_of("claude-code", places(home))] == [
         "claude-code-file",

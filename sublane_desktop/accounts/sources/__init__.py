@@ -13,6 +13,7 @@ words. `source_for` rebuilds a remembered source for the refresh path.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -52,11 +53,14 @@ class Places:
         return cls(Path.home(), dict(os.environ), sys.platform)
 
     def security(self) -> str | None:
-        """The Keychain's command: the override (tests put a fake there), else macOS's own."""
+        """The Keychain's command: the override (tests put a fake there), macOS's own, or
+        elsewhere a `security` on PATH (none on Linux or Windows unless a test put one)."""
         override = self.environ.get(SECURITY_ENV)
         if override:
             return override
-        return "/usr/bin/security" if self.platform == "darwin" else None
+        if self.platform == "darwin":
+            return "/usr/bin/security"
+        return shutil.which("security", path=self.environ.get("PATH", ""))
 
     def os_keyring(self) -> Any:
         if self.keyring is not None:
