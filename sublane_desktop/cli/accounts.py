@@ -85,7 +85,7 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
     if which in IMPORTS:  # a tool's login, found where the tool keeps it (R-LOGIN-2/3)
         tool = which.removeprefix("import-")
         try:
-            line, notes = ctx.offline.import_login(
+            line, notes, warning = ctx.offline.import_login(
                 tool,
                 args.file,
                 args.name or tool,
@@ -95,6 +95,8 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
             )
         except credentials.CredentialError as exc:
             raise CliError(str(exc)) from None
+        if warning:  # said plainly, where a person looks for warnings (Gemini CLI, R-LOGIN-3)
+            print(f"sublane: warning: {warning}", file=sys.stderr)
         print(line)
         for note in notes:
             print(f"note: {note}")

@@ -107,10 +107,10 @@ class OfflineService:
         group: str,
         base_url: str | None,
         detach: bool = False,
-    ) -> tuple[str, list[str]]:
+    ) -> tuple[str, list[str], str | None]:
         """Import a tool's login (R-LOGIN-2/3) and remember its source: ("added …"/"updated …"
-        line, further lines in words — the tool's own warning, how it stays in step).
-        Raises credentials.CredentialError with a clear message."""
+        line, further lines in words — what could not be read, how it stays in step — and the
+        tool's own warning, if any). Raises credentials.CredentialError with a clear message."""
         from sublane_desktop.accounts.imports import find_login, in_step_words, store_import
         from sublane_desktop.accounts.sources import Places, source_for
 
@@ -121,10 +121,10 @@ class OfflineService:
                 self.secrets, login, name, group, base_url, 2, detach
             )
         source = source_for(login.kind, login.location, places)
-        notes = [login.warning] if login.warning else []
-        notes.extend(login.unread)  # what it could not read on the way (R-LOGIN-3)
+        notes = list(login.unread)  # what it could not read on the way (R-LOGIN-3)
         notes.append(in_step_words(login, detach, bool(source and source.writable)))
-        return f"{verb} {login.provider} account {name} (id {account_id}, {kind})", notes
+        line = f"{verb} {login.provider} account {name} (id {account_id}, {kind})"
+        return line, notes, login.warning
 
     def pool_view(self) -> dict[str, Any]:
         """The stored pool, built by the same service code as the live one's view."""

@@ -133,8 +133,10 @@ def test_import_gemini_says_googles_change_plainly(sublane: Sublane) -> None:
     )
     result = sublane.ok("account", "import-gemini")
     assert "added antigravity account gemini" in result.stdout
-    assert "note: Google stopped accepting Gemini CLI's login for individual" in result.stdout
-    assert "2026-06-18" in result.stdout
+    assert result.stderr.startswith(
+        "sublane: warning: Google no longer accepts Gemini CLI's login for individual"
+    )
+    assert "2026-06-18" in result.stderr and "sublane account login antigravity" in result.stderr
 
 
 def test_detach_says_what_it_means_and_is_remembered(sublane: Sublane) -> None:

@@ -18,9 +18,9 @@ from sublane_desktop.credentials import CredentialError, gemini_cli_secret
 
 KIND = "gemini-cli-file"
 WARNING = (
-    "Google stopped accepting Gemini CLI's login for individual Google accounts (free, AI Pro, "
-    "Ultra) on 2026-06-18: this login only works for Gemini Code Assist Standard or Enterprise, "
-    "which do not serve Antigravity's models. For an individual account use "
+    "Google no longer accepts Gemini CLI's login for individual Google accounts (free, AI Pro, "
+    "Ultra) since 2026-06-18: this login only works for Gemini Code Assist Standard or "
+    "Enterprise, which do not serve Antigravity's models. For an individual account use "
     "`sublane account login antigravity` instead."
 )
 
