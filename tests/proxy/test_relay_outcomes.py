@@ -351,7 +351,11 @@ async def test_an_unreadable_credential_is_a_503_recorded_without_upstream_traff
     assert status == 503
     error = json.loads(raw)
     assert error["error"]["code"] == "auth_failed"
-    assert error["error"]["message"] == "credential for account claude is unavailable"
+    # the account, what is wrong and the fix, in words (R-LOGIN-4)
+    assert error["error"]["message"].startswith(
+        "account claude: the stored credential could not be read; sign in again"
+    )
+    assert "not json" not in error["error"]["message"]
     assert error["request_id"] == headers["X-Request-ID"]
     record = await last_record(h)
     assert (record.outcome, record.error_code, record.account_id) == (
