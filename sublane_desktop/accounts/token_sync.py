@@ -5,8 +5,10 @@ Claude and Codex rotate the refresh token on every refresh and refuse a spent on
 (PROTOCOLS.md). So, around each of SubLane's refreshes of an imported login:
 
 1. Before: read the source again (the file or keychain item the import remembered). When it
-   holds a different refresh token for the same account, the tool has refreshed since: SubLane's
-   token is spent, so it adopts the tool's (and uses its access token as is while it is fresh).
+   holds a different refresh token for the same account, one SubLane has not spent itself, the
+   tool has refreshed since: SubLane's token is spent, so it adopts the tool's (and uses its
+   access token as is while it is fresh). A store still holding a token SubLane spent is stale
+   (a write-back that failed): SubLane keeps its own and the write-back mends the store.
    Same account means the identity the source carries matches the one remembered at import
    (Codex: `account_id`, as Codex's own reload checks; Claude: the account uuid from
    `.claude.json`, else the plan) — a source now holding another account is left alone.
@@ -24,7 +26,9 @@ never with a token.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,13 +58,11 @@ class Holder:
     why_not: str | None = None  # why nothing is written back, in words
 
 
-KNOWN_EXPIRY = 1e9  # an expiry before 2001 is the placeholder for "unknown" (credentials.py)
+SPENT_KEPT = 8  # refresh tokens SubLane spent, remembered per account (as digests)
 
 
-def older(theirs: dict[str, Any], ours: dict[str, Any]) -> bool:
-    """The tool's login expires before ours, both expiries known: it predates our refresh."""
-    mine, its = float(ours.get("expires_at") or 0), float(theirs.get("expires_at") or 0)
-    return its > KNOWN_EXPIRY and mine > KNOWN_EXPIRY and its < mine
+def digest(token: Any) -> str:
+    return hashlib.sha256(str(token).encode("utf-8")).hexdigest()[:16]
 
 
 def adopt(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
@@ -76,6 +78,9 @@ class TokenSync:
     def __init__(self, service: Service) -> None:
         self.service = service
         self.wait: Callable[[float], Awaitable[None]] = asyncio.sleep  # lock retries (tests)
+        # What this process has spent, so a store still holding one is known to be stale
+        # (in memory: after a restart a stale store costs one refused refresh, then a re-read)
+        self.spent: defaultdict[int, deque[str]] = defaultdict(lambda: deque(maxlen=SPENT_KEPT))
 
     def places(self) -> Places:
         return Places(Path.home(), dict(self.service.env))
@@ -103,7 +108,6 @@ class TokenSync:
         holder: Holder,
         identity: str | None,
         ours: dict[str, Any],
-        refused: bool = False,
     ) -> dict[str, Any] | None:
         """The tool's tokens when they are newer than ours for the same account, else None
         (and `holder.why_not` says why nothing may be written back, if so)."""
@@ -126,9 +130,10 @@ class TokenSync:
             return None
         if login.secret.get("refresh_token") == ours.get("refresh_token"):
             return None
-        if not refused and older(login.secret, ours):
-            # The tool holds an older login than ours (a write-back that failed): ours is the
-            # live one, and the write-back after this refresh mends the tool's copy.
+        if digest(login.secret.get("refresh_token")) in self.spent[account.id]:
+            # The tool holds a login SubLane has already refreshed past (a write-back that
+            # failed, a restored backup): ours is the live one, and the write-back after this
+            # refresh mends the tool's copy.
             return None
         log.info(
             "account %s: adopting the newer login its tool wrote to %s", account.id, source.title
@@ -165,16 +170,19 @@ class TokenSync:
             credential = adopt(credential, newer)
             if not oauth.needs_refresh(credential, self.service.clock.now()):
                 return credential  # the tool refreshed just now: its access token serves
+        spent = self.spent[account.id]
         try:
+            spent.append(digest(credential.get("refresh_token")))  # used now, refused or not
             fresh = await refresh(credential)
         except oauth.RefreshRejected:
             # The tool may have spent our token between the read and the refresh.
-            newer = await self.newer_from_tool(account, holder, identity, credential, True)
+            newer = await self.newer_from_tool(account, holder, identity, credential)
             if newer is None:
                 raise
             credential = adopt(credential, newer)
             if not oauth.needs_refresh(credential, self.service.clock.now()):
                 return credential
+            spent.append(digest(credential.get("refresh_token")))
             fresh = await refresh(credential)
         await self.write_back(account, holder, fresh)
         return fresh

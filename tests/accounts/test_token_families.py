@@ -427,3 +427,20 @@ async def test_a_stale_lock_is_taken_over(h) -> None:
     h.clock.advance(HOUR)
     assert await ask_as_claude_code(h) == "sk-ant-oat01-1"
     assert not lock.exists()
+
+
+async def test_the_tools_token_is_taken_whatever_expiry_it_wrote(h) -> None:
+    """A store holding a token SubLane never spent is the tool's newer one, whatever its expiry
+    says (here already past): SubLane refreshes with it, never with its own spent token."""
+    path = claude_file(h, 0, HOUR)
+    await h.service.import_login("claude-code")
+    await claude_code_refreshes(h, path)
+    data = json.loads(path.read_text())
+    data["claudeAiOauth"]["expiresAt"] = int((h.clock.now() - HOUR) * 1000)
+    path.write_text(json.dumps(data))
+    h.clock.advance(HOUR)
+    assert await ask_as_claude_code(h) == "sk-ant-oat01-2"
+    assert [c["refresh_token"] for c in h.upstream.refresh_calls] == [
+        "sk-ant-ort01-0",  # the tool's
+        "sk-ant-ort01-1",  # SubLane's, with the token the tool wrote
+    ]
