@@ -93,7 +93,10 @@ class Loopback:
         await self._runner.setup()
         taken: list[int] = []
         for port in ports:
-            site = web.TCPSite(self._runner, "127.0.0.1", port, reuse_address=False)
+            # asyncio's default (SO_REUSEADDR on POSIX only): a port the last sign-in closed
+            # moments ago (TIME_WAIT) can be listened on again, one another program listens on
+            # cannot; Windows would let a second listener steal it, so it is not set there.
+            site = web.TCPSite(self._runner, "127.0.0.1", port)
             try:
                 await site.start()
             except OSError as exc:
@@ -363,5 +366,8 @@ async def sign_in_for(
             flow.provider, target, signed.secret, replace=existing is not None
         )
     except credentials.CredentialError as exc:
-        raise SignInError(str(exc)) from None
+        hint = ""
+        if existing is None and "already exists" in str(exc):
+            hint = "; to give it this login, use Sign in again on it (tray or Accounts window)"
+        raise SignInError(f"{exc}{hint}") from None
     return await settle(service, account_id)

@@ -289,6 +289,29 @@ def test_unknown_account_is_one_line(sublane: Sublane, fakes: Fakes) -> None:
     one_line_failure(login(sublane, fakes, "nobody"), "unknown account 'nobody'")
 
 
+def test_a_second_sign_in_right_after_the_first_listens_on_the_same_port(
+    sublane: Sublane, fakes: Fakes
+) -> None:
+    """The port the first sign-in just closed (TIME_WAIT) is free again: Codex has only 1455
+    and 1457, and two accounts are often added one after the other."""
+    # The last sign-in's listener (SO_REUSEADDR, as SubLane's) closed a connection first: its
+    # port is in TIME_WAIT.
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            conn, _ = listener.accept()
+            conn.close()
+            client.recv(1)
+    fakes.codex.redirect_ports = {port}
+    for name in ("one", "two"):
+        done = login(sublane, fakes, "codex", "--name", name, SUBLANE_LOGIN_PORT=str(port))
+        assert done.returncode == 0, done.stderr
+    assert [a["name"] for a in sublane.accounts()] == ["one", "two"]
+
+
 # --- failures change nothing ----------------------------------------------------------------------
 
 

@@ -144,3 +144,16 @@ async def test_sign_in_again_from_the_accounts_window(qtbot, desk) -> None:
     assert desk.service.pool.find(account_id).revision == revision + 1
     window.refresh()
     qtbot.waitUntil(lambda: not card.signin_action.isVisible(), timeout=2000)
+
+
+async def test_signing_the_same_person_in_twice_points_to_sign_in_again(qtbot, desk) -> None:
+    await desk.bridge.sign_in("claude")
+    desk.upstream.signins = 0  # the fake names the next sign-in's person the same again
+    dialog = dialog_of(qtbot, desk)
+    dialog.signin_buttons["claude"].click()
+    await desk.bridge.wait_idle()
+    assert dialog.error.text() == (
+        "account 'person1@example.com' already exists; to give it this login, use Sign in"
+        " again on it (tray or Accounts window)"
+    )
+    assert len(desk.service.accounts_runtime()["accounts"]) == 1
