@@ -418,3 +418,30 @@ def test_signing_in_again_while_a_server_runs_reaches_the_live_pool(
     token = sublane.ok("admin-token").stdout.strip()
     [account] = server.get("/api/accounts/runtime", token)["accounts"]
     assert (account["id"], account["state"]) == (1, "ok")
+
+
+def test_signing_in_again_mends_an_account_whose_credential_vanished(
+    sublane: Sublane, fakes: Fakes
+) -> None:
+    """R-LOGIN-4 meets R-LOGIN-1: the keyring lost the login, the pool says so, and signing in
+    again (no Remove) brings the same account back."""
+    from keyrings.alt.file import PlaintextKeyring
+
+    from sublane_desktop.secrets import SERVICE
+
+    sublane.env.update(fakes.env())
+    server = sublane.serve()
+    assert login(sublane, fakes, "claude", "--name", "gone").returncode == 0
+    backend = PlaintextKeyring()
+    backend.file_path = str(sublane.keyring_file)
+    backend.delete_password(SERVICE, "account:1")
+    verdict = sublane.run("account", "verify", "gone")
+    assert verdict.returncode == 1 and "credential missing" in verdict.stdout, verdict.stdout
+
+    done = login(sublane, fakes, "gone")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "signed in again: anthropic account gone (id 1)" in done.stdout
+    assert "verify: ok" in done.stdout
+    token = sublane.ok("admin-token").stdout.strip()
+    [account] = server.get("/api/accounts/runtime", token)["accounts"]
+    assert (account["id"], account["state"]) == (1, "ok")
