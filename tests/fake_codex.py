@@ -217,6 +217,7 @@ class FakeCodex:
         self.refresh_calls: list[dict[str, Any]] = []
         self.spent_refresh: set[str] = set()
         self.account_id = "acct-fake"  # the ChatGPT account the id_token it issues names
+        self.refresh_expires_in: int | None = 864000  # None: answer without expires_in
         # Browser sign-in (R-LOGIN-1): the authorize page and the form-encoded code exchange.
         # Hydra's allow-list holds Codex's loopback on 1455 and its fallback 1457; a test that
         # listens elsewhere registers its port here.
@@ -316,16 +317,17 @@ class FakeCodex:
         self.spent_refresh.add(token)
         access, refresh = grant
         claims = {"https://api.openai.com/auth": {"chatgpt_account_id": self.account_id}}
-        return web.json_response(
-            {
-                "access_token": access,
-                "refresh_token": refresh,
-                "id_token": fake_jwt(claims),
-                "expires_in": 864000,
-                "token_type": "Bearer",
-                "scope": "openid profile email offline_access",
-            }
-        )
+        answer = {
+            "access_token": access,
+            "refresh_token": refresh,
+            "id_token": fake_jwt(claims),
+            "expires_in": self.refresh_expires_in,
+            "token_type": "Bearer",
+            "scope": "openid profile email offline_access",
+        }
+        if self.refresh_expires_in is None:
+            del answer["expires_in"]
+        return web.json_response(answer)
 
     def tokens_served(self) -> list[str]:
         return [s.token for s in self.seen]

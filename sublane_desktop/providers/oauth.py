@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from typing import Any
 
@@ -91,4 +93,19 @@ async def refresh(
     expires_in = body.get("expires_in")
     if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
         fresh["expires_at"] = now + float(expires_in)
+    elif provider == "codex" and jwt_expiry(token) is not None:
+        # Codex's own refresh reads no expires_in (codex-rs/login RefreshResponse): the access
+        # token is a JWT and says when it expires
+        fresh["expires_at"] = jwt_expiry(token)
     return fresh
+
+
+def jwt_expiry(token: str) -> float | None:
+    """A JWT's `exp` claim (unverified: only when to refresh hangs on it), else None."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        exp = claims["exp"]
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None
+    return float(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None

@@ -444,3 +444,24 @@ async def test_the_tools_token_is_taken_whatever_expiry_it_wrote(h) -> None:
         "sk-ant-ort01-0",  # the tool's
         "sk-ant-ort01-1",  # SubLane's, with the token the tool wrote
     ]
+
+
+async def test_a_codex_refresh_without_expires_in_reads_the_jwt(h) -> None:
+    """Codex's own refresh reads no expires_in: the new access token's JWT says when it expires,
+    so the next request does not refresh again."""
+    path = codex_file(h, 0, h.clock.now() + HOUR)
+    view = await h.service.import_login("codex")
+    h.codex.usage_for["*"] = 429
+    h.codex.refresh_expires_in = None
+    h.codex.refresh_grants["rt-0"] = (
+        codex_access("1", int(h.clock.now() + 10 * 24 * HOUR)),
+        "rt-1",
+    )
+    h.clock.advance(HOUR)
+    await ask_codex(h)
+    secret = json.loads(await h.service.secrets.aget(account_secret(view["id"])) or "{}")
+    assert secret["expires_at"] == int(h.clock.now() - HOUR + 10 * 24 * HOUR)
+    h.clock.advance(HOUR)
+    await ask_codex(h)
+    assert [c["refresh_token"] for c in h.codex.refresh_calls] == ["rt-0"]
+    assert json.loads(path.read_text())["tokens"]["refresh_token"] == "rt-1"
