@@ -31,6 +31,7 @@ from .tool_logins import (
     codex_access,
     codex_auth,
     state_db,
+    unified_oauth_token,
     write_json,
 )
 
@@ -290,11 +291,32 @@ def test_antigravity_state_database(home: Path) -> None:
     )
 
 
-def test_antigravity_newer_format_and_garbage_are_said_in_words(home: Path) -> None:
+def test_antigravity_newer_format_is_read_first(home: Path) -> None:
+    db = home / ".config" / "Antigravity" / "User" / "globalStorage" / "state.vscdb"
+    state_db(
+        db,
+        {
+            "antigravityUnifiedStateSync.oauthToken": unified_oauth_token(
+                "ya29.new", "1//rt-new", 1_900_000_321
+            ),
+            "jetskiStateSync.agentManagerInitState": agent_manager_state(
+                "ya29.old", "1//rt-old", 1_800_000_000
+            ),
+        },
+    )
+    login, _ = discover("antigravity", places(home))
+    assert (login.secret["access_token"], login.secret["refresh_token"]) == (
+        "ya29.new",
+        "1//rt-new",
+    )
+    assert login.secret["expires_at"] == 1_900_000_321.0
+
+
+def test_antigravity_unreadable_shapes_are_said_in_words(home: Path) -> None:
     db = home / ".config" / "Antigravity" / "User" / "globalStorage" / "state.vscdb"
     state_db(db, {"antigravityUnifiedStateSync.oauthToken": "Cg5vYXV0aA=="})
     rows = {r["kind"]: r for r in survey(places(home))}
-    assert "newer format" in rows["antigravity-state-db"]["problem"]
+    assert "in a shape SubLane cannot read" in rows["antigravity-state-db"]["problem"]
     assert "sublane account login antigravity" in rows["antigravity-state-db"]["problem"]
     db.unlink()
     state_db(db, {"jetskiStateSync.agentManagerInitState": "not base64 at all!"})

@@ -102,6 +102,21 @@ def agent_manager_state(access: str, refresh: str, expiry_s: int) -> str:
     return base64.b64encode(state).decode()
 
 
+def unified_oauth_token(access: str, refresh: str, expiry_s: int) -> str:
+    """`antigravityUnifiedStateSync.oauthToken` as Antigravity 1.16.5+ writes it: base64 of a
+    topic {1: entry {1: "oauthTokenInfoSentinelKey", 2: row {1: base64 of the token}}}."""
+    token = (
+        _field(1, access.encode())
+        + _field(2, b"Bearer")
+        + _field(3, refresh.encode())
+        + _field(4, _field(1, expiry_s) + _field(2, 0))
+        + _field(6, 1)
+    )
+    row = _field(1, base64.b64encode(token))
+    entry = _field(1, b"oauthTokenInfoSentinelKey") + _field(2, row)
+    return base64.b64encode(_field(1, entry)).decode()
+
+
 def state_db(path: Path, rows: dict[str, str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path)

@@ -5,8 +5,11 @@ Timestamp whose field 1 is seconds) — lbjlaq/Antigravity-Manager
 `src-tauri/src/modules/migration.rs` (old format) and `utils/protobuf.rs`; the path per OS as
 badrisnarayanan/antigravity-claude-proxy `src/constants.js` has it.
 
-Antigravity 1.16.5 and later keep the token under `antigravityUnifiedStateSync.oauthToken` in a
-nested format SubLane does not read yet: then the import says so in words. The database is the
+Antigravity 1.16.5 and later keep the same token message under
+`antigravityUnifiedStateSync.oauthToken`, wrapped as a topic (AGM `utils/protobuf.rs`,
+`decode_topic_row_payload`): base64 of {1: entry {1: key "oauthTokenInfoSentinelKey", 2: row
+{1: base64 of the token message}}}; early tools wrote the row as the token message itself. That
+key is read first, as AGM does; a value in neither shape is said in words. The database is the
 IDE's: it is opened read-only and never written.
 """
 
@@ -74,12 +77,29 @@ def fields(data: bytes) -> dict[int, Any]:
     return found
 
 
-def token_of(blob: str, where: str) -> dict[str, Any]:
+SENTINEL = b"oauthTokenInfoSentinelKey"
+
+
+def unified_token_message(blob: str) -> bytes:
+    """The token message inside `antigravityUnifiedStateSync.oauthToken` (ValueError if not)."""
+    entry = fields(fields(base64.b64decode(blob, validate=True))[1])
+    if entry.get(1) != SENTINEL:
+        raise ValueError("not the OAuth token entry")
+    row = entry[2]
+    try:  # the topic row: field 1 holds the message in base64
+        return base64.b64decode(fields(row)[1], validate=True)
+    except (KeyError, TypeError, ValueError, binascii.Error):
+        return row  # an early tool's row: the message itself
+
+
+def token_of(blob: str, where: str, unified: bool = False) -> dict[str, Any]:
     from sublane_desktop.providers.antigravity import CLIENTS
 
     try:
-        outer = fields(base64.b64decode(blob))
-        oauth = fields(outer[6])
+        if unified:
+            oauth = fields(unified_token_message(blob))
+        else:
+            oauth = fields(fields(base64.b64decode(blob))[6])
         access = oauth[1].decode("utf-8")
         refresh = oauth.get(3, b"").decode("utf-8")
         expiry = fields(oauth[4]).get(1) if isinstance(oauth.get(4), bytes) else None
@@ -129,16 +149,25 @@ class AntigravityStateDb:
                 db.close()
         except sqlite3.Error:
             raise CredentialError(f"cannot read {path}: not a readable SQLite database") from None
-        value = rows.get(OLD_KEY)
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
+        values = {
+            key: value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            for key, value in rows.items()
+        }
+        newer = values.get(NEW_KEY)
+        if isinstance(newer, str) and newer:  # Antigravity 1.16.5 and later
+            try:
+                secret = token_of(newer, str(path), unified=True)
+            except CredentialError:
+                if not values.get(OLD_KEY):
+                    raise CredentialError(
+                        f"{path} keeps Antigravity's login ({NEW_KEY}) in a shape SubLane"
+                        " cannot read: use `sublane account login antigravity`"
+                    ) from None
+            else:
+                return Login(KIND, self.location, "antigravity", secret)
+        value = values.get(OLD_KEY)
         if isinstance(value, str) and value:
             return Login(KIND, self.location, "antigravity", token_of(value, str(path)))
-        if rows.get(NEW_KEY):
-            raise CredentialError(
-                f"{path} keeps Antigravity's login in its newer format ({NEW_KEY}), which"
-                " SubLane cannot read yet: use `sublane account login antigravity`"
-            )
         raise NotThere(f"no Antigravity login in {path}")
 
     def write(self, credential: dict[str, Any]) -> None:
