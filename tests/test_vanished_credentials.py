@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anthropic
 import pytest
 from keyring.backend import KeyringBackend
@@ -109,6 +110,16 @@ async def two_accounts(h: Harness) -> tuple[int, int]:
         "id"
     ]
     return work, spare
+
+
+async def admin_get(h: Harness, path: str) -> tuple[int, Any]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            h.url + path, headers={"Authorization": f"Bearer {h.service.admin_token}"}
+        ) as r,
+    ):
+        return r.status, await r.json()
 
 
 def untouched(service: Service, account_id: int) -> dict[str, Any]:
@@ -335,25 +346,46 @@ async def test_a_disabled_account_is_left_at_rest(clocked, tmp_path):
 # --- within a minute, with no use -------------------------------------------------------------
 
 
-async def test_an_idle_accounts_vanished_credential_shows_within_a_minute(clocked, tmp_path):
+async def test_an_idle_accounts_vanished_credential_shows_within_a_minute(
+    tmp_path, upstream, clock
+):
+    """On a keyring that cannot say it changed (the OS keyrings), each entry is read again
+    every 50 s of the fake clock: once per account, no more, and within the minute."""
+    store = SecretStore(tmp_path, backend=DesktopLikeKeyring(tmp_path / "keyring.cfg"))
+    async with started_harness(tmp_path, store, upstream, clock=clock) as h:
+        upstream.usage_for["*"] = 429
+        work, spare = await two_accounts(h)
+        assert sorted(await h.service.credentials.sweep()) == [work, spare]  # first look: both
+        assert await h.service.credentials.sweep() == []  # read just now: nothing due
+        before = untouched(h.service, spare)
+
+        delete_entry(tmp_path, work)
+        clock.advance(40)
+        assert await h.service.credentials.sweep() == []  # one read per account per 50 s
+        clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S - 40)
+        assert sorted(await h.service.credentials.sweep()) == [work, spare]
+        view = h.service.account_view(work)
+        assert view["state"] == "auth_failed" and view["auth_reason"] == MISSING
+        assert untouched(h.service, spare) == before
+
+        # an account known to miss its credential is not read again until one is written
+        clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S)
+        assert await h.service.credentials.sweep() == [spare]
+
+
+async def test_on_a_keyring_file_the_next_look_sees_it(clocked, tmp_path):
+    """A keyring file says it changed: the next look (every 5 s, and each account list through
+    the management API) reads the entries again at once, however recent their last read."""
     h = clocked
     work, spare = await two_accounts(h)
-    assert sorted(await h.service.credentials.sweep()) == [work, spare]  # first look: both read
-    assert await h.service.credentials.sweep() == []  # read just now: nothing due
-    before = untouched(h.service, spare)
-
-    delete_entry(tmp_path, work)
-    h.clock.advance(40)
-    assert await h.service.credentials.sweep() == []  # one read per account per 50 s, no more
-    h.clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S - 40)
     assert sorted(await h.service.credentials.sweep()) == [work, spare]
-    view = h.service.account_view(work)
-    assert view["state"] == "auth_failed" and view["auth_reason"] == MISSING
-    assert untouched(h.service, spare) == before
-
-    # an account known to miss its credential is not read again until one is written
-    h.clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S)
-    assert await h.service.credentials.sweep() == [spare]
+    assert await h.service.credentials.sweep() == []
+    delete_entry(tmp_path, work)
+    status, body = await admin_get(h, "/api/accounts/runtime")
+    assert status == 200
+    [listed] = [a for a in body["accounts"] if a["name"] == "work"]
+    assert (listed["state"], listed["auth_reason"]) == ("auth_failed", MISSING)
+    assert await h.service.credentials.sweep() == []  # read once; the vanished one waits
 
 
 async def test_the_watch_runs_by_itself_within_a_minute(
@@ -565,13 +597,18 @@ def test_a_keyring_that_cannot_say_whether_it_changed_is_read_again_after_a_seco
     assert not readings.good_for_use(1, 1, 100.0, None)
 
 
-def test_the_background_reads_each_entry_every_fifty_seconds():
+def test_the_background_reads_each_entry_every_fifty_seconds_or_when_the_file_changed():
     readings = keyring_watch.Readings()
-    assert readings.due_in_background(1, 1, 0.0)
+    assert readings.due_in_background(1, 1, 0.0, None)
     readings.record(1, 1, 100.0, (1,))
-    assert not readings.due_in_background(1, 1, 100.0 + keyring_watch.REREAD_IN_BACKGROUND_S - 1)
-    assert readings.due_in_background(1, 1, 100.0 + keyring_watch.REREAD_IN_BACKGROUND_S)
-    assert readings.due_in_background(1, 2, 101.0)  # a new credential is read at once
+    later = 100.0 + keyring_watch.REREAD_IN_BACKGROUND_S
+    assert not readings.due_in_background(1, 1, later - 1, (1,))
+    assert not readings.due_in_background(1, 1, later - 1, None)  # the keyring cannot say
+    assert readings.due_in_background(1, 1, later, (1,))
+    assert readings.due_in_background(1, 1, 101.0, (2,))  # the keyring file changed
+    assert readings.due_in_background(1, 2, 101.0, (1,))  # a new credential is read at once
+    readings.record(3, 1, 100.0, None)  # read when the keyring could not say
+    assert not readings.due_in_background(3, 1, 101.0, (2,))
     # looked at every few seconds, an idle vanish shows within the rule's minute
     assert keyring_watch.REREAD_IN_BACKGROUND_S + keyring_watch.LOOK_EVERY_S < 60
 

@@ -11,9 +11,11 @@ unnoticed until a restart. The decision, in order:
    a deleted entry is seen by the very next use; one that cannot say (the OS keyrings) is read
    again when the last read is older than REREAD_ON_USE_S.
 2. In the background, every enabled account whose own credential is not already known to be
-   missing is read again when its last read is older than REREAD_IN_BACKGROUND_S. The watch
-   looks every LOOK_EVERY_S, so an idle account's vanished credential shows within
-   REREAD_IN_BACKGROUND_S + LOOK_EVERY_S (55 s), under the minute the rule allows.
+   missing is read again when the keyring's stamp moved since its last read, or when that read
+   is older than REREAD_IN_BACKGROUND_S. The watch looks every LOOK_EVERY_S (and the management
+   API's account list looks too), so an idle account's vanished credential shows within
+   LOOK_EVERY_S on a keyring file and within REREAD_IN_BACKGROUND_S + LOOK_EVERY_S (55 s) on
+   the OS keyrings, under the minute the rule allows.
 
 Ages are read on the injected clock, so tests move time instead of waiting; only the watch's
 wake-ups are real time (and tests shorten them).
@@ -62,7 +64,13 @@ class Readings:
             return stamp == last.stamp
         return now - last.at < REREAD_ON_USE_S
 
-    def due_in_background(self, account_id: int, revision: int, now: float) -> bool:
+    def due_in_background(
+        self, account_id: int, revision: int, now: float, stamp: tuple[int, ...] | None
+    ) -> bool:
         """Rule 2: is the entry due a read by the watch?"""
         last = self._last.get(account_id)
-        return last is None or last.revision != revision or now - last.at >= REREAD_IN_BACKGROUND_S
+        if last is None or last.revision != revision:
+            return True
+        if stamp is not None and last.stamp is not None and stamp != last.stamp:
+            return True
+        return now - last.at >= REREAD_IN_BACKGROUND_S

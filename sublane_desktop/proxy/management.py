@@ -55,6 +55,7 @@ def _body_account(service: Any, body: dict[str, Any]) -> Any:
 @admin_route
 async def runtime(request: web.Request, service: Any) -> web.Response:
     await service.refresh_catalog()  # accounts the CLI added meanwhile show up at once
+    await service.credentials.sweep()  # and credentials gone from the keyring (R-LOGIN-4)
     return web.json_response(service.accounts_runtime())
 
 

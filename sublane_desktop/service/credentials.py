@@ -162,12 +162,13 @@ class CredentialCache:
         one instead of being read again."""
         service = self.service
         now = service.clock.monotonic()
+        stamp = service._secrets.stamp() if service._secrets is not None else None
         due = [
             account
             for account in list(service.pool.accounts.values())
             if account.enabled
             and not service.credential_problems.own(account.id, account.revision)
-            and self.readings.due_in_background(account.id, account.revision, now)
+            and self.readings.due_in_background(account.id, account.revision, now, stamp)
         ]
         for account in due:
             try:
