@@ -40,8 +40,9 @@ def found_logins(
     home: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """What the welcome window lists (R-LOGIN-3): per tool, the first place holding its login
-    ({which, title, place, path, found: True, warning}), and every place whose login could not
-    be read ({…, found: False, problem} in words). Places that simply hold none are left out."""
+    ({which, title, place, path, found: True, warning}), every other place holding one ({…,
+    found: False, also: True}; the import takes the first), and every place whose login could
+    not be read ({…, found: False, problem} in words). Places that hold none are left out."""
     from sublane_desktop.accounts.sources import Places, survey
 
     places = Places(home or Path.home(), dict(os.environ if environ is None else environ))
@@ -59,6 +60,8 @@ def found_logins(
         if row["found"] and tool not in found:
             found.add(tool)
             listed.append(dict(entry, warning=row["warning"]))
+        elif row["found"]:  # another login of the tool, later in its order: not imported
+            listed.append(dict(entry, found=False, also=True))
         elif row["problem"]:
             listed.append(dict(entry, problem=row["problem"]))
     return listed

@@ -57,6 +57,7 @@ class WelcomeWindow(QWidget):
         self.import_status: dict[str, QLabel] = {}
         self.import_warnings: dict[str, QLabel] = {}
         self.unread: list[QLabel] = []  # places whose login could not be read, in words
+        self.also_found: list[QLabel] = []  # further places holding a login of a tool
         listed = bridge.found_logins()
         found = [login for login in listed if login.get("found", True)]
         for login in found:
@@ -79,6 +80,15 @@ class WelcomeWindow(QWidget):
                 self.import_warnings[login["which"]] = warning
         for login in listed:
             if login.get("found", True):
+                continue
+            if login.get("also"):
+                label = QLabel(
+                    f"{login['title']} also keeps a login in {login['place']} ({login['path']});"
+                    " the import takes the one above."
+                )
+                label.setWordWrap(True)
+                logins.addWidget(label)
+                self.also_found.append(label)
                 continue
             label = QLabel(
                 f"Could not read {login['title']}'s login in {login['place']}: {login['problem']}"

@@ -170,3 +170,18 @@ def test_welcome_lists_each_place_it_found_and_what_it_could_not_read(first_run,
         f"{home / '.claude' / '.credentials.json'}: it is a directory"
     ]
     assert welcome.none_found.isHidden()
+    assert welcome.also_found == []
+
+
+def test_welcome_names_every_place_a_tool_keeps_a_login(first_run, qtbot, monkeypatch):
+    home, service, _bridge, windows, _upstream, _run = first_run
+    path = write_claude_code_login(home)
+    service.env["CLAUDE_CODE_OAUTH_TOKEN"] = "sk-ant-oat01-setup-welcome"
+    welcome = windows.show_welcome()
+    qtbot.waitExposed(welcome)
+    assert welcome.import_status["claude-code"].text() == f"found at {path}"
+    assert [label.text() for label in welcome.also_found] == [
+        "Claude Code also keeps a login in a `claude setup-token` token"
+        " (CLAUDE_CODE_OAUTH_TOKEN); the import takes the one above."
+    ]
+    assert "sk-ant-oat01-setup-welcome" not in "".join(label.text() for label in welcome.also_found)

@@ -29,7 +29,7 @@ class SetupToken:
     places: Places
     kind: str = KIND
     tool: str = "claude-code"
-    title: str = "a `claude setup-token` token in CLAUDE_CODE_OAUTH_TOKEN"
+    title: str = "a `claude setup-token` token"
     provider: str = "anthropic"
     writable: bool = False  # nothing to write: the token never changes
 
