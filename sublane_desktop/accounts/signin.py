@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import threading
 import time
 import webbrowser
 from collections.abc import Awaitable, Callable, Mapping
@@ -182,8 +183,7 @@ async def sign_in(
             url = _authorize(flow, env, redirect_uri, pair, state)
             show_url(url)
             if browser is not None:
-                opening = asyncio.get_running_loop().run_in_executor(None, browser, url)
-                opening.add_done_callback(_ignore_result)
+                _open_in_background(browser, url)
             try:
                 answer = await asyncio.wait_for(asyncio.shield(loopback.answer), wait)
             except TimeoutError:
@@ -196,10 +196,16 @@ async def sign_in(
     return await exchange(flow, env, answer.code, redirect_uri, pair.verifier, state, now())
 
 
-def _ignore_result(future: asyncio.Future[Any]) -> None:
-    # A browser that cannot be opened is not an error: the URL is on screen to open by hand.
-    with contextlib.suppress(Exception):
-        future.result()
+def _open_in_background(browser: Browser, url: str) -> None:
+    """On a daemon thread: some browsers block until they are closed, and a sign-in must not
+    wait for that (nor the process's exit). A browser that cannot be opened is no error: the
+    URL is on screen to open by hand."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            browser(url)
+
+    threading.Thread(target=run, name="sign-in-browser", daemon=True).start()
 
 
 def _authorize(

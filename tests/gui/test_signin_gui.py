@@ -5,6 +5,7 @@ the redirect (tests/browser_follow.py), run where the system browser would open.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import pytest
@@ -157,3 +158,30 @@ async def test_signing_the_same_person_in_twice_points_to_sign_in_again(qtbot, d
         " again on it (tray or Accounts window)"
     )
     assert len(desk.service.accounts_runtime()["accounts"]) == 1
+
+
+async def test_closing_the_dialog_abandons_a_waiting_sign_in(qtbot, desk, monkeypatch) -> None:
+    desk.bridge.sign_in_browser = lambda url: None  # nobody signs in
+    dialog = dialog_of(qtbot, desk)
+    listening = asyncio.Event()
+    show = dialog._show_signin_url
+
+    def shown(url: str) -> None:
+        show(url)
+        listening.set()
+
+    monkeypatch.setattr(dialog, "_show_signin_url", shown)
+    dialog.signin_buttons["codex"].click()
+    await asyncio.wait_for(listening.wait(), 5)  # it listens and shows the address
+    assert dialog.signin_url.isVisible()
+    dialog.hide()
+    await asyncio.wait_for(desk.bridge.wait_idle(), 5)  # over at once, not after 20 s
+    assert dialog.signin_buttons["codex"].isEnabled() and dialog.status.text() == ""
+    assert dialog.error.isHidden()  # abandoned by the person: nothing to report
+    # the port is free again: the next sign-in listens there and completes
+    desk.bridge.sign_in_browser = follow
+    settled = await desk.bridge.sign_in("codex")
+    assert settled["verdict"]["result"] == "ok"
+    assert [a["name"] for a in desk.service.accounts_runtime()["accounts"]] == [
+        "person1@example.com"
+    ]

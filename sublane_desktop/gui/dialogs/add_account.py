@@ -148,6 +148,7 @@ class AddAccountDialog(QDialog):
         self.replace_button.hide()
         self.name.textChanged.connect(lambda _text: self.replace_button.hide())
         self._replacing = False
+        self._signin_reply: Any = None  # the sign-in in flight, until it ends
         self.status = QLabel()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.add_button = self.buttons.addButton("Add", QDialogButtonBox.ButtonRole.ApplyRole)
@@ -175,6 +176,7 @@ class AddAccountDialog(QDialog):
         if reply is None:
             show_error(self.error, "this build cannot sign in")
             return
+        self._signin_reply = reply
         self._busy(True)
         self.status.setText("Waiting for you to sign in in your browser…")
         reply.done.connect(self._signed_in)
@@ -303,4 +305,12 @@ class AddAccountDialog(QDialog):
 
     def hideEvent(self, event: Any) -> None:
         self.secret.clear()  # a pasted secret does not linger in a hidden dialog
+        # Closing the dialog abandons a sign-in still waiting for the browser: it stops
+        # listening, and a later answer adds nothing.
+        reply, self._signin_reply = self._signin_reply, None
+        if reply is not None and reply.task is not None and not reply.task.done():
+            reply.task.cancel()
+            self._busy(False)
+            self.status.setText("")
+            self.signin_url.hide()
         super().hideEvent(event)
