@@ -17,6 +17,9 @@ Claude and Codex rotate the refresh token on every refresh and refuse a spent on
 3. After: write the new tokens back in the tool's own format (the source module keeps every
    field it does not own, atomically), so the tool's next refresh uses the live token.
 
+For Claude Code all three happen under Claude Code's own refresh lock (claude_refresh_lock.py),
+so the two never refresh at once.
+
 A detached import (`--detach`), a source SubLane does not write (Google logins: Google does not
 rotate refresh tokens), one that vanished or cannot be read, or one that now holds another
 account: SubLane refreshes its own copy and writes nothing back; the reason is logged in words,
