@@ -575,6 +575,31 @@ async def test_a_refused_login_written_again_by_another_process_mends_too(
         assert h.upstream.tokens_served()[-1] == NEW_TOKEN
 
 
+async def test_with_no_server_the_stored_view_says_which_credentials_are_gone(clocked, tmp_path):
+    """`account list` with no server running builds the view from the database and reads the
+    keyring itself: the same reasons, nothing stored changed."""
+    from sublane_desktop.service.offline import OfflineService
+
+    h = clocked
+    work, _ = await two_accounts(h)
+    key = (await h.service.add_account("anthropic", "key", {"api_key": "sk-ant-api03-k"}))["id"]
+    delete_entry(tmp_path, work)
+    keyring_file(tmp_path).set_password(SERVICE, account_secret(key), "[]")
+    offline = OfflineService(h.service.data_dir)
+    offline._secrets = h.service.secrets
+    try:
+        view = await asyncio.to_thread(offline.pool_view)
+    finally:
+        offline.close()
+    reasons = {a["name"]: (a["state"], a["auth_reason"]) for a in view["accounts"]}
+    assert reasons == {
+        "work": ("auth_failed", MISSING),
+        "spare": ("ok", None),
+        "key": ("auth_failed", "the stored credential could not be read — add its API key again"),
+    }
+    assert not h.service.pool.accounts[work].auth_failed  # nothing stored was changed
+
+
 # --- the rules' own edges (accounts/keyring_watch.py) ----------------------------------------
 
 

@@ -140,7 +140,7 @@ class CredentialCache:
             return self._unavailable(account, reason)
         credential = _credential_in(raw)
         if credential is None:
-            words = problems.MISSING if not raw else problems.UNREADABLE
+            words = _wrong_with(raw)
             log.warning("account %s: %s", account.id, words)
             reason = problems.own_reason(words, account.kind)
             self.note_problem(account, reason, gate=True)
@@ -194,8 +194,7 @@ class CredentialCache:
                 else:
                     if _credential_in(raw) is not None:
                         continue
-                    words = problems.MISSING if not raw else problems.UNREADABLE
-                    reason, own = problems.own_reason(words, account.kind), True
+                    reason, own = problems.own_reason(_wrong_with(raw), account.kind), True
             self.service.credential_problems.note(
                 account.id, reason, machine=not own, revision=account.revision
             )
@@ -300,6 +299,11 @@ class CredentialCache:
         await service.secrets.aset(account_secret(account.id), json.dumps(fresh))
         self.cache[account.id] = (account.revision, fresh)
         return fresh
+
+
+def _wrong_with(raw: str | None) -> str:
+    """What is wrong with an entry that holds no credential, in words."""
+    return problems.MISSING if not raw else problems.UNREADABLE
 
 
 def _credential_in(raw: str | None) -> dict[str, Any] | None:
