@@ -8,8 +8,11 @@ import hashlib
 import json
 import sqlite3
 
+import aiohttp
+import anthropic
 from keyrings.alt.file import PlaintextKeyring
 
+from sublane_desktop.providers.oauth import ANTHROPIC_CLIENT_ID
 from sublane_desktop.secrets import account_secret
 from tests.accounts.tool_logins import (
     FakeKeychain,
@@ -20,6 +23,7 @@ from tests.accounts.tool_logins import (
     state_db,
     write_json,
 )
+from tests.fake_upstream import CLAUDE_CODE_HEADERS
 
 from .conftest import Sublane
 from .test_cli import one_error_line
@@ -201,3 +205,68 @@ def test_reimporting_another_account_of_the_tool_asks_for_a_name(sublane: Sublan
     sublane.ok("account", "import-codex", "--name", "codex-b")
     assert [a["name"] for a in sublane.accounts()] == ["codex", "codex-b"]
     assert b"acct-a" not in sublane.database_bytes()  # identities are kept as digests
+
+
+async def test_sublane_serve_keeps_claude_codes_file_in_step(sublane: Sublane, upstream) -> None:
+    """The whole path through the real commands: import, `sublane serve`, a request as Claude
+    Code that makes SubLane refresh (written back), Claude Code refreshing with the file's token,
+    and a 401 that makes SubLane take up what Claude Code wrote instead of its spent token."""
+    grants = {
+        f"sk-ant-ort01-{n}": (f"sk-ant-oat01-{n + 1}", f"sk-ant-ort01-{n + 1}") for n in range(5)
+    }
+    upstream.refresh_grants.update(grants)
+    path = write_json(
+        sublane.home / ".claude" / ".credentials.json",
+        claude_login("0", 1_000_000_000_000, mcpOAuth={"keep": "me"}),  # long expired
+    )
+    sublane.env.update(
+        {"SUBLANE_ANTHROPIC_BASE_URL": upstream.url, "SUBLANE_OAUTH_BASE_URL": upstream.url}
+    )
+    sublane.ok("account", "import-claude-code")
+    key = sublane.ok("key", "create", "--name", "cc").stdout.split()[0]
+    server = sublane.serve()
+    client = anthropic.AsyncAnthropic(
+        base_url=server.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
+    )
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": "x"}],
+    }
+
+    await client.messages.create(**body)  # SubLane refreshes rt-0 and writes the file back
+    data = json.loads(path.read_text())
+    assert data["claudeAiOauth"]["refreshToken"] == "sk-ant-ort01-1" and data["mcpOAuth"] == {
+        "keep": "me"
+    }
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+    # Claude Code refreshes with what is in its file
+    grant = {
+        "grant_type": "refresh_token",
+        "refresh_token": "sk-ant-ort01-1",
+        "client_id": ANTHROPIC_CLIENT_ID,
+    }
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(upstream.url + "/v1/oauth/token", json=grant) as r,
+    ):
+        assert r.status == 200
+        fresh = await r.json()
+    data["claudeAiOauth"].update(
+        accessToken=fresh["access_token"],
+        refreshToken=fresh["refresh_token"],
+        expiresAt=4_000_000_000_000,
+    )
+    path.write_text(json.dumps(data))
+
+    upstream.expired.add("sk-ant-oat01-1")  # SubLane's access token now answered 401
+    await client.messages.create(**body)
+    assert upstream.tokens_served()[-1] == "sk-ant-oat01-2"  # Claude Code's, taken up
+    assert [c["refresh_token"] for c in upstream.refresh_calls] == [
+        "sk-ant-ort01-0",
+        "sk-ant-ort01-1",
+    ]
+    await client.close()
+    assert server.interrupt() == 0
+    assert "sk-ant-o" not in server.stderr()
