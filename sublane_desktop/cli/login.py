@@ -46,6 +46,12 @@ def cmd_login(ctx: Context, args: argparse.Namespace) -> int:
         flow = known[args.target]
         if args.name is not None:
             _check_new_name(args.name, accounts)
+        same = next((a for a in accounts if a["name"] == args.target), None)
+        if same is not None:  # the provider's word wins; say how to reach the account
+            print(
+                f"(this signs a new {flow.label} account in; to sign the account named "
+                f"{args.target!r} in again, use `sublane account login {same['id']}`)"
+            )
     else:
         if args.name is not None:
             raise CliError("--name is for a new account; `sublane account login NAME` keeps NAME")

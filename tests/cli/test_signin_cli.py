@@ -445,3 +445,16 @@ def test_signing_in_again_mends_an_account_whose_credential_vanished(
     token = sublane.ok("admin-token").stdout.strip()
     [account] = server.get("/api/accounts/runtime", token)["accounts"]
     assert (account["id"], account["state"]) == (1, "ok")
+
+
+def test_an_account_named_like_a_provider_is_reached_by_its_id(
+    sublane: Sublane, fakes: Fakes
+) -> None:
+    assert login(sublane, fakes, "claude", "--name", "claude").returncode == 0
+    done = login(sublane, fakes, "claude", "--name", "second")
+    assert "to sign the account named 'claude' in again, use `sublane account login 1`" in (
+        done.stdout
+    )
+    again = login(sublane, fakes, "1")
+    assert "signed in again: anthropic account claude (id 1)" in again.stdout
+    assert [a["name"] for a in sublane.accounts()] == ["claude", "second"]
