@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="claude|codex|antigravity|NAME",
         help="a provider to sign a new account in, or an account (name or id) to sign in again",
     )
-    parser.add_argument("--name", help="the new account's name")
+    parser.add_argument("--name", metavar="N", help="the new account's name")
     parser.add_argument(
         "--no-browser",
         action="store_true",
