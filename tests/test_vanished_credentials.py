@@ -227,12 +227,21 @@ async def test_a_keyring_that_cannot_be_read_says_so_in_words_and_recovers(
         assert "collection is locked" not in view["auth_reason"]  # the backend's own text
         # a problem of the machine, not of the account: nothing is stored against it
         assert not h.service.pool.accounts[work].auth_failed
-
-        backend.locked = False  # unlocked: the next read clears it, no person needed
+        # the background does not keep asking a locked keyring (each ask would prompt) ...
         clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S)
-        assert await h.service.credentials.sweep() == [work]
-        assert h.service.account_view(work)["state"] == "ok"
+        assert await h.service.credentials.sweep() == []
+        # ... the next use does, and says why it cannot go on
+        with pytest.raises(anthropic.APIStatusError) as refused:
+            await client.messages.create(**BODY)
+        message = refused.value.body["error"]["message"]
+        assert message.startswith("account work: the keyring could not be read: keyring is")
+        assert "collection is locked" not in message and "KeyringLocked" not in message
+        assert h.upstream.tokens_served() == [WORK_TOKEN]
+
+        backend.locked = False  # unlocked: the next use reads it, no person needed
         await client.messages.create(**BODY)
+        assert h.service.account_view(work)["state"] == "ok"
+        assert h.upstream.tokens_served() == [WORK_TOKEN, WORK_TOKEN]
 
 
 class SlowKeyring(PlaintextKeyring):

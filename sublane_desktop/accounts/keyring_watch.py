@@ -10,12 +10,14 @@ unnoticed until a restart. The decision, in order:
    file: `SecretStore.stamp`) is trusted while its stamp is the one taken before that read, so
    a deleted entry is seen by the very next use; one that cannot say (the OS keyrings) is read
    again when the last read is older than REREAD_ON_USE_S.
-2. In the background, every enabled account whose own credential is not already known to be
-   missing is read again when the keyring's stamp moved since its last read, or when that read
-   is older than REREAD_IN_BACKGROUND_S. The watch looks every LOOK_EVERY_S (and the management
-   API's account list looks too), so an idle account's vanished credential shows within
-   LOOK_EVERY_S on a keyring file and within REREAD_IN_BACKGROUND_S + LOOK_EVERY_S (55 s) on
-   the OS keyrings, under the minute the rule allows.
+2. In the background, every enabled account with no known credential problem is read again
+   when the keyring's stamp moved since its last read, or when that read is older than
+   REREAD_IN_BACKGROUND_S. The watch looks every LOOK_EVERY_S (and the management API's
+   account list looks too), so an idle account's vanished credential shows within LOOK_EVERY_S
+   on a keyring file and within REREAD_IN_BACKGROUND_S + LOOK_EVERY_S (55 s) on the OS
+   keyrings, under the minute the rule allows. (A missing credential waits for a new one; a
+   keyring that could not be read is asked again at the next use only, because a locked
+   desktop keyring asks the person to unlock it at every read.)
 
 Ages are read on the injected clock, so tests move time instead of waiting; only the watch's
 wake-ups are real time (and tests shorten them).

@@ -136,6 +136,7 @@ class CredentialCache:
             raw = await secrets.aget(account_secret(account.id))
         except KeyringUnavailable as exc:
             reason = problems.keyring_unreadable(str(exc))
+            self.readings.forget(account.id)  # the next use asks the keyring again
             self.note_problem(account, reason)
             return self._unavailable(account, reason)
         credential = _credential_in(raw)
@@ -158,8 +159,10 @@ class CredentialCache:
 
     async def sweep(self) -> list[int]:
         """Rule 2 of accounts/keyring_watch.py: read the entries due a background read; returns
-        the accounts read. An account already known to miss its own credential waits for a new
-        one instead of being read again."""
+        the accounts read. An account with a known problem is not read in the background: one
+        missing its own credential waits for a new one, and a keyring that could not be read is
+        asked again at the next use, not behind the person's back (a locked desktop keyring
+        asks them to unlock it at every read)."""
         service = self.service
         now = service.clock.monotonic()
         stamp = service._secrets.stamp() if service._secrets is not None else None
@@ -167,7 +170,7 @@ class CredentialCache:
             account
             for account in list(service.pool.accounts.values())
             if account.enabled
-            and not service.credential_problems.own(account.id, account.revision)
+            and service.credential_problems.reason(account.id, account.revision) is None
             and self.readings.due_in_background(account.id, account.revision, now, stamp)
         ]
         for account in due:
