@@ -392,3 +392,18 @@ def test_a_symlinked_login_file_is_written_where_it_points(home: Path) -> None:
     )
     assert link.is_symlink()
     assert json.loads(real.read_text())["claudeAiOauth"]["refreshToken"] == "sk-ant-ort01-n"
+
+
+def test_no_keyring_on_the_system_is_no_login_there(home: Path) -> None:
+    """keyring's fail backend (no keyring at all) holds nothing: not a problem to report."""
+    from keyring.backends.fail import Keyring as NoKeyring
+
+    rows = survey(Places(home, {}, "linux", keyring=NoKeyring))
+    assert [r for r in rows if r["problem"]] == []
+
+    class Broken(PlaintextKeyring):
+        def get_password(self, service: str, username: str) -> str | None:
+            raise RuntimeError("locked")
+
+    rows = {r["kind"]: r for r in survey(Places(home, {}, "linux", keyring=Broken))}
+    assert rows["codex-keyring"]["problem"] == "the keyring could not be used (Codex Auth)"

@@ -33,8 +33,19 @@ def _bounded(fn: Callable[[], T], what: str) -> T:
     return result[0]
 
 
+# keyring's stand-ins for "no keyring on this system": no tool can keep a login there either
+NO_KEYRING = ("keyring.backends.fail", "keyring.backends.null")
+
+
 def get(backend_of: Callable[[], Any], service: str, account: str) -> str | None:
-    return _bounded(lambda: backend_of().get_password(service, account), f"{service}")
+    def read() -> str | None:
+        backend = backend_of()
+        if type(backend).__module__ in NO_KEYRING:
+            return None
+        value: str | None = backend.get_password(service, account)
+        return value
+
+    return _bounded(read, f"{service}")
 
 
 def put(backend_of: Callable[[], Any], service: str, account: str, value: str) -> None:
