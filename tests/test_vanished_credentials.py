@@ -196,9 +196,11 @@ class LockableKeyring(PlaintextKeyring):
     """The real file backend, which can be locked the way a desktop keyring locks."""
 
     locked = False
+    asked = 0  # reads while locked: each would prompt the person to unlock
 
     def get_password(self, service: str, username: str) -> str | None:
         if self.locked:
+            self.asked += 1
             raise KeyringLocked("the collection is locked")
         return super().get_password(service, username)
 
@@ -227,21 +229,46 @@ async def test_a_keyring_that_cannot_be_read_says_so_in_words_and_recovers(
         assert "collection is locked" not in view["auth_reason"]  # the backend's own text
         # a problem of the machine, not of the account: nothing is stored against it
         assert not h.service.pool.accounts[work].auth_failed
+        assert backend.asked == 1
         # the background does not keep asking a locked keyring (each ask would prompt) ...
         clock.advance(keyring_watch.REREAD_IN_BACKGROUND_S)
         assert await h.service.credentials.sweep() == []
-        # ... the next use does, and says why it cannot go on
+        # ... a use asks again, and says why it cannot go on
         with pytest.raises(anthropic.APIStatusError) as refused:
             await client.messages.create(**BODY)
         message = refused.value.body["error"]["message"]
         assert message.startswith("account work: the keyring could not be read: keyring is")
         assert "collection is locked" not in message and "KeyringLocked" not in message
+        assert backend.asked == 2
+        # ... but not at every use: the uses in between fail at once with the same words
+        clock.advance(keyring_watch.RETRY_UNREADABLE_S - 1)
+        with pytest.raises(anthropic.APIStatusError, match="keyring could not be read"):
+            await client.messages.create(**BODY)
+        assert backend.asked == 2
         assert h.upstream.tokens_served() == [WORK_TOKEN]
 
-        backend.locked = False  # unlocked: the next use reads it, no person needed
+        backend.locked = False  # unlocked: a use after the pause reads it, no person needed
+        clock.advance(1)
         await client.messages.create(**BODY)
         assert h.service.account_view(work)["state"] == "ok"
         assert h.upstream.tokens_served() == [WORK_TOKEN, WORK_TOKEN]
+
+
+async def test_verify_asks_a_keyring_that_failed_at_once(tmp_path, upstream, clock):
+    backend = LockableKeyring()
+    backend.file_path = str(tmp_path / "keyring.cfg")
+    store = SecretStore(tmp_path, backend=backend)
+    async with started_harness(tmp_path, store, upstream, clock=clock) as h:
+        work = (await h.service.add_account("anthropic", "work", login(WORK_TOKEN, "rt-work")))[
+            "id"
+        ]
+        backend.locked = True
+        verdict = await h.service.verify("work")
+        assert verdict["result"] == "auth_failed"
+        assert verdict["detail"].startswith("the keyring could not be read: keyring is locked")
+        backend.locked = False  # the person unlocked it and asks again
+        assert (await h.service.verify("work"))["result"] == "ok"
+        assert h.service.account_view(work)["state"] == "ok"
 
 
 class SlowKeyring(PlaintextKeyring):

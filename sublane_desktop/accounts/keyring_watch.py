@@ -16,8 +16,11 @@ unnoticed until a restart. The decision, in order:
    account list looks too), so an idle account's vanished credential shows within LOOK_EVERY_S
    on a keyring file and within REREAD_IN_BACKGROUND_S + LOOK_EVERY_S (55 s) on the OS
    keyrings, under the minute the rule allows. (A missing credential waits for a new one; a
-   keyring that could not be read is asked again at the next use only, because a locked
-   desktop keyring asks the person to unlock it at every read.)
+   keyring that could not be read is asked again by a use only, see 3.)
+3. A keyring that could not be read is asked again by a use once RETRY_UNREADABLE_S have
+   passed since it failed, and the uses between fail at once with the reason: a locked
+   desktop keyring asks the person to unlock it at every read, and a hung one makes every
+   read wait out its timeout. A person's verify asks it at once.
 
 Ages are read on the injected clock, so tests move time instead of waiting; only the watch's
 wake-ups are real time (and tests shorten them).
@@ -28,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 REREAD_ON_USE_S = 1.0
+RETRY_UNREADABLE_S = 30.0
 REREAD_IN_BACKGROUND_S = 50.0
 LOOK_EVERY_S = 5.0
 
@@ -46,14 +50,28 @@ class Readings:
 
     def __init__(self) -> None:
         self._last: dict[int, Reading] = {}
+        # When the keyring last failed to answer for the account (it counts while the failure's
+        # reason stands: a read that works clears the reason).
+        self._failed: dict[int, float] = {}
 
     def record(
         self, account_id: int, revision: int, at: float, stamp: tuple[int, ...] | None
     ) -> None:
         self._last[account_id] = Reading(revision, at, stamp)
 
+    def record_failure(self, account_id: int, at: float) -> None:
+        """The keyring could not be read: nothing in memory is trusted until it answers."""
+        self._last.pop(account_id, None)
+        self._failed[account_id] = at
+
     def forget(self, account_id: int) -> None:
         self._last.pop(account_id, None)
+        self._failed.pop(account_id, None)
+
+    def retry_due(self, account_id: int, now: float) -> bool:
+        """Rule 3: may a use ask the keyring again, after it failed to answer?"""
+        failed = self._failed.get(account_id)
+        return failed is None or now - failed >= RETRY_UNREADABLE_S
 
     def good_for_use(
         self, account_id: int, revision: int, now: float, stamp: tuple[int, ...] | None

@@ -64,6 +64,9 @@ class CredentialCache:
         """The account's credential, refreshed when about to expire. Raises
         CredentialUnavailable (words a person can act on) when the keyring has none, cannot
         give it, or gives something unreadable (R-LOGIN-4)."""
+        held_back = self._keyring_held_back(account)
+        if held_back is not None:
+            raise held_back
         cached = self.cache.get(account.id)
         if cached is not None and cached[0] == account.revision:
             if not self._still_there(account):
@@ -96,6 +99,14 @@ class CredentialCache:
     def recheck(self, account: AccountState) -> None:
         """The next use reads the entry again (verify: a person asks about the keyring now)."""
         self.readings.forget(account.id)
+
+    def _keyring_held_back(self, account: AccountState) -> problems.CredentialUnavailable | None:
+        """Rule 3: the reason, when the keyring failed to answer for this account too recently
+        to be asked again (each ask of a locked desktop keyring prompts the person)."""
+        if self.readings.retry_due(account.id, self.service.clock.monotonic()):
+            return None
+        reason = self.service.credential_problems.reason(account.id, account.revision)
+        return self._unavailable(account, reason) if reason else None
 
     def _still_there(self, account: AccountState) -> bool:
         """Whether a use may trust the credential in memory without reading the entry again."""
@@ -136,7 +147,7 @@ class CredentialCache:
             raw = await secrets.aget(account_secret(account.id))
         except KeyringUnavailable as exc:
             reason = problems.keyring_unreadable(str(exc))
-            self.readings.forget(account.id)  # the next use asks the keyring again
+            self.readings.record_failure(account.id, service.clock.monotonic())
             self.note_problem(account, reason)
             return self._unavailable(account, reason)
         credential = _credential_in(raw)
