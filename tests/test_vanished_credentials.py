@@ -271,6 +271,21 @@ async def test_verify_asks_a_keyring_that_failed_at_once(tmp_path, upstream, clo
         assert h.service.account_view(work)["state"] == "ok"
 
 
+async def test_a_quota_read_is_a_use_too_and_fails_in_words(clocked, tmp_path, caplog):
+    h = clocked
+    work, _ = await two_accounts(h)
+    del h.upstream.usage_for["*"]
+    delete_entry(tmp_path, work)
+    reads = h.service.quota.refresher.want([h.service.pool.accounts[work]], force=True)
+    assert await asyncio.gather(*reads) == [False]
+    assert h.service.account_view(work)["auth_reason"] == MISSING
+    assert h.upstream.usage_reads == []  # nothing was sent without a credential
+    said = [r for r in caplog.records if "quota read for account" in r.getMessage()]
+    assert [r.levelname for r in said] == ["WARNING"]
+    assert "credential missing from the keyring" in said[0].getMessage()
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # not a fault of ours
+
+
 class SlowKeyring(PlaintextKeyring):
     """The real file backend, whose reads can be held after they have looked (a slow keyring)."""
 

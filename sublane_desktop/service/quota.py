@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from sublane_desktop.core.forecast import BURN_WINDOW_S, UsageTrail
 from sublane_desktop.core.gauges import Observation, windows_for
 from sublane_desktop.core.pool import AccountState
-from sublane_desktop.core.quota import QuotaRefresher
+from sublane_desktop.core.quota import QuotaReadError, QuotaRefresher
 from sublane_desktop.core.tasks import spawn
+from sublane_desktop.credential_problems import CredentialUnavailable
 from sublane_desktop.providers import anthropic_quota, codex, codex_quota
 from sublane_desktop.store import quota as quota_store
 
@@ -174,7 +175,11 @@ class QuotaFeed:
     async def read(self, account: AccountState) -> list[Observation]:
         """A usage read, its readings stamped with the quota epoch it began under (R-FT-9)."""
         epoch = account.quota_epoch
-        return [replace(obs, epoch=epoch) for obs in await self._read(account)]
+        try:
+            observations = await self._read(account)
+        except CredentialUnavailable as exc:  # noted on the account; a failed read, in words
+            raise QuotaReadError(str(exc)) from None
+        return [replace(obs, epoch=epoch) for obs in observations]
 
     async def _read(self, account: AccountState) -> list[Observation]:
         service = self.service
