@@ -87,14 +87,22 @@ class AddAccountDialog(QDialog):
 
         imports = QGroupBox("Import the login of an installed tool")
         self.import_claude = QPushButton("Import Claude Code login")
-        self.import_claude.setToolTip("Reads ~/.claude/.credentials.json")
+        self.import_claude.setToolTip(
+            "Reads $CLAUDE_CONFIG_DIR/.credentials.json (default ~/.claude/) or, on macOS, the"
+            " Keychain item Claude Code keeps; SubLane and Claude Code then share the login's"
+            " refreshes, so neither signs the other out"
+        )
         self.import_claude.clicked.connect(lambda: self._import("claude-code"))
         self.import_codex = QPushButton("Import Codex login")
-        self.import_codex.setToolTip("Reads ~/.codex/auth.json")
+        self.import_codex.setToolTip(
+            "Reads $CODEX_HOME/auth.json (default ~/.codex/) or Codex's keyring entry; SubLane"
+            " and Codex then share the login's refreshes"
+        )
         self.import_codex.clicked.connect(lambda: self._import("codex"))
         self.import_gemini = QPushButton("Import Gemini CLI login")
         self.import_gemini.setToolTip(
-            "Reads ~/.gemini/oauth_creds.json (an Antigravity account: Gemini and Claude models)"
+            "Reads ~/.gemini/oauth_creds.json. Since 2026-06-18 Google no longer accepts this"
+            " login for individual accounts (free, AI Pro, Ultra): sign in to Antigravity instead"
         )
         self.import_gemini.clicked.connect(lambda: self._import("gemini"))
         self.import_antigravity = QPushButton("Import Antigravity account…")
