@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from keyrings.alt.file import PlaintextKeyring
 
+from sublane_desktop.accounts.secrets import SecretStore, account_secret
 from sublane_desktop.core import routing, timeouts
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.providers import anthropic as anthropic_provider
 from sublane_desktop.proxy import relay
-from sublane_desktop.secrets import SecretStore, account_secret
 from sublane_desktop.service import Service
 from sublane_desktop.store import repositories as repo
 from tests.fake_antigravity import FakeAntigravity

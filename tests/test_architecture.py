@@ -1,7 +1,7 @@
 """The house rules about layers (STYLE.md), read from the source so a reader can trust the picture.
 
 Floors, bottom up: `core` (pure rules) < `store`, `providers` < the service layer (`service`,
-`credentials`, `secrets`, …) < `proxy`, `gui`, `cli`. Every import counts, including those inside
+`accounts`: credentials, secrets, logins, …) < `proxy`, `gui`, `cli`. Every import counts, including those inside
 functions and under TYPE_CHECKING: a lazy import still ties the floors together.
 
 - core imports only itself, the standard library and the few pure libraries listed below;
@@ -93,12 +93,12 @@ def test_outer_floors_reach_the_store_only_through_the_service(floor):
 
 
 def test_cli_reaches_the_keyring_only_through_the_service():
-    assert broken("cli", lambda name: name == "sublane_desktop.secrets") == []
+    assert broken("cli", lambda name: name == "sublane_desktop.accounts.secrets") == []
 
 
 @pytest.mark.parametrize("floor", ["store", "providers"])
 def test_lower_floors_import_nothing_above_them(floor):
-    above = {"service", "proxy", "gui", "cli", "app", "launcher", "credentials"}
+    above = {"service", "proxy", "gui", "cli", "app", "launcher", "accounts"}
     if floor == "store":
         above.add("providers")
     assert broken(floor, lambda name: ours(name) and floor_of(name) in above) == []

@@ -13,7 +13,7 @@ from keyring.backends import fail, null
 from keyring.errors import KeyringLocked
 from keyrings.alt.file import PlaintextKeyring
 
-from sublane_desktop.secrets import (
+from sublane_desktop.accounts.secrets import (
     ADMIN_TOKEN,
     SERVICE,
     EncryptedFileKeyring,

@@ -5,8 +5,8 @@ import json
 import anthropic
 import pytest
 
-from sublane_desktop.credentials import CredentialError
-from sublane_desktop.secrets import account_secret
+from sublane_desktop.accounts.credentials import CredentialError
+from sublane_desktop.accounts.secrets import account_secret
 from tests.fake_upstream import CLAUDE_CODE_HEADERS
 
 BODY = {

@@ -24,10 +24,9 @@ from keyring.backend import KeyringBackend
 from keyring.errors import KeyringLocked
 from keyrings.alt.file import PlaintextKeyring
 
-from sublane_desktop import credential_problems as problems
-from sublane_desktop.accounts import keyring_watch
+from sublane_desktop.accounts import keyring_watch, problems
+from sublane_desktop.accounts.secrets import SERVICE, SecretStore, account_secret
 from sublane_desktop.core.clock import FakeClock
-from sublane_desktop.secrets import SERVICE, SecretStore, account_secret
 from sublane_desktop.service import Service
 from tests.conftest import Harness, file_keyring, started_harness
 from tests.fake_upstream import CLAUDE_CODE_HEADERS

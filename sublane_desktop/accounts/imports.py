@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sublane_desktop.accounts.sources import Login, NotThere, Places, Source, discover
-from sublane_desktop.accounts.sources.tool_files import identity_digest, other_account
-from sublane_desktop.credentials import (
+from sublane_desktop.accounts.credentials import (
     CredentialError,
     antigravity_secret,
     store_account,
     validate_secret,
 )
+from sublane_desktop.accounts.sources import Login, NotThere, Places, Source, discover
+from sublane_desktop.accounts.sources.tool_files import identity_digest, other_account
 
 # The import names the CLI and the welcome window use, and the provider each one feeds.
 TOOL_PROVIDER = {

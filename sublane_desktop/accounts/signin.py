@@ -335,7 +335,7 @@ async def sign_in_for(
     """The GUI's sign-in through a running service: `which` a flow (claude, codex,
     antigravity) for a new account, or `account` (id or name) to sign in again in place.
     Stores the credential, then settles the account; returns `settle`'s answer."""
-    from sublane_desktop import credentials
+    from sublane_desktop.accounts import credentials
     from sublane_desktop.accounts.login_flow import flow_for_provider, flows
 
     existing = None

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sublane_desktop.accounts.credentials import CredentialError
 from sublane_desktop.accounts.sources import NotThere, Places, Source, source_for
 from sublane_desktop.accounts.sources.claude_refresh_lock import refresh_lock
 from sublane_desktop.accounts.sources.tool_files import identity_digest, other_account
-from sublane_desktop.credentials import CredentialError
 from sublane_desktop.providers import oauth
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from sublane_desktop import credentials
+from sublane_desktop.accounts import credentials
 from sublane_desktop.cli.context import CliError, Context
 
 PROVIDERS = ("anthropic", "codex", "antigravity")

@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from sublane_desktop import credentials
+from sublane_desktop.accounts import credentials
 from sublane_desktop.cli.context import CliError, Context
 
 

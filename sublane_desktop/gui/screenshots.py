@@ -100,10 +100,10 @@ def _secret(provider: str, name: str) -> dict[str, Any]:
 async def build_demo_pool(data_dir: Path) -> DemoPool:
     from keyrings.alt.file import PlaintextKeyring
 
+    from sublane_desktop.accounts.secrets import SecretStore
     from sublane_desktop.core.clock import FakeClock
     from sublane_desktop.core.gauges import Observation
     from sublane_desktop.core.pool import Outcome
-    from sublane_desktop.secrets import SecretStore
     from sublane_desktop.service import BASE_URL_ENV, DEFAULT_PORT, Service
 
     clock = FakeClock(DEMO_NOW)

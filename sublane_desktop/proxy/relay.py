@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import aiohttp
 from aiohttp import web
 
+from sublane_desktop.accounts.problems import CredentialUnavailable
 from sublane_desktop.core.affinity import conversation_digest
 from sublane_desktop.core.cache_miss import DEFAULT_TTL, Turn, cache_ttl, warm_tokens
 from sublane_desktop.core.clients import client_refusal
@@ -47,7 +48,6 @@ from sublane_desktop.core.routing import BETA_1M, ModelRoute
 from sublane_desktop.core.timeouts import UpstreamTimeouts
 from sublane_desktop.core.translate.errors import read_error
 from sublane_desktop.core.translate.events import NOTHING, Event, Tally
-from sublane_desktop.credential_problems import CredentialUnavailable
 from sublane_desktop.providers import anthropic, anthropic_quota, antigravity, codex
 from sublane_desktop.proxy.deadlines import deadlines
 from sublane_desktop.proxy.errors import tag_request_id

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sublane_desktop import file_modes, startup
+from sublane_desktop.accounts.problems import CredentialProblems
+from sublane_desktop.accounts.secrets import KeyringUnavailable, SecretStore
 from sublane_desktop.core.clients import serves_client
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
@@ -34,9 +36,7 @@ from sublane_desktop.core.pool import AccountState, Pool
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.core.turn_memory import TurnMemory
-from sublane_desktop.credential_problems import CredentialProblems
 from sublane_desktop.instance_lock import ServerLock
-from sublane_desktop.secrets import KeyringUnavailable, SecretStore
 from sublane_desktop.service.accounts import (
     IDENTITY_TTL,
     AccountCatalog,

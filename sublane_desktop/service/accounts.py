@@ -1,7 +1,7 @@
 """The account catalog: stored accounts and client keys as the live pool sees them.
 
 Accounts are added here (the Add-account dialog and the API; the CLI shares
-`sublane_desktop.credentials`), re-read when another process committed, and client keys are
+`sublane_desktop.accounts.credentials`), re-read when another process committed, and client keys are
 answered from a short-lived memory so the request path takes no database round trip.
 """
 
@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sublane_desktop import credential_problems as problems
+from sublane_desktop.accounts import problems
+from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.core.cache_miss import PreviousTurn
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
-from sublane_desktop.secrets import account_secret
 from sublane_desktop.store import repositories as repo
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ class AccountCatalog:
 
         Raises credentials.CredentialError with a clear message on bad input.
         """
-        from sublane_desktop import credentials
+        from sublane_desktop.accounts import credentials
 
         service = self.service
         clean = credentials.validate_secret(provider, secret)

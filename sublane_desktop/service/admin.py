@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import secrets as pysecrets
 
-from sublane_desktop.secrets import SecretStore
+from sublane_desktop.accounts.secrets import SecretStore
 
 ADMIN_TOKEN = "admin-token"  # the keyring entry
 

@@ -11,12 +11,12 @@ import json
 import logging
 from typing import Any
 
+from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.quota import QuotaReadError
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.providers import antigravity
-from sublane_desktop.secrets import account_secret
 from sublane_desktop.service.settings import BASE_URL_ENV
 
 log = logging.getLogger(__name__)

@@ -10,14 +10,13 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sublane_desktop import credential_problems as problems
-from sublane_desktop.accounts import keyring_watch
+from sublane_desktop.accounts import keyring_watch, problems
+from sublane_desktop.accounts.credentials import is_setup_token
+from sublane_desktop.accounts.secrets import KeyringUnavailable, SecretStore, account_secret
 from sublane_desktop.accounts.token_sync import TokenSync
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
-from sublane_desktop.credentials import is_setup_token
 from sublane_desktop.providers import oauth
-from sublane_desktop.secrets import KeyringUnavailable, SecretStore, account_secret
 from sublane_desktop.service.admin import ensure_admin_token
 from sublane_desktop.service.settings import BASE_URL_ENV, DEFAULT_BASE_URLS
 
@@ -229,7 +228,7 @@ class CredentialCache:
         """The GUI's "no keyring" dialog: create (or unlock) the encrypted file keyring and use
         it from now on. Returns where the secrets live. Raises KeyringUnavailable (wrong
         password, unreadable file) or ValueError (bad input) and changes nothing then."""
-        from sublane_desktop.secrets import FILE_NAME, EncryptedFileKeyring
+        from sublane_desktop.accounts.secrets import FILE_NAME, EncryptedFileKeyring
 
         service = self.service
         if not isinstance(password, str) or len(password) < 8:
@@ -257,7 +256,7 @@ class CredentialCache:
         return store.describe()
 
     def keyring_file_exists(self) -> bool:
-        from sublane_desktop.secrets import FILE_NAME
+        from sublane_desktop.accounts.secrets import FILE_NAME
 
         return (self.service.data_dir / FILE_NAME).exists()
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import aiohttp
 
+from sublane_desktop.accounts.problems import CredentialUnavailable
 from sublane_desktop.core.catalog import OWNERS, ModelCatalog, model_ids
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
-from sublane_desktop.credential_problems import CredentialUnavailable
 from sublane_desktop.providers import anthropic, antigravity, codex
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from typing import Any
 
 from peewee import PeeweeException
 
+from sublane_desktop.accounts.secrets import KeyringUnavailable, SecretStore
 from sublane_desktop.core.history import HistoryQuery
-from sublane_desktop.secrets import KeyringUnavailable, SecretStore
 from sublane_desktop.service.admin import ADMIN_TOKEN, ensure_admin_token
 from sublane_desktop.service.settings import SCHEDULER_SETTINGS
 from sublane_desktop.store import quota as quota_store
@@ -92,7 +92,7 @@ class OfflineService:
     ) -> tuple[int, str, str]:
         """Store an account (secret to the keyring): (id, "added"|"updated", kind).
         Raises credentials.CredentialError with a clear message."""
-        from sublane_desktop import credentials
+        from sublane_desktop.accounts import credentials
 
         with self.store.db.atomic():
             return credentials.store_account(

@@ -13,12 +13,12 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from sublane_desktop.accounts.problems import CredentialUnavailable
 from sublane_desktop.core.forecast import BURN_WINDOW_S, UsageTrail
 from sublane_desktop.core.gauges import Observation, windows_for
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.quota import QuotaReadError, QuotaRefresher
 from sublane_desktop.core.tasks import spawn
-from sublane_desktop.credential_problems import CredentialUnavailable
 from sublane_desktop.providers import anthropic_quota, codex, codex_quota
 from sublane_desktop.store import quota as quota_store
 

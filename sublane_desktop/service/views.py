@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sublane_desktop.accounts.problems import CredentialProblems
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.forecast import UsageTrail, forecast
 from sublane_desktop.core.gauges import windows_for
 from sublane_desktop.core.pool import AccountState, Pool
-from sublane_desktop.credential_problems import CredentialProblems
 
 
 def account_view(

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from keyrings.alt.file import PlaintextKeyring
 
+from sublane_desktop.accounts.credentials import CredentialError
 from sublane_desktop.accounts.sources import Places, discover, sources_of, survey
 from sublane_desktop.accounts.sources.claude_code_file import ClaudeCodeFile
 from sublane_desktop.accounts.sources.claude_keychain import ClaudeKeychain
 from sublane_desktop.accounts.sources.codex_file import CodexFile
 from sublane_desktop.accounts.sources.codex_keyring import CodexKeyring, store_key
 from sublane_desktop.accounts.sources.gemini_cli import WARNING
-from sublane_desktop.credentials import CredentialError
 from sublane_desktop.providers.antigravity import CLIENTS
 
 from .tool_logins import (

@@ -19,10 +19,10 @@ import aiohttp
 import anthropic
 import pytest
 
+from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.providers import oauth
 from sublane_desktop.providers.oauth import ANTHROPIC_CLIENT_ID, CODEX_CLIENT_ID
-from sublane_desktop.secrets import account_secret
 from tests.conftest import started_harness
 from tests.fake_upstream import CLAUDE_CODE_HEADERS
 from tests.openai_helpers import oai

@@ -30,10 +30,10 @@ from typing import Any
 
 import aiohttp
 
+from sublane_desktop.accounts.secrets import SecretStore
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.history import MAX_RECORDS, OUTCOMES, HistoryQuery
 from sublane_desktop.core.records import RequestRecord
-from sublane_desktop.secrets import SecretStore
 from sublane_desktop.service import Service
 from sublane_desktop.store import records
 from sublane_desktop.store import repositories as repo

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from sublane_desktop.secrets import SecretStore
+from sublane_desktop.accounts.secrets import SecretStore
 from sublane_desktop.service import Service
 from tests.conftest import Harness, file_keyring
 from tests.fake_upstream import FakeAnthropic, Reply

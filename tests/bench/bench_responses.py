@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
-from sublane_desktop.secrets import SecretStore
+from sublane_desktop.accounts.secrets import SecretStore
 from sublane_desktop.service import Service
 from tests.bench.bench_proxy import ms, new_session
 from tests.conftest import Harness, file_keyring

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from keyrings.alt.file import PlaintextKeyring
 
-from sublane_desktop.secrets import SERVICE
+from sublane_desktop.accounts.secrets import SERVICE
 
 RUN_TIMEOUT = 30.0  # per CLI invocation; a healthy one takes about half a second
 START_TIMEOUT = 20.0  # until `serve` prints its listening line

@@ -10,7 +10,7 @@ import urllib.error
 
 import pytest
 
-from sublane_desktop.secrets import account_secret
+from sublane_desktop.accounts.secrets import account_secret
 
 from .conftest import LOCAL, Sublane
 

@@ -12,8 +12,8 @@ import os
 import aiohttp
 import anthropic
 
+from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.providers.antigravity import CLIENTS
-from sublane_desktop.secrets import account_secret
 from tests.fake_antigravity import AgReply
 
 from .conftest import Sublane

@@ -427,7 +427,7 @@ def test_signing_in_again_mends_an_account_whose_credential_vanished(
     again (no Remove) brings the same account back."""
     from keyrings.alt.file import PlaintextKeyring
 
-    from sublane_desktop.secrets import SERVICE
+    from sublane_desktop.accounts.secrets import SERVICE
 
     sublane.env.update(fakes.env())
     server = sublane.serve()

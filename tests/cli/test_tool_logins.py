@@ -12,8 +12,8 @@ import aiohttp
 import anthropic
 from keyrings.alt.file import PlaintextKeyring
 
+from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.providers.oauth import ANTHROPIC_CLIENT_ID
-from sublane_desktop.secrets import account_secret
 from tests.accounts.tool_logins import (
     FakeKeychain,
     agent_manager_state,

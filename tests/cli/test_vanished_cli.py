@@ -12,7 +12,7 @@ import anthropic
 import pytest
 from keyrings.alt.file import PlaintextKeyring
 
-from sublane_desktop.secrets import SERVICE, account_secret
+from sublane_desktop.accounts.secrets import SERVICE, account_secret
 from tests.cli.conftest import Sublane
 from tests.cli.test_cli import one_error_line
 from tests.fake_upstream import CLAUDE_CODE_HEADERS

@@ -22,10 +22,10 @@ import pytest
 import qasync
 from keyrings.alt.file import PlaintextKeyring
 
+from sublane_desktop.accounts.secrets import SecretStore
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.records import RequestRecord
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.secrets import SecretStore
 from sublane_desktop.service import Service
 from sublane_desktop.store import repositories as repo
 

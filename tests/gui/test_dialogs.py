@@ -4,12 +4,12 @@ import json
 
 from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox
 
+from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.gui.dialogs.add_account import AddAccountDialog, secret_from_text
 from sublane_desktop.gui.dialogs.client_keys import ClientKeysDialog
 from sublane_desktop.gui.dialogs.settings import SettingsDialog
 from sublane_desktop.gui.dialogs.setup_tool import SetupToolDialog
 from sublane_desktop.gui.tool_setup import KEY_PLACEHOLDER
-from sublane_desktop.secrets import account_secret
 
 
 def shown(qtbot, dialog):

@@ -9,13 +9,13 @@ import keyring.core
 import pytest
 from PySide6.QtWidgets import QLineEdit
 
-from sublane_desktop import credential_problems as problems
+from sublane_desktop.accounts import problems
+from sublane_desktop.accounts.secrets import FILE_NAME, account_secret
 from sublane_desktop.gui.accounts_window import AccountsWindow
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.keyring_setup import KeyringDialog
 from sublane_desktop.gui.pool_status import tooltip_text
 from sublane_desktop.gui.tray import Tray
-from sublane_desktop.secrets import FILE_NAME, account_secret
 from sublane_desktop.service import Service
 from tests.conftest import Harness
 from tests.fake_upstream import CLAUDE_CODE_HEADERS

@@ -177,8 +177,8 @@ def test_second_launch_while_running_in_tray_mode_shows_window(qapp, tmp_path, m
 
 import aiohttp
 
+from sublane_desktop.accounts.secrets import SecretStore
 from sublane_desktop.core.tasks import spawn
-from sublane_desktop.secrets import SecretStore
 from sublane_desktop.service import Service
 from tests.conftest import file_keyring
 from tests.fake_upstream import CLAUDE_CODE_HEADERS, FakeAnthropic, Reply

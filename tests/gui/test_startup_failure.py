@@ -15,10 +15,10 @@ import urllib.request
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 
+from sublane_desktop.accounts.secrets import SecretStore
 from sublane_desktop.gui import main as gui_main
 from sublane_desktop.gui.dialogs.startup_failure import PortInUseDialog
 from sublane_desktop.instance_lock import ServerLock
-from sublane_desktop.secrets import SecretStore
 from sublane_desktop.service import Service
 from sublane_desktop.store import repositories as repo
 from sublane_desktop.store.connection import Store

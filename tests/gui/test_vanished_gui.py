@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 
+from sublane_desktop.accounts.secrets import SERVICE, account_secret
 from sublane_desktop.gui.accounts_window import AccountsWindow
 from sublane_desktop.gui.dashboard import account_row
 from sublane_desktop.gui.dialogs.add_account import AddAccountDialog
 from sublane_desktop.gui.notifications import transitions
 from sublane_desktop.gui.tray import Tray
-from sublane_desktop.secrets import SERVICE, account_secret
 from tests.conftest import file_keyring
 
 MISSING = "credential missing from the keyring — sign in again"

@@ -17,10 +17,10 @@ import pytest
 import qasync
 from PySide6.QtWidgets import QLineEdit
 
+from sublane_desktop.accounts.secrets import SecretStore
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.windows import Windows
-from sublane_desktop.secrets import SecretStore
 from sublane_desktop.service import Service
 from tests.conftest import file_keyring
 from tests.fake_upstream import FakeAnthropic

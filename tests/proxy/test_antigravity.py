@@ -12,11 +12,11 @@ import anthropic
 import openai
 import pytest
 
+from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.core.affinity import conversation_digest
 from sublane_desktop.core.records import cache_hit_rate
 from sublane_desktop.core.translate.gemini import GEMINI_TAG, SKIP_SIGNATURE
 from sublane_desktop.providers import antigravity
-from sublane_desktop.secrets import account_secret
 from tests.fake_antigravity import AgReply, google_error
 from tests.fake_upstream import CLAUDE_CODE_HEADERS
 from tests.openai_helpers import oai as openai_client

@@ -83,7 +83,7 @@ class LiveServer:
         self.anthropic, self.codex = FakeAnthropic(), FakeCodex()
         await self.anthropic.start()
         await self.codex.start()
-        from sublane_desktop.secrets import SecretStore
+        from sublane_desktop.accounts.secrets import SecretStore
 
         secrets = SecretStore(self.tmp, backend=file_keyring(self.tmp / "keyring.cfg"))
         self.service = Service(

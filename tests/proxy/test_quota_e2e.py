@@ -11,7 +11,7 @@ import aiohttp
 import anthropic
 import pytest
 
-from sublane_desktop.secrets import account_secret
+from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.service import Service
 from tests.conftest import Harness
 from tests.fake_upstream import CLAUDE_CODE_HEADERS

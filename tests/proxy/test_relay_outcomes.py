@@ -20,12 +20,12 @@ from email.utils import formatdate
 import aiohttp
 import pytest
 
+from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.core.routing import route_model
 from sublane_desktop.proxy import relay
 from sublane_desktop.proxy.deadlines import deadlines
-from sublane_desktop.secrets import account_secret
 from tests.conftest import started_harness
 from tests.fake_antigravity import AgReply, google_error
 from tests.fake_codex import CodexReply

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sublane_desktop.accounts.credentials import CredentialError
 from sublane_desktop.accounts.sources import Login, Places, os_keyring
 from sublane_desktop.accounts.sources.google_token import secret_of, unwrap
 from sublane_desktop.accounts.sources.tool_files import NotThere
-from sublane_desktop.credentials import CredentialError
 
 KIND = "antigravity-keyring"
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sublane_desktop.accounts.credentials import CredentialError, validate_secret
 from sublane_desktop.accounts.sources import Login, Places
 from sublane_desktop.accounts.sources.tool_files import NotThere
-from sublane_desktop.credentials import CredentialError, validate_secret
 
 KIND = "antigravity-state-db"
 OLD_KEY = "jetskiStateSync.agentManagerInitState"

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sublane_desktop.accounts.credentials import CredentialError
 from sublane_desktop.accounts.sources import Login, Places
 from sublane_desktop.accounts.sources.google_token import secret_of, unwrap
 from sublane_desktop.accounts.sources.tool_files import NotThere
-from sublane_desktop.credentials import CredentialError
 
 KIND = "antigravity-token-file"
 FILES = (

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sublane_desktop.accounts.credentials import CredentialError
 from sublane_desktop.accounts.sources import Login, Places, macos_keychain
 from sublane_desktop.accounts.sources.claude_code_file import config_dir, login_of, updated
 from sublane_desktop.accounts.sources.tool_files import NotThere
-from sublane_desktop.credentials import CredentialError
 
 KIND = "claude-code-keychain"
 SERVICE = "Claude Code-credentials"

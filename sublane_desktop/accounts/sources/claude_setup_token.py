@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sublane_desktop.accounts.credentials import CredentialError, validate_secret
 from sublane_desktop.accounts.sources import Login, Places
 from sublane_desktop.accounts.sources.tool_files import NotThere
-from sublane_desktop.credentials import CredentialError, validate_secret
 
 KIND = "claude-setup-token"
 REFUSED = (

@@ -15,14 +15,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sublane_desktop.accounts.sources import Login, Places
-from sublane_desktop.accounts.sources.tool_files import read_json, write_json_atomically
-from sublane_desktop.credentials import (
+from sublane_desktop.accounts.credentials import (
     CredentialError,
     codex_account_id,
     jwt_exp,
     validate_secret,
 )
+from sublane_desktop.accounts.sources import Login, Places
+from sublane_desktop.accounts.sources.tool_files import read_json, write_json_atomically
 
 KIND = "codex-file"
 

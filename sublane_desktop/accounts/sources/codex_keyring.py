@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from sublane_desktop.accounts.credentials import CredentialError
 from sublane_desktop.accounts.sources import Login, Places, os_keyring
 from sublane_desktop.accounts.sources.codex_file import codex_home, login_of, updated
 from sublane_desktop.accounts.sources.tool_files import NotThere
-from sublane_desktop.credentials import CredentialError
 
 KIND = "codex-keyring"
 SERVICE = "Codex Auth"

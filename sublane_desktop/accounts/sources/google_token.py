@@ -11,7 +11,7 @@ import binascii
 import json
 from typing import Any
 
-from sublane_desktop.credentials import CredentialError, expiry_of, validate_secret
+from sublane_desktop.accounts.credentials import CredentialError, expiry_of, validate_secret
 
 GO_KEYRING_PREFIX = "go-keyring-base64:"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 
-from sublane_desktop.credentials import CredentialError
+from sublane_desktop.accounts.credentials import CredentialError
 
 TIMEOUT_S = 10.0  # the Keychain may ask the person to allow access; do not wait forever
 NOT_FOUND = 44  # `security`'s exit status for "The specified item could not be found"

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sublane_desktop.credentials import CredentialError
+from sublane_desktop.accounts.credentials import CredentialError
 
 T = TypeVar("T")
 TIMEOUT_S = 5.0

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sublane_desktop.credentials import CredentialError
+from sublane_desktop.accounts.credentials import CredentialError
 
 
 class NotThere(CredentialError):

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from sublane_desktop.credentials import LOGIN_FILES, PROVIDERS, CredentialError
+from sublane_desktop.accounts.credentials import LOGIN_FILES, PROVIDERS, CredentialError
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import error_label, secret_field, show_error
 from sublane_desktop.gui.layout_audit import set_default_size

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sublane_desktop.secrets import account_secret
+from sublane_desktop.accounts.secrets import account_secret
 
 PROVIDERS = ("anthropic", "codex", "antigravity")
 
