@@ -115,18 +115,15 @@ def _google_secret(secret: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_json(path: Path, what: str, how: str) -> Any:
-    """A login file's JSON, or a CredentialError that says what went wrong with it."""
+    """A login file's JSON, or a CredentialError that says what went wrong with it and, for a
+    missing file, how to get one."""
+    # (here, not at the top: tool_files builds on this module's CredentialError)
+    from sublane_desktop.accounts.sources.tool_files import NotThere, read_json
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        return read_json(path, what)
+    except NotThere:
         raise CredentialError(f"no {what} login at {path} ({how})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
-        raise CredentialError(f"cannot read {path}: {reason}") from None
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise CredentialError(f"{path} is not valid JSON") from None
 
 
 def expiry_of(data: dict[str, Any]) -> float | None:
