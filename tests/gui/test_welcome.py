@@ -13,6 +13,7 @@ import gc
 import json
 from pathlib import Path
 
+import keyring
 import pytest
 import qasync
 from PySide6.QtWidgets import QLineEdit
@@ -32,6 +33,10 @@ WAIT_MS = 10000
 def first_run(qapp, qtbot, tmp_path: Path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
+    # The tools' OS keyring items are looked for too: an empty keyring of the test's own, never
+    # this machine's (whose keyring may be absent, locked, or hold a real login).
+    os_keyring = file_keyring(tmp_path / "os-keyring.cfg")
+    monkeypatch.setattr(keyring, "get_keyring", lambda: os_keyring)
     gc.collect()
     gc.disable()
     loop = qasync.QEventLoop(qapp)
