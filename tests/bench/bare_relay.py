@@ -17,7 +17,8 @@ import aiohttp
 from aiohttp import web
 
 UPSTREAM_TOKEN = "sk-ant-oat01-bare"
-PASS_HEADERS = ("content-type", "anthropic-version")
+# (the strict fake reads an OAuth token only with the oauth beta and from Claude Code)
+PASS_HEADERS = ("content-type", "anthropic-version", "anthropic-beta", "user-agent", "x-app")
 
 
 async def main(upstream: str) -> None:

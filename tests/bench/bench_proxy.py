@@ -55,7 +55,15 @@ STREAM_BODY = json.dumps(
         "messages": [{"role": "user", "content": "hi"}],
     }
 ).encode()
-BASE_HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
+# What Claude Code sends on a subscription login (the strict fake reads an OAuth token only with
+# the oauth beta, and only from Claude Code: SPEC R-WF-2), both straight and through SubLane.
+BASE_HEADERS = {
+    "content-type": "application/json",
+    "anthropic-version": "2023-06-01",
+    "anthropic-beta": "oauth-2025-04-20",
+    "User-Agent": "claude-cli/2.1.197 (external, cli)",
+    "x-app": "cli",
+}
 DIRECT_TOKEN = "sk-ant-oat01-direct"  # what a client talking to the upstream itself would send
 
 N_REQUESTS = 2000
