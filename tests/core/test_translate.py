@@ -972,3 +972,51 @@ def test_tally_records_cache_writes_and_names_every_ending():
 def test_an_error_status_has_a_type_in_each_client_protocol(status, anthropic_type, openai_type):
     assert anthropic_type_for(status) == anthropic_type
     assert openai_type_for(status) == openai_type
+
+
+def test_claude_codes_tool_search_crosses_to_other_providers():
+    """With tool search on (the first-party variable SubLane sets, R-WF-8) Claude Code answers
+    a ToolSearch call with `tool_reference` blocks and sends the found tool with
+    `defer_loading`: a GPT model gets the tool and a result that says it is there."""
+    schema = {"type": "object", "properties": {"cron": {"type": "string"}}}
+    body = {
+        "model": "gpt-5.4",
+        "max_tokens": 100,
+        "tools": [
+            {"name": "ToolSearch", "description": "find tools", "input_schema": {"type": "object"}},
+            {
+                "name": "CronCreate",
+                "description": "schedule",
+                "input_schema": schema,
+                "defer_loading": True,
+            },
+        ],
+        "messages": [
+            {"role": "user", "content": "schedule something"},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "ToolSearch",
+                        "input": {"query": "select:CronCreate"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": [{"type": "tool_reference", "tool_name": "CronCreate"}],
+                    },
+                ],
+            },
+        ],
+    }
+    request = rs.responses_request(an.prompt_from_messages(body, "gpt-5.4"))
+    assert [t["name"] for t in request["tools"]] == ["ToolSearch", "CronCreate"]
+    (output,) = [item for item in request["input"] if item["type"] == "function_call_output"]
+    assert "CronCreate is now available" in json.dumps(output)

@@ -94,6 +94,11 @@ def _result_content(content: Any) -> list[Text | Image]:
             image = _image(block)
             if image is not None:
                 parts.append(image)
+        elif block.get("type") == "tool_reference" and isinstance(block.get("tool_name"), str):
+            # Claude Code's tool search answers with references the Messages API expands into
+            # the tool's definition; another provider cannot, but the tool itself is already in
+            # the request (`defer_loading` tools go as plain tools), so say it is there.
+            parts.append(Text(f"Tool {block['tool_name']} is now available."))
     return parts
 
 
