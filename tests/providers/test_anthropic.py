@@ -195,3 +195,28 @@ def test_a_relayed_request_keeps_every_client_header_but_those_that_stay_here():
 )
 def test_betas_keep_the_clients_list_and_append_what_is_missing(client, needed, expected):
     assert anthropic.with_betas(client, needed) == expected
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_headers_the_clients_connection_header_names_stay_here_in_any_spelling(as_dict):
+    """RFC 9110 7.6.1: a header the Connection header names is hop-by-hop, whether the client's
+    headers come as aiohttp's multidict or a plain dict, spaced or not, in any case."""
+    pairs = [
+        ("connection", "Keep-Alive,X-Hop"),
+        ("x-hop", "1"),
+        ("X-Keep", "2"),
+        ("anthropic-version", "2023-06-01"),
+    ]
+    client = dict(pairs) if as_dict else CIMultiDict(pairs)
+    headers = anthropic.relayed_headers(client, {"api_key": "k"}, extra_betas=[])
+    assert "x-hop" not in {name.lower() for name in headers}
+    assert headers["X-Keep"] == "2"
+
+
+def test_a_header_value_in_utf8_goes_on_and_one_that_is_not_text_stays_here():
+    """Non-ASCII header text a client sends is relayed as it is; bytes that are not UTF-8
+    (read as lone surrogates) cannot go on the wire and are left out, not a 500."""
+    client = {"X-Title": "café ☃", "X-Broken": "a\udcff", "anthropic-version": "2023-06-01"}
+    headers = anthropic.relayed_headers(client, {"api_key": "k"}, extra_betas=[])
+    assert headers["X-Title"] == "café ☃"
+    assert "X-Broken" not in headers
