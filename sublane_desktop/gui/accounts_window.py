@@ -42,7 +42,6 @@ from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
 from sublane_desktop.gui.dashboard import account_row, verdict_words
 from sublane_desktop.gui.gauge import GaugeBar
 from sublane_desktop.gui.icons import app_icon
-from sublane_desktop.gui.layout_audit import set_default_size
 from sublane_desktop.gui.pool_status import (
     Tone,
     badges,
@@ -53,6 +52,7 @@ from sublane_desktop.gui.pool_status import (
     state_text,
     window_label,
 )
+from sublane_desktop.gui.sizing import set_default_size
 from sublane_desktop.gui.usage_chart import UsageChart
 
 MIN_LIMIT, MAX_LIMIT = 1, 8

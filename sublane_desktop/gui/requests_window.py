@@ -72,9 +72,9 @@ from sublane_desktop.core.history import (
     parse_query,
 )
 from sublane_desktop.core.miss_words import LABELS
-from sublane_desktop.gui.layout_audit import set_default_size
 from sublane_desktop.gui.request_details import RequestDetailsDialog
 from sublane_desktop.gui.requests_model import Column, RequestsModel
+from sublane_desktop.gui.sizing import set_default_size
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from sublane_desktop.gui import layout_audit
+from tools import layout_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "resources" / "screenshots"
@@ -46,7 +46,7 @@ WINDOWS = {
 
 def render(tmp_path: Path, scale: str, dark: bool = False) -> dict:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", QT_SCALE_FACTOR=scale, PYTHONPATH=str(ROOT))
-    args = [sys.executable, "-m", "sublane_desktop.gui.screenshots", str(tmp_path / "shots")]
+    args = [sys.executable, "-m", "tools.screenshots", str(tmp_path / "shots")]
     if dark:
         args.append("--dark")
     done = subprocess.run(

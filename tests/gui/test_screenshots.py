@@ -1,4 +1,4 @@
-"""`python -m sublane_desktop.gui.screenshots OUTDIR`, run in-process into a temp dir."""
+"""`python -m tools.screenshots OUTDIR`, run in-process into a temp dir."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QImage
 
-from sublane_desktop.gui import screenshots
+from tools import screenshots
 
 
 def test_renders_every_built_window_into_png_files(qapp, tmp_path, capsys) -> None:

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from sublane_desktop.accounts.credentials import LOGIN_FILES, PROVIDERS, CredentialError
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import error_label, secret_field, show_error
-from sublane_desktop.gui.layout_audit import set_default_size
+from sublane_desktop.gui.sizing import set_default_size
 
 
 def secret_from_text(text: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from sublane_desktop.gui.dialogs.common import (
     secret_field,
     show_error,
 )
-from sublane_desktop.gui.layout_audit import set_default_size
+from sublane_desktop.gui.sizing import set_default_size
 
 COLUMNS = ("Name", "Prefix", "User", "Group", "Created", "Status")
 

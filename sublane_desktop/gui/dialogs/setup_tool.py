@@ -27,7 +27,7 @@ from sublane_desktop.gui.dialogs.common import (
     error_label,
     show_error,
 )
-from sublane_desktop.gui.layout_audit import set_default_size
+from sublane_desktop.gui.sizing import set_default_size
 from sublane_desktop.gui.tool_setup import TOOLS, Tool, snippets
 
 

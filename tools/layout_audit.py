@@ -29,15 +29,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from sublane_desktop.gui.sizing import DEFAULT_SIZE, set_default_size
+
+__all__ = ["problems", "set_default_size"]
+
 SLACK = 1  # px: rounding at fractional scales
-DEFAULT_SIZE = "sublane_default_size"
-
-
-def set_default_size(window: QWidget, width: int, height: int) -> None:
-    """Size a window as it first opens, and remember that size so the audit can check the
-    content fits it (Qt would otherwise silently grow a window to its layout's minimum)."""
-    window.setProperty(DEFAULT_SIZE, QSize(width, height))
-    window.resize(width, height)
 
 
 def problems(window: QWidget) -> list[str]:

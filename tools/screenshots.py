@@ -1,6 +1,6 @@
 """Render every window, dialog and the tray menu with a realistic demo pool into PNG files.
 
-    python -m sublane_desktop.gui.screenshots OUTDIR
+    python -m tools.screenshots OUTDIR
 
 Offscreen (QT_QPA_PLATFORM=offscreen), grabbed with QWidget.grab(). The pool is real: a Service
 on a temporary data dir with a FakeClock, secrets in a keyrings.alt PlaintextKeyring file there,
@@ -67,7 +67,7 @@ class Shots:
         name += self.suffix
         path = self.outdir / f"{name}.png"
         if isinstance(widget, QWidget) and widget.isWindow() and widget.inherits("QMenu") is False:
-            from sublane_desktop.gui.layout_audit import problems
+            from tools.layout_audit import problems
 
             found = problems(widget)
             if found:
@@ -718,7 +718,7 @@ RENDERERS: list[tuple[str, Renderer]] = [
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m sublane_desktop.gui.screenshots",
+        prog="python -m tools.screenshots",
         description="Render every SubLane window with a demo pool into PNG files.",
     )
     parser.add_argument("outdir", type=Path)
