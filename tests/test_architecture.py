@@ -124,3 +124,72 @@ def test_the_scanner_sees_lazy_relative_and_from_package_imports():
         "sublane_desktop.store",
         "sublane_desktop.store.models",
     } <= names
+
+
+def core_import_graph() -> dict[str, set[str]]:
+    """Core module -> the core modules it imports (every form, lazy and TYPE_CHECKING too)."""
+    paths = files("core")
+    known = {module_name(path) for path in paths}
+    return {
+        module_name(path): {name for _, name in imports_of(path) if name in known} - {""}
+        for path in paths
+    }
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle in `graph` as [a, b, …, a], or [] when there is none (depth-first search)."""
+    done: set[str] = set()
+    path: list[str] = []
+    on_path: set[str] = set()
+
+    def visit(module: str) -> list[str]:
+        path.append(module)
+        on_path.add(module)
+        for target in sorted(graph.get(module, ())):
+            if target in on_path:
+                return [*path[path.index(target) :], target]
+            if target not in done:
+                found = visit(target)
+                if found:
+                    return found
+        on_path.discard(path.pop())
+        done.add(module)
+        return []
+
+    for module in sorted(graph):
+        if module not in done:
+            found = visit(module)
+            if found:
+                return found
+    return []
+
+
+def test_core_modules_import_no_circle():
+    """A circle (pool -> scheduler -> cost_aware -> pool once) means no module of it can be
+    read, tested or changed alone, and it invites lazy imports to paper over load order."""
+    graph = core_import_graph()
+    assert "sublane_desktop.core.scheduler" in graph["sublane_desktop.core.pool"]  # sees edges
+    assert import_cycle(graph) == []
+
+
+def test_the_cycle_finder_finds_a_circle_through_a_lazy_import():
+    graph = {
+        name: {target for _, target in imports_in(source, "sublane_desktop.core")}
+        for name, source in {
+            "sublane_desktop.core.pool": "from sublane_desktop.core.scheduler import Scheduler",
+            "sublane_desktop.core.scheduler": "from sublane_desktop.core import cost_aware",
+            "sublane_desktop.core.cost_aware": (
+                "def place():\n    from sublane_desktop.core.pool import Demand\n"
+            ),
+            "sublane_desktop.core.clock": "import time",
+        }.items()
+    }
+    graph = {name: targets & set(graph) for name, targets in graph.items()}
+    assert import_cycle(graph) == [
+        "sublane_desktop.core.cost_aware",
+        "sublane_desktop.core.pool",
+        "sublane_desktop.core.scheduler",
+        "sublane_desktop.core.cost_aware",
+    ]
+    del graph["sublane_desktop.core.cost_aware"]
+    assert import_cycle(graph) == []

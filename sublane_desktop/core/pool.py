@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+# Re-exported (the `X as X` form): the service, the proxy and the tests name them from here.
+from sublane_desktop.core.account_state import AccountState as AccountState
+from sublane_desktop.core.account_state import Demand as Demand
 from sublane_desktop.core.clients import (
     CLAUDE_CODE_ONLY,
     claude_code_only_message,
@@ -21,13 +24,11 @@ from sublane_desktop.core.clients import (
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.core.errors import GatewayError
-from sublane_desktop.core.gauges import GaugeSet, clean_observation
-from sublane_desktop.core.routing import ModelRoute
+from sublane_desktop.core.gauges import clean_observation
 from sublane_desktop.core.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LIMIT = 2
 MIN_LIMIT, MAX_LIMIT = 1, 8
 DEFAULT_CAP = 8
 BUSY_RETRY_SECONDS = 2.0
@@ -52,75 +53,6 @@ class NoPersistence:
 
     def save_lifecycle(self, account_id: int, enabled: bool, revision: int) -> None:
         pass
-
-
-@dataclass
-class AccountState:
-    id: int
-    name: str
-    provider: str
-    group_ids: tuple[int, ...] = (1,)
-    kind: str = "oauth"
-    base_url: str | None = None
-    enabled: bool = True
-    max_concurrency: int = DEFAULT_LIMIT
-    revision: int = 1  # lifecycle revision (credentials, enable/disable)
-    paused: bool = False
-    auth_failed: bool = False
-    cooldown_until: float | None = None
-    failure_streak: int = 0
-    runtime_revision: int = 0
-    # process-local
-    quota_epoch: int = 0  # R-FT-9: advanced by reset-usage and re-auth
-    in_flight: int = 0
-    next_seq: int = 0
-    decided_seq: int = -1  # highest admission sequence whose outcome has been applied
-    probe_in_flight: bool = False
-    # quota and lanes (SPEC §5)
-    gauges: GaugeSet = field(default_factory=GaugeSet)
-    pinned_until: float | None = None
-    fable_cooldown_until: float | None = None
-    fable_streak: int = 0
-    ceilings: dict[str, float] = field(default_factory=dict)  # per-account overrides
-    # Antigravity: a model family whose quota is spent rests until the reset Google named
-    # (R-WF-5); process-local, so after a restart one request learns it again.
-    family_cooldowns: dict[str, float] = field(default_factory=dict)
-
-    def family_resting(self, family: str, now: float) -> float | None:
-        """Until when this family rests, or None when it serves."""
-        until = self.family_cooldowns.get(family)
-        return until if until is not None and now < until else None
-
-    def cooling(self, now: float) -> bool:
-        return self.cooldown_until is not None and now < self.cooldown_until
-
-    def recovering(self, now: float) -> bool:
-        """Cooldown over but not yet proven healthy: only one probe may go (R-POOL-7)."""
-        return self.failure_streak > 0 and not self.cooling(now)
-
-    def runtime_fields(self) -> dict[str, Any]:
-        return {
-            "paused": self.paused,
-            "auth_failed": self.auth_failed,
-            "cooldown_until": self.cooldown_until,
-            "failure_streak": self.failure_streak,
-            "runtime_revision": self.runtime_revision,
-            "fable_cooldown_until": self.fable_cooldown_until,
-            "fable_streak": self.fable_streak,
-        }
-
-
-@dataclass(frozen=True)
-class Demand:
-    """What one model request asks of the pool."""
-
-    group_id: int
-    route: ModelRoute
-    conversation: str | None = None  # digest from core.affinity, or None
-    # Whether the client is Claude Code, the one client an Anthropic subscription login serves
-    # (R-WF-2, core/clients.py). The proxy's routes say; a demand made elsewhere (the
-    # simulator, the core's own tests) is Claude Code's traffic.
-    claude_code: bool = True
 
 
 Chooser = Callable[[list[AccountState], Demand, float], AccountState]
@@ -251,13 +183,9 @@ class Pool:
             if bound is not None and serves_client(bound.provider, bound.kind, demand.claude_code):
                 # (A binding made by another client on a login that refuses this one does not
                 # hold this request: it is placed as a new conversation below.)
-                if self.scheduler.mode == "cost_aware":
+                if self.scheduler.policy.moves_conversations:
                     target = self.scheduler.move_conversation(
-                        bound,
-                        self._candidates(demand),
-                        demand,
-                        self.scheduler.conversations.previous(demand.group_id, demand.conversation),
-                        now,
+                        bound, self._candidates(demand), demand, now
                     )
                     if target is not None:
                         return self._bind(target, demand, key, now)

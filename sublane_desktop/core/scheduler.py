@@ -8,12 +8,13 @@
    preemptive Fable exclusion do not break it (R-LANE-2).
 4. Preemptive ceilings (main lane, fresh data): 5h above five_hour_max or 7d above seven_day_max.
 5. Scores: the Fable lane's perishability (R-LANE-3), the main lane's 1x-4x ramp (R-LANE-5).
-6. Anchoring: stay on the lane's current account unless a candidate beats it by SWITCH_MARGIN;
-   round_robin mode keeps the anchor until it is gated (R-LANE-4).
-Conversations: a bound one meets the hard gates and capacity only (R-POOL-4); a new one rotates
-within its group among admissible accounts (R-POOL-5). The `cost_aware` mode (core/cost_aware.py)
-places a new one by score instead, and may move a bound one when staying would strand it or
-the move pays for the cache it breaks (R-SIM-4); steps 1-3 hold for it unchanged.
+6. The policy (core/policies, the `scheduler.mode` setting) chooses among what is left: the
+   lane's anchor for independent requests, the account of a new conversation, and whether a
+   bound conversation moves. The seeds keep the anchor unless a candidate beats it by
+   SWITCH_MARGIN (`score`) or until it is gated (`round_robin`, R-LANE-4), place new
+   conversations by rotation (R-POOL-5) and never move a bound one (R-POOL-4); `cost_aware`
+   places by score and moves when staying would strand a conversation or the move pays for the
+   cache it breaks (R-SIM-4). Steps 1-3 hold for every policy unchanged.
 
 Nothing here awaits; the pool calls it inside its atomic select-and-reserve step.
 """
@@ -23,26 +24,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
 
-from sublane_desktop.core import cost_aware
-from sublane_desktop.core.cache_miss import PreviousTurn
+from sublane_desktop.core.account_state import AccountState, Demand
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import FAMILY_WINDOWS, GaugeSet, family_of
+from sublane_desktop.core.policies import MODES, POLICIES, Policy
+from sublane_desktop.core.policies.base import SWITCH_MARGIN
+from sublane_desktop.core.policies.seeds import NO_ANCHOR
 from sublane_desktop.core.turn_memory import TurnMemory
-
-if TYPE_CHECKING:
-    from sublane_desktop.core.pool import AccountState, Demand
 
 BUSY_RETRY_SECONDS = 2.0
 PIN_SECONDS = 300.0
-SWITCH_MARGIN = 0.25
 WEEK = 7 * 86400.0
 URGENCY_MAX = 100.0
 RAMP_MAX = 4.0
-MODES = ("score", "round_robin", "cost_aware")
-NO_ANCHOR = "best score (no eligible anchor)"
+# Re-exported: the settings, the simulator and the tests name them from here.
+__all__ = ["MODES", "NO_ANCHOR", "SWITCH_MARGIN", "Ceilings", "Decision", "Scheduler"]
 
 
 @dataclass
@@ -142,6 +140,10 @@ class Scheduler:
     # Each conversation's last turn (core.turn_memory; the service shares its own, the one the
     # cache-miss rule fills): cost_aware weighs moves and load with it.
     conversations: TurnMemory = field(default_factory=TurnMemory)
+
+    @property
+    def policy(self) -> Policy:
+        return POLICIES[self.mode]
 
     def ceilings_for(self, account: AccountState) -> Ceilings:
         return self.ceilings.merged(account.ceilings)
@@ -330,7 +332,9 @@ class Scheduler:
             if account.id == anchor_id:
                 anchor = account
                 break
-        chosen, reason = self._choose(eligible, anchor, ordered, anchor_id, demand, now)
+        chosen, reason = self.policy.choose_anchor(
+            self, eligible, anchor, ordered, anchor_id, demand, now
+        )
         anchors[lane] = chosen.id
         if not self.has_room(chosen, now):
             # Saturation does not move the anchor; this one request spills to the best other.
@@ -343,35 +347,6 @@ class Scheduler:
             chosen.name, lane_name, reason, scoring=partial(self.score, chosen, demand, now)
         )
         return chosen
-
-    def _choose(
-        self,
-        eligible: list[AccountState],
-        anchor: AccountState | None,
-        ordered: list[AccountState],
-        anchor_id: int | None,
-        demand: Demand,
-        now: float,
-    ) -> tuple[AccountState, str]:
-        if self.mode == "round_robin":
-            if anchor is not None:
-                return anchor, "round robin: anchor kept"
-            ids = [a.id for a in ordered]
-            start = ids.index(anchor_id) + 1 if anchor_id in ids else 0
-            for step in range(len(ordered)):
-                account = ordered[(start + step) % len(ordered)]
-                if account in eligible:
-                    return account, "round robin: next after gated anchor"
-        if len(eligible) == 1:  # the usual single account: no score to compare
-            return eligible[0], "anchor kept" if anchor is not None else NO_ANCHOR
-        best = max(eligible, key=lambda a: (self.score(a, demand, now), -a.id))
-        if anchor is None:
-            return best, NO_ANCHOR
-        if best is not anchor and self.score(best, demand, now) > self.score(
-            anchor, demand, now
-        ) * (1.0 + SWITCH_MARGIN):
-            return best, "beats anchor by margin"
-        return anchor, "anchor kept"
 
     def evaluate(self, accounts: list[AccountState], now: float) -> None:
         """The 30 s tick (R-LANE-6): abandon a paused or gated anchor, without any network."""
@@ -418,42 +393,19 @@ class Scheduler:
                 self.last = Decision(account.name, "conversation", "manual pin")
                 return account
         start = self._cursor.get(demand.group_id, 0)
-        if self.mode == "cost_aware":
-            best = cost_aware.place(self, ordered, demand, start, now)
-            if best is None:
-                raise self._why_none(ordered, demand, now)
-            self._cursor[demand.group_id] = (ordered.index(best) + 1) % len(ordered)
-            self.last = Decision(best.name, "conversation", "best score (cost aware)")
-            return best
-        for step in range(len(ordered)):
-            account = ordered[(start + step) % len(ordered)]
-            if self.admissible(account, demand, now) and (
-                demand.route.fable or not self.over_ceiling(account, now)
-            ):
-                self._cursor[demand.group_id] = (start + step + 1) % len(ordered)
-                self.last = Decision(account.name, "conversation", "rotation")
-                return account
-        # Everything is over a preemptive ceiling: placement is steering, not a gate.
-        for step in range(len(ordered)):
-            account = ordered[(start + step) % len(ordered)]
-            if self.admissible(account, demand, now):
-                self._cursor[demand.group_id] = (start + step + 1) % len(ordered)
-                self.last = Decision(account.name, "conversation", "rotation (over ceiling)")
-                return account
-        raise self._why_none(ordered, demand, now)
+        placed = self.policy.place(self, ordered, demand, start, now)
+        if placed is None:
+            raise self._why_none(ordered, demand, now)
+        account, reason = placed
+        self._cursor[demand.group_id] = (ordered.index(account) + 1) % len(ordered)
+        self.last = Decision(account.name, "conversation", reason)
+        return account
 
     def move_conversation(
-        self,
-        bound: AccountState,
-        candidates: list[AccountState],
-        demand: Demand,
-        facts: PreviousTurn | None,
-        now: float,
+        self, bound: AccountState, candidates: list[AccountState], demand: Demand, now: float
     ) -> AccountState | None:
-        """Where a bound conversation goes instead (cost_aware only; the seeds never move it)."""
-        if self.mode != "cost_aware":
-            return None
-        target = cost_aware.move_target(self, bound, candidates, demand, facts, now)
+        """Where a bound conversation goes instead, by the policy (the seeds never move it)."""
+        target = self.policy.move(self, bound, candidates, demand, now)
         if target is not None:
             self.last = Decision(target.name, "conversation", f"moved from {bound.name}")
         return target

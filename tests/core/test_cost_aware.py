@@ -11,9 +11,9 @@ import pytest
 
 from sublane_desktop.core.cache_miss import PreviousTurn, Turn
 from sublane_desktop.core.clock import FakeClock
-from sublane_desktop.core.cost_aware import CACHE_TTL, warm_chance
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import Observation
+from sublane_desktop.core.policies.cost_aware import CACHE_TTL, warm_chance
 from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
 from sublane_desktop.core.routing import route_model
 from sublane_desktop.core.scheduler import Scheduler

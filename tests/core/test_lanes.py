@@ -439,7 +439,6 @@ def test_cost_aware_mode_moves_a_conversation_off_a_gated_account_and_says_so():
             moved.account,
             list(pool.accounts.values()),
             Demand(group_id=1, route=MAIN, conversation="c"),
-            None,
             clock.now(),
         )
         is None

@@ -17,18 +17,16 @@ What it decides, on top of the scheduler's own gates (which it never relaxes):
 
 This mode departs from R-POOL-4 on purpose ("a bound conversation never moves by itself"): that
 rule is what `score` and `round_robin` keep, and what the simulator measures against. Nothing
-here awaits; the pool calls it inside its atomic select-and-reserve step.
+here awaits; the pool calls it inside its atomic select-and-reserve step. Independent requests
+(no conversation) follow the `score` policy's anchor.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from sublane_desktop.core.account_state import AccountState, Demand
 from sublane_desktop.core.cache_miss import DEFAULT_TTL, PreviousTurn
-
-if TYPE_CHECKING:
-    from sublane_desktop.core.pool import AccountState, Demand
-    from sublane_desktop.core.scheduler import Scheduler
+from sublane_desktop.core.policies.base import SWITCH_MARGIN, Gates
+from sublane_desktop.core.policies.seeds import best_scoring
 
 CACHE_TTL = DEFAULT_TTL  # the prompt cache's default lifetime after the last use (5 min)
 # A window this close below its ceiling is "about to hit a limit" for a cold conversation; it
@@ -62,10 +60,10 @@ def prefix_tokens(facts: PreviousTurn | None) -> int:
 
 
 def near_limit(
-    scheduler: Scheduler, account: AccountState, demand: Demand, now: float, below: float
+    gates: Gates, account: AccountState, demand: Demand, now: float, below: float
 ) -> bool:
     """A window the request uses is within `below` of its ceiling (last reading)."""
-    ceilings = scheduler.ceilings_for(account)
+    ceilings = gates.ceilings_for(account)
     gauges = account.gauges
     limits = [
         (gauges.five_hour, ceilings.five_hour_max),
@@ -81,7 +79,7 @@ def near_limit(
 
 
 def place(
-    scheduler: Scheduler, ordered: list[AccountState], demand: Demand, start: int, now: float
+    gates: Gates, ordered: list[AccountState], demand: Demand, start: int, now: float
 ) -> AccountState | None:
     """3. A new conversation: the next account in rotation among those that score within
     SWITCH_MARGIN of the best, or None when no account is admissible.
@@ -92,20 +90,18 @@ def place(
     Accounts over a preemptive ceiling are used only when every admissible one is (placement
     steers, it does not refuse). `start` is the group's rotation cursor.
     """
-    from sublane_desktop.core.scheduler import SWITCH_MARGIN
-
     n = len(ordered)
-    admissible = [a for a in ordered if scheduler.admissible(a, demand, now)]
-    steered = [a for a in admissible if demand.route.fable or not scheduler.over_ceiling(a, now)]
+    admissible = [a for a in ordered if gates.admissible(a, demand, now)]
+    steered = [a for a in admissible if demand.route.fable or not gates.over_ceiling(a, now)]
     choices = steered or admissible
     if not choices:
         return None
     # An account already running a conversation per slot would make the next one wait (a bound
     # conversation cannot spill), so accounts with a free slot come first.
-    active = scheduler.conversations.active(now, CACHE_TTL)
+    active = gates.conversations.active(now, CACHE_TTL)
     free = [a for a in choices if active.get(a.id, 0) < a.max_concurrency]
     choices = free or choices
-    scores = {a.id: scheduler.score(a, demand, now) for a in choices}
+    scores = {a.id: gates.score(a, demand, now) for a in choices}
     bar = max(scores.values()) / (1.0 + SWITCH_MARGIN)
     near_best = [a for a in choices if scores[a.id] >= bar]
     return min(
@@ -115,7 +111,7 @@ def place(
 
 
 def move_target(
-    scheduler: Scheduler,
+    gates: Gates,
     bound: AccountState,
     candidates: list[AccountState],
     demand: Demand,
@@ -123,36 +119,69 @@ def move_target(
     now: float,
 ) -> AccountState | None:
     """4./5. Where a bound conversation should go instead of `bound`, or None to stay."""
-    from sublane_desktop.core.scheduler import SWITCH_MARGIN
-
-    if scheduler.pinned(bound, now):
+    if gates.pinned(bound, now):
         return None  # 2. the pin holds its conversations whatever the scores say
     others = [
         a
         for a in sorted(candidates, key=lambda a: a.id)
-        if a is not bound and scheduler.admissible(a, demand, now)
+        if a is not bound and gates.admissible(a, demand, now)
     ]
-    pinned = [a for a in others if scheduler.pinned(a, now)]
+    pinned = [a for a in others if gates.pinned(a, now)]
     if pinned:
         targets = pinned
     else:
-        targets = [a for a in others if demand.route.fable or not scheduler.over_ceiling(a, now)]
-        targets = [a for a in targets if not near_limit(scheduler, a, demand, now, 0.0)]
+        targets = [a for a in others if demand.route.fable or not gates.over_ceiling(a, now)]
+        targets = [a for a in targets if not near_limit(gates, a, demand, now, 0.0)]
     if not targets:
         return None
-    best = max(targets, key=lambda a: (scheduler.score(a, demand, now), -a.id))
+    best = max(targets, key=lambda a: (gates.score(a, demand, now), -a.id))
     if pinned:
         return best  # a switch sends every conversation of the provider to the pinned account
     warm = warm_chance(facts, bound.id, now)
-    if scheduler.hard_gate(bound, demand, now) is not None:
+    if gates.hard_gate(bound, demand, now) is not None:
         return best
-    if warm == 0.0 and not scheduler.has_room(bound, now):
+    if warm == 0.0 and not gates.has_room(bound, now):
         return best
-    if near_limit(scheduler, bound, demand, now, 0.0 if warm > 0.0 else NEAR_LIMIT):
+    if near_limit(gates, bound, demand, now, 0.0 if warm > 0.0 else NEAR_LIMIT):
         return best
     price = warm * prefix_tokens(facts) / PREFIX_PRICE_TOKENS
-    if scheduler.score(best, demand, now) > scheduler.score(bound, demand, now) * (
+    if gates.score(best, demand, now) > gates.score(bound, demand, now) * (
         1.0 + SWITCH_MARGIN + price
     ):
         return best
     return None
+
+
+class CostAware:
+    name = "cost_aware"
+    moves_conversations = True
+
+    def choose_anchor(
+        self,
+        gates: Gates,
+        eligible: list[AccountState],
+        anchor: AccountState | None,
+        ordered: list[AccountState],
+        anchor_id: int | None,
+        demand: Demand,
+        now: float,
+    ) -> tuple[AccountState, str]:
+        return best_scoring(gates, eligible, anchor, demand, now)
+
+    def place(
+        self, gates: Gates, ordered: list[AccountState], demand: Demand, start: int, now: float
+    ) -> tuple[AccountState, str] | None:
+        best = place(gates, ordered, demand, start, now)
+        return None if best is None else (best, "best score (cost aware)")
+
+    def move(
+        self,
+        gates: Gates,
+        bound: AccountState,
+        candidates: list[AccountState],
+        demand: Demand,
+        now: float,
+    ) -> AccountState | None:
+        assert demand.conversation is not None  # only bound conversations move
+        facts = gates.conversations.previous(demand.group_id, demand.conversation)
+        return move_target(gates, bound, candidates, demand, facts, now)
