@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from sublane_desktop.core.miss_words import LABELS, explain
+from sublane_desktop.gui.dialogs.common import main_action
 from sublane_desktop.gui.requests_model import (
     NONE,
     Record,
@@ -167,6 +168,7 @@ class RequestDetailsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(self._form)
         layout.addWidget(buttons)
+        main_action(self, None)  # Enter must not press Copy
         self.show_record(record, names=names)
 
     def show_record(

@@ -167,11 +167,11 @@ class Placement(QObject):
             return  # already placed in this run: Qt keeps where it is
         self._placed[id(window)] = name
         window.installEventFilter(self)
-        saved = self.settings().value(f"geometry/{name}")
-        rect = _rect(saved)
-        # Only where a screen still is: a monitor unplugged since must not hide the window.
+        rect = _rect(self.settings().value(f"geometry/{name}"))
+        # Only where the whole window fits on a screen (R-UI-15): a position saved at another
+        # scale or on a monitor unplugged since would open it partly or wholly off-screen.
         if rect is not None and any(
-            screen.availableGeometry().intersects(rect) for screen in QGuiApplication.screens()
+            screen.availableGeometry().contains(rect) for screen in QGuiApplication.screens()
         ):
             window.setGeometry(rect)
             return
@@ -179,6 +179,8 @@ class Placement(QObject):
         if screen is None:
             return
         area = screen.availableGeometry()
+        if rect is not None and rect.width() <= area.width() and rect.height() <= area.height():
+            window.resize(rect.size())  # the size the person chose still fits: keep it
         frame = window.frameGeometry()
         frame.moveCenter(area.center())
         window.move(frame.topLeft())

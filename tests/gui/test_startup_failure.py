@@ -74,7 +74,8 @@ def test_port_in_use_dialog_starts_the_proxy_on_the_port_picked(qapp, tmp_path, 
         (dialog,) = visible(PortInUseDialog)
         seen["text"] = " ".join(label.text() for label in dialog.findChildren(QLabel))
         seen["offered"] = dialog.port_box.value()
-        assert dialog.remember_box.isChecked()
+        assert not dialog.remember_box.isChecked()  # one-off unless the person asks
+        dialog.remember_box.setChecked(True)
         dialog.start_button.click()
         when(
             lambda: (

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from sublane_desktop.accounts.credentials import LOGIN_FILES, PROVIDERS, CredentialError
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.gui.dialogs.common import error_label, secret_field, show_error
+from sublane_desktop.gui.dialogs.common import error_label, main_action, secret_field, show_error
 from sublane_desktop.gui.sizing import set_default_size
 
 
@@ -160,7 +160,6 @@ class AddAccountDialog(QDialog):
         self.status = QLabel()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.add_button = self.buttons.addButton("Add", QDialogButtonBox.ButtonRole.ApplyRole)
-        self.add_button.setDefault(True)
         self.add_button.clicked.connect(self.submit)
         self.buttons.rejected.connect(self.reject)
 
@@ -174,6 +173,7 @@ class AddAccountDialog(QDialog):
         layout.addWidget(self.replace_button)
         layout.addWidget(self.status)
         layout.addWidget(self.buttons)
+        main_action(self, self.add_button)  # Enter adds what was typed (fault 1)
         set_default_size(self, 520, 0)
 
     def sign_in(self, which: str) -> None:

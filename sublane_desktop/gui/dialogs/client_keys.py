@@ -27,6 +27,7 @@ from sublane_desktop.gui.colours import dim_text
 from sublane_desktop.gui.dialogs.common import (
     copy_text,
     error_label,
+    main_action,
     secret_field,
     show_error,
 )
@@ -56,7 +57,6 @@ class ClientKeysDialog(QDialog):
         self.name = QLineEdit()
         self.name.setPlaceholderText("name, e.g. laptop-claude-code")
         self.name.setAccessibleName("New key name")
-        self.name.returnPressed.connect(self.create_key)
         self.create_button = QPushButton("Create key")
         self.create_button.clicked.connect(self.create_key)
         self.revoke_button = QPushButton("Revoke…")
@@ -88,6 +88,7 @@ class ClientKeysDialog(QDialog):
         layout.addLayout(key_row)
         layout.addWidget(self.error)
         layout.addWidget(buttons)
+        main_action(self, self.create_button)  # Enter in the name box creates the key
         set_default_size(self, 640, 380)
 
     def _show_new_key(self, key: str) -> None:

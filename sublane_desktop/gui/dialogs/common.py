@@ -5,10 +5,12 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QResizeEvent, QTextOption
 from PySide6.QtWidgets import (
+    QDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QPushButton,
     QSizePolicy,
     QToolButton,
     QWidget,
@@ -28,6 +30,23 @@ def error_label(parent: QWidget | None = None) -> QLabel:
     label.setPalette(palette)
     label.hide()
     return label
+
+
+def main_action(dialog: QDialog, button: QPushButton | None) -> None:
+    """Enter runs `button`, the dialog's own main action, wherever the focus is (R-UI-15);
+    None: Enter runs nothing (a dialog whose only way out is Close).
+
+    Every push button in a dialog is "auto default" unless told otherwise: one that once had
+    the focus stays the default after the focus moves on, so Enter in a text box ran whichever
+    button the Tab key passed last ("Import Claude Code login" in Add account, issue 25).
+    Call this after the dialog's last button is built."""
+    for other in dialog.findChildren(QPushButton):
+        if other is not button:
+            other.setAutoDefault(False)
+            other.setDefault(False)
+    if button is not None:
+        button.setAutoDefault(True)
+        button.setDefault(True)
 
 
 def show_error(label: QLabel, message: str) -> None:

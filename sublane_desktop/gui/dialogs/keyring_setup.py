@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.gui.dialogs.common import error_label, secret_field, show_error
+from sublane_desktop.gui.dialogs.common import error_label, main_action, secret_field, show_error
 
 MIN_PASSWORD = 8
 
@@ -57,7 +57,6 @@ class KeyringDialog(QDialog):
             "Create encrypted keyring" if self.creating else "Unlock",
             QDialogButtonBox.ButtonRole.AcceptRole,
         )
-        self.ok_button.setDefault(True)
         self.cancel_button = self.buttons.addButton(
             "Not now", QDialogButtonBox.ButtonRole.RejectRole
         )
@@ -71,6 +70,7 @@ class KeyringDialog(QDialog):
         layout.addWidget(self.error)
         layout.addStretch(1)
         layout.addWidget(self.buttons)
+        main_action(self, self.ok_button)
         self.resize(self.sizeHint().expandedTo(self.minimumSizeHint()))
 
     def submit(self) -> None:

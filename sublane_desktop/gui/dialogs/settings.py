@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from sublane_desktop.core.scheduler import MODES
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.gui.dialogs.common import error_label, show_error
+from sublane_desktop.gui.dialogs.common import error_label, main_action, show_error
 
 CEILINGS = (
     ("scheduler.five_hour_max", "5-hour ceiling"),
@@ -91,6 +91,7 @@ class SettingsDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.error)
         layout.addWidget(self.buttons)
+        main_action(self, self.buttons.button(QDialogButtonBox.StandardButton.Save))
         self.load()
 
     def load(self, settings: Mapping[str, Any] | None = None) -> None:

@@ -25,6 +25,7 @@ from sublane_desktop.gui.dialogs.common import (
     code_view,
     copy_text,
     error_label,
+    main_action,
     show_error,
 )
 from sublane_desktop.gui.sizing import set_default_size
@@ -121,6 +122,7 @@ class SetupToolDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs)
         layout.addWidget(buttons)
+        main_action(self, None)  # nothing to submit: Enter must not press a Copy or Create
         set_default_size(self, 640, 560)  # the Claude Code tab shows three variables
 
     def showEvent(self, event: Any) -> None:

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from sublane_desktop.gui.dialogs.common import main_action
 from sublane_desktop.startup import MAX_PORT, StartupError
 
 # Ports below this need privileges on most systems; nobody should be offered one.
@@ -95,7 +96,9 @@ class PortInUseDialog(QDialog):
         self.port_box.setValue(free_port_near(host, taken))
         self.port_box.setAccessibleName("Port to start on")
         self.remember_box = QCheckBox("Use this port from now on")
-        self.remember_box.setChecked(True)
+        # One-off unless asked (fault 14): a conflict that passes must not move the proxy
+        # for good and break every tool set up for the usual port.
+        self.remember_box.setChecked(False)
         self.remember_box.setAccessibleName("Use this port from now on")
         note = QLabel(
             f"Tools set up for port {taken} need the new address: “Set up a tool” shows it."
@@ -111,7 +114,6 @@ class PortInUseDialog(QDialog):
             "Start on this port", QDialogButtonBox.ButtonRole.AcceptRole
         )
         self.quit_button = buttons.addButton("Quit", QDialogButtonBox.ButtonRole.RejectRole)
-        self.start_button.setDefault(True)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
 
@@ -120,6 +122,7 @@ class PortInUseDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(note)
         layout.addWidget(buttons)
+        main_action(self, self.start_button)
 
     def choice(self) -> PortChoice:
         return PortChoice(self.port_box.value(), self.remember_box.isChecked())
