@@ -15,7 +15,13 @@ from PySide6.QtCore import QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
+from sublane_desktop.gui.colours import (
+    dim_text,
+    fill_colour,
+    tone_colour,
+    track_colour,
+    with_alpha,
+)
 from sublane_desktop.gui.pool_status import Tone, gauge_caption
 
 BAR_HEIGHT = 8
@@ -125,10 +131,10 @@ class GaugeBar(QWidget):
             painter.drawRoundedRect(barf, radius, radius)
         else:
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(with_alpha(mid, 70))
+            painter.setBrush(track_colour(palette))
             painter.drawRoundedRect(barf, radius, radius)
             fill = {
-                GaugeLook.NORMAL: palette.color(QPalette.ColorRole.Highlight),
+                GaugeLook.NORMAL: fill_colour(palette.color(QPalette.ColorRole.Highlight), palette),
                 GaugeLook.WARN: tone_colour(Tone.WARN, palette),
                 GaugeLook.FULL: tone_colour(Tone.BAD, palette),
             }[self.look]

@@ -17,6 +17,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QColor
 
 from sublane_desktop.core.miss_words import LABELS, MARKS, explain
+from sublane_desktop.gui.colours import on_base
 
 Record = dict[str, Any]
 Index = QModelIndex | QPersistentModelIndex
@@ -252,11 +253,12 @@ class RequestsModel(QAbstractTableModel):
             return _ALIGNMENTS[column]
         if role == _FOREGROUND:
             if column == Column.OUTCOME:
-                return OUTCOME_COLORS.get(record.get("outcome") or "")
+                colour = OUTCOME_COLORS.get(record.get("outcome") or "")
+                return on_base(colour) if colour is not None else None
             if column == Column.CACHE_HIT:
                 cause = record.get("cache_miss")
                 if cause in LABELS:
-                    return FIRST_TURN_COLOR if cause == "first_turn" else MISS_COLOR
+                    return on_base(FIRST_TURN_COLOR if cause == "first_turn" else MISS_COLOR)
             return None
         # the tooltip
         if column == Column.STARTED:

@@ -72,6 +72,7 @@ from sublane_desktop.core.history import (
     parse_query,
 )
 from sublane_desktop.core.miss_words import LABELS
+from sublane_desktop.gui.colours import link_text, on_base
 from sublane_desktop.gui.request_details import RequestDetailsDialog
 from sublane_desktop.gui.requests_model import Column, RequestsModel
 from sublane_desktop.gui.sizing import set_default_size
@@ -154,13 +155,15 @@ class TwoLineDelegate(QStyledItemDelegate):
         )
         foreground = index.data(Qt.ItemDataRole.ForegroundRole)
         if isinstance(foreground, QColor) and not selected:
-            text_color = foreground
+            text_color = on_base(foreground, opt.palette)
         if selected:
             second_color = text_color
         elif self._link:
-            second_color = opt.palette.color(group, QPalette.ColorRole.Link)
+            second_color = link_text(opt.palette)
         else:
-            second_color = opt.palette.color(group, QPalette.ColorRole.PlaceholderText)
+            second_color = on_base(
+                opt.palette.color(group, QPalette.ColorRole.PlaceholderText), opt.palette
+            )
 
         big, small_font, small = self._metrics(opt.font)
         height = big.height() + (small.height() if second else 0)

@@ -20,7 +20,13 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget, QWidgetAction
 
-from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
+from sublane_desktop.gui.colours import (
+    dim_text,
+    fill_colour,
+    tone_colour,
+    track_colour,
+    with_alpha,
+)
 from sublane_desktop.gui.dashboard import AccountRow, WindowLine
 from sublane_desktop.gui.pool_status import Tone
 
@@ -40,10 +46,10 @@ def _bar(
         painter.setBrush(with_alpha(mid, 60))
         painter.drawRoundedRect(barf, radius, radius)
         return
-    painter.setBrush(with_alpha(mid, 90))
+    painter.setBrush(track_colour(palette))
     painter.drawRoundedRect(barf, radius, radius)
     fill = (
-        palette.color(QPalette.ColorRole.Highlight)
+        fill_colour(palette.color(QPalette.ColorRole.Highlight), palette)
         if line.tone is Tone.OK
         else tone_colour(line.tone, palette)
     )
