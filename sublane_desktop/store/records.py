@@ -343,10 +343,11 @@ def read_filters(*, owner: int | None, now: float) -> dict[str, Any]:
 
 def trace_rows(now: float) -> list[dict[str, Any]]:
     """Every retained attempt, oldest first, with what a replay needs (`sublane simulate
-    --from-records`): when, which key and model, how long, and the token counts."""
+    --from-records`): when, which key, provider, model and operation, how long, and the token
+    counts."""
     sql = (
-        "SELECT id, started_at, key_id, model, duration_ms, input_tokens, output_tokens,"
-        " cached_tokens, outcome FROM request_records WHERE started_at >= ?"
+        "SELECT id, started_at, key_id, provider, model, operation, duration_ms, input_tokens,"
+        " output_tokens, cached_tokens, outcome FROM request_records WHERE started_at >= ?"
         " ORDER BY started_at, id"
     )
     cursor = RecordRow._meta.database.execute_sql(sql, (retention_cutoff(now),))

@@ -13,6 +13,7 @@ FIELDS = [
     "policy",
     "seed",
     "requests",
+    "served",
     "quota_used",
     "quota_wasted",
     "http_429",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
+from sublane_desktop.core import cache_miss
+from sublane_desktop.core.policies.cost_aware import warm_chance
 from sublane_desktop.core.simulation import (
     PLANS,
     Simulation,
@@ -15,7 +18,7 @@ from sublane_desktop.core.simulation import (
     generate,
     run_trace,
 )
-from sublane_desktop.core.simulation.metrics import JSON_FIELDS
+from sublane_desktop.core.simulation.metrics import JSON_FIELDS, is_cache_break
 from sublane_desktop.core.simulation.traces import EPOCH, from_records
 from sublane_desktop.core.simulation.upstream import WEEK, SimAccount, Window
 
@@ -156,8 +159,10 @@ def test_same_seed_same_json_other_seed_other_traffic():
     assert run(5) != run(6)
 
 
-def test_json_has_exactly_the_spec_fields():
+def test_json_has_exactly_the_spec_fields_and_served():
+    """R-SIM-1's fields, and `served` (R-OBS-4): the turns a person got answered."""
     result = run_trace(generate("solo", 1, days=0.5), ["score"])[0]
+    assert result.to_json()["served"] == result.served > 0
     assert (
         list(result.to_json())
         == list(JSON_FIELDS)
@@ -166,6 +171,7 @@ def test_json_has_exactly_the_spec_fields():
             "policy",
             "seed",
             "requests",
+            "served",
             "quota_used",
             "quota_wasted",
             "http_429",
@@ -216,7 +222,7 @@ def test_from_records_groups_a_keys_requests_into_conversations():
             "key_id": 8,
             "model": "claude-sonnet-4-5",
             "duration_ms": None,
-            "input_tokens": None,
+            "input_tokens": 5_000,
             "output_tokens": None,
         },
         {
@@ -264,3 +270,166 @@ def test_the_simulator_is_pure_core_even_while_running():
     )
     for framework in ("PySide6", "aiohttp", "peewee", "qasync", "sqlite3"):
         assert framework not in loaded, framework
+
+
+def record(at: float, tokens: int | None, *, key: int = 7, out: int = 300, **extra) -> dict:
+    return {
+        "id": int(at),
+        "started_at": at,
+        "key_id": key,
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "operation": "messages",
+        "duration_ms": 4000,
+        "input_tokens": tokens,
+        "output_tokens": None if tokens is None else out,
+        "outcome": "success" if tokens else "rejected",
+        **extra,
+    }
+
+
+def test_from_records_replays_a_rejected_attempt_as_a_retry_of_its_turn():
+    """A 429 or a pool refusal is recorded without tokens. It is an attempt of the turn the
+    client then retried, not a 0-token turn: the retried turn keeps its 20k-token prefix and
+    arrives when its first attempt did; the simulator's client does the retrying."""
+    trace = from_records(
+        [
+            record(1000.0, 20_000),
+            record(1030.0, None),  # 429
+            record(1032.0, None, error_code="account_busy"),  # refused by the pool
+            record(1040.0, 21_000),  # the retry that went through
+            record(1060.0, 21_500),
+        ]
+    )
+    assert [(t.at, t.prefix_tokens, t.new_tokens) for t in trace.turns] == [
+        (1000.0, 0, 20_000),
+        (1030.0, 20_300, 700),
+        (1060.0, 21_300, 200),
+    ]
+    assert len({t.stream for t in trace.turns}) == 1
+
+
+def test_from_records_replays_a_turn_given_up_as_resending_its_prefix():
+    trace = from_records(
+        [record(1000.0, 20_000), record(1030.0, None), record(1035.0, None), record(9000.0, 5_000)]
+    )
+    assert [(t.at, t.prefix_tokens, t.new_tokens) for t in trace.turns] == [
+        (1000.0, 0, 20_000),
+        (1030.0, 20_300, 0),  # the person gave up; the client had sent the whole prefix
+        (9000.0, 0, 5_000),  # silent for over RECORD_GAP: a new conversation
+    ]
+
+
+def test_from_records_keeps_each_records_provider():
+    """Codex and Gemini records are replayed as requests to those providers (served by a
+    Codex and an Antigravity account the replay adds), never as Claude turns; a key's turns
+    to another provider are another conversation; count_tokens is no turn."""
+    rows = [
+        record(1000.0, 20_000),
+        record(1010.0, 30_000, provider="codex", model="gpt-5"),
+        record(1020.0, 8_000, provider="antigravity", model="gemini-2.5-pro"),
+        record(1025.0, 500, operation="count_tokens"),
+        record(1030.0, 21_000),
+        record(1040.0, 31_000, provider="codex", model="gpt-5"),
+    ]
+    trace = from_records(rows)
+    assert [t.model for t in trace.turns] == [
+        "claude-sonnet-4-5",
+        "gpt-5",
+        "gemini-2.5-pro",
+        "claude-sonnet-4-5",
+        "gpt-5",
+    ]
+    streams = [t.stream for t in trace.turns]
+    assert streams[0] == streams[3] != streams[1] == streams[4] != streams[2]
+    assert trace.turns[4].prefix_tokens == 30_300  # the GPT conversation's own prefix
+    [result] = run_trace(trace, ["score"])
+    assert result.served == 5 and result.spilled == 0
+    ledger = result.ledger
+    # 30k fresh + 300 out x5; then 1k fresh, 30k from cache at a tenth, 300 out x5
+    assert ledger["codex-a"]["seven_day"]["used"] == pytest.approx(31_500 + 5_500)
+    assert ledger["ag-a"]["gemini_pro"]["used"] == 8_000 + 1_500
+    claude_used = sum(rows["seven_day"]["used"] for name, rows in ledger.items() if "acct" in name)
+    assert claude_used == pytest.approx(21_500 + 4_500)
+
+
+def antigravity(name: str, claude_cap: float) -> SimAccount:
+    return SimAccount(
+        name,
+        {
+            family: Window(family, claude_cap if family == "claude" else 1e6, 5 * H, T0 + 2 * H)
+            for family in ("claude", "gemini_pro", "gemini_flash")
+        },
+        provider="antigravity",
+        models=("claude-sonnet-4-5", "gemini-2.5-pro", "gemini-2.5-flash"),
+    )
+
+
+def test_claude_turns_spill_to_antigravity_only_for_models_it_serves():
+    """R-AG-3 / R-WF-6 in the account model: once the one Anthropic account's 5h window is
+    spent (c1's second turn meets a 429 and the account cools), a new Sonnet conversation is
+    served by the Antigravity account (from its Claude family quota); a Haiku one (not on
+    Antigravity's list) and a Fable one (Anthropic's own) are not."""
+    trace = Trace(
+        "hand",
+        1,
+        T0,
+        T0 + H,
+        (
+            turn(0, "c1", 9_000, 500, 100),  # fills A's 5h window
+            turn(30, "c1", 9_600, 100, 0),  # 429: A cools
+            replace(turn(60, "c2", 5_000, 0, 0), model="claude-sonnet-4-5"),
+            replace(turn(70, "c3", 5_000, 0, 0), model="claude-haiku-4-5"),
+            turn(80, "c4", 5_000, 0, 0, fable=True),
+        ),
+    )
+    result = Simulation(trace, "score", [account("A", 10_000), antigravity("G", 50_000)]).run()
+    assert result.served == 2 and result.spilled == 1
+    assert result.ledger["G"]["claude"]["used"] == 5_000
+    assert result.refusals.get("quota_exhausted", 0) + result.http_429 > 0
+
+
+def test_an_antigravity_family_spent_rests_only_that_family():
+    """Google's QUOTA_EXHAUSTED for the Claude family: the account keeps serving Gemini."""
+    trace = Trace(
+        "hand",
+        1,
+        T0,
+        T0 + H,
+        (
+            replace(turn(0, "g1", 4_000, 0, 0), model="gemini-2.5-pro"),
+            replace(turn(10, "c1", 4_000, 0, 0), model="claude-sonnet-4-5"),
+            replace(turn(20, "c2", 4_000, 0, 0), model="claude-sonnet-4-5"),
+            replace(turn(30, "g2", 4_000, 0, 0), model="gemini-2.5-pro"),
+        ),
+    )
+    sim = Simulation(trace, "score", [antigravity("G", 4_000)])
+    result = sim.run()
+    assert result.served == 3  # g1, c1, g2; c2 meets a spent Claude family
+    assert result.http_429 == 1
+    state = sim.pool.accounts[1]
+    assert state.cooldown_until is None  # no account-wide cooldown
+    assert "claude" in state.family_cooldowns
+
+
+@pytest.mark.parametrize(("gap", "cached"), [(299.0, 10_000), (301.0, 0)])
+def test_the_prompt_cache_lives_five_minutes_after_the_answer(gap, cached):
+    """The cache TTL is 5 minutes (R-SIM-3, R-CF-1): a turn 299 s after the previous answer
+    ended reads the prefix from cache (a tenth of the price), one at 301 s pays it in full,
+    and moving a conversation counts as a cache break only within those 5 minutes."""
+    trace = Trace(
+        "hand",
+        1,
+        T0,
+        T0 + H,
+        (turn(0, "c1", 10_000, 0, 0), turn(10 + gap, "c1", 10_000, 0, 0)),
+    )
+    result = Simulation(trace, "score", [account("A", 1e6)]).run()
+    second = 10_000 - cached + 0.1 * cached
+    assert result.ledger["A"]["five_hour"]["used"] == pytest.approx(10_000 + second)
+    previous = cache_miss.PreviousTurn(1, T0 + 10, 10_000, 10_000)
+    moved = cache_miss.Turn(2, T0 + 10 + gap, 10_000, 0)
+    miss = cache_miss.classify_turn(previous, moved)
+    assert is_cache_break(previous, moved, miss) is bool(cached)
+    # and cost_aware prices a move by the same five minutes
+    assert warm_chance(previous, 1, T0 + 10 + gap) == (1.0 if cached else 0.0)

@@ -44,6 +44,18 @@ def _route(model: str) -> ModelRoute:
 
 MAIN = _route("claude-sonnet-4-5")
 FABLE = _route("claude-fable-5")
+
+
+def route_of(turn: Turn) -> ModelRoute:
+    """The route the client's request takes: its recorded model, else the trace's Claude
+    model for its lane."""
+    if turn.model:
+        route = route_model(turn.model)
+        if route is not None:
+            return route
+    return FABLE if turn.fable else MAIN
+
+
 GROUP = 1
 TICK_SECONDS = 30.0  # the service's evaluation tick (R-LANE-6)
 POLL_FLOOR_SECONDS = 300.0  # at most one quota poll per account per 5 minutes (R-GAUGE-3)
@@ -82,11 +94,14 @@ class Simulation:
         self.pool.scheduler.mode = policy
         self.pool.sync_accounts(
             AccountState(
-                id=i + 1, name=a.name, provider="anthropic", max_concurrency=max_concurrency
+                id=i + 1, name=a.name, provider=a.provider, max_concurrency=max_concurrency
             )
             for i, a in enumerate(accounts)
         )
         self.upstream = {i + 1: a for i, a in enumerate(accounts)}
+        # The service asks an account's model list; a spill goes only where the model is
+        # served (R-WF-6).
+        self.pool.serves = lambda account, model: self.upstream[account.id].serves(model)
         self.result = RunResult(trace.name, policy, trace.seed, requests=len(trace.turns))
         self.sample_every = sample_every
         self._events: list[tuple[float, int, int, Any]] = []
@@ -142,7 +157,8 @@ class Simulation:
         now = self.clock.now()
         attempt.tries += 1
         self._poll_stale(now)
-        demand = Demand(GROUP, FABLE if turn.fable else MAIN, turn.stream if turn.keyed else None)
+        route = route_of(turn)
+        demand = Demand(GROUP, route, turn.stream if turn.keyed else None)
         try:
             lease = self.pool.acquire(demand)
         except GatewayError as err:
@@ -161,16 +177,29 @@ class Simulation:
             turn.output_tokens,
             now,
             turn.duration,
+            route.upstream_model,
         )
         for obs in served.observations:
             lease.account.gauges.apply(obs)
         if served.status == 429:
             self.result.http_429 += 1
             self._turn_away(turn, now)
-            outcome = Outcome.FAILURE if served.retry_after is not None else Outcome.FABLE_FAILURE
-            lease.release(outcome, retry_after=served.retry_after, status=429)
-            self._retry(attempt, served.retry_after)
+            retry_after = served.retry_after
+            if served.spent_family is not None and served.family_resets_at is not None:
+                # As the relay does with QUOTA_EXHAUSTED: that family rests until its reset,
+                # the account serves the others, and nothing cools account-wide (R-WF-5).
+                self.pool.rest_family(lease.account, served.spent_family, served.family_resets_at)
+                outcome = Outcome.NEUTRAL
+                retry_after = served.family_resets_at - now
+            elif served.retry_after is not None:
+                outcome = Outcome.FAILURE
+            else:
+                outcome = Outcome.FABLE_FAILURE
+            lease.release(outcome, retry_after=retry_after, status=429)
+            self._retry(attempt, retry_after)
             return
+        if lease.account.provider != route.provider:
+            self.result.spilled += 1
         self.result.served += 1
         self._settle(turn, lease, now, served.total_input, served.cached_tokens)
         self._push(now + turn.duration, _DONE, lease)
@@ -191,7 +220,7 @@ class Simulation:
     def _settle(self, turn: Turn, lease: Lease, now: float, total: int, cached: int) -> None:
         """Remember the turn; count it when it broke a warm cache by moving."""
         memory = self.pool.scheduler.conversations if turn.keyed else self._keyless
-        model = (FABLE if turn.fable else MAIN).upstream_model  # as the relay keys it
+        model = route_of(turn).upstream_model  # as the relay keys it
         previous = memory.previous(GROUP, turn.stream, model)
         this = cache_miss.Turn(lease.account.id, now, total, cached)
         # The simulated client writes its whole prompt to the cache every turn (as Claude Code
@@ -210,10 +239,10 @@ class Simulation:
         for account_id, state in self.pool.accounts.items():
             if now - self._polled.get(account_id, -POLL_FLOOR_SECONDS) < POLL_FLOOR_SECONDS:
                 continue
-            if not state.gauges.any_stale(now):
+            upstream = self.upstream[account_id]
+            if not state.gauges.any_stale(now, tuple(upstream.windows)):
                 continue
             self._polled[account_id] = now
-            upstream = self.upstream[account_id]
             upstream.roll(now)
             for name, window in upstream.windows.items():
                 state.gauges.apply(
@@ -231,6 +260,8 @@ class Simulation:
         for account in self.upstream.values():
             account.roll(now)
         ledger = window_ledger(self.upstream, self._turned_away)
+        # The week figures: Anthropic's and Codex's 7-day windows (and the Fable buckets).
+        # Antigravity's family windows last ~5 h and are in the ledger, not in these shares.
         windows: tuple[str, ...] = ("seven_day",)
         if any(t.fable for t in self.trace.turns):
             windows += ("fable",)

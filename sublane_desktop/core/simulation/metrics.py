@@ -19,6 +19,7 @@ JSON_FIELDS = (
     "policy",
     "seed",
     "requests",
+    "served",
     "quota_used",
     "quota_wasted",
     "http_429",
@@ -54,6 +55,7 @@ class RunResult:
     requests: int = 0  # turns the trace asked for
     served: int = 0
     given_up: int = 0  # turns the client abandoned after its retries
+    spilled: int = 0  # turns served by another provider's account (R-AG-3, R-WF-6)
     http_429: int = 0  # the upstream said no
     refused: int = 0  # the pool said no (busy, cooling, exhausted, no account)
     cache_breaks: int = 0
@@ -103,11 +105,12 @@ def quota_fractions(
     ledger: dict[str, dict[str, dict[str, float]]], windows: tuple[str, ...]
 ) -> tuple[float, float, float]:
     """(used, wasted, left) as fractions of the capacity the `windows` offered."""
-    offered = sum(rows[w]["offered"] for rows in ledger.values() for w in windows)
+    offered = sum(rows[w]["offered"] for rows in ledger.values() for w in windows if w in rows)
     if offered <= 0:
         return 0.0, 0.0, 0.0
 
     def share(part: str) -> float:
-        return round(sum(rows[w][part] for rows in ledger.values() for w in windows) / offered, 4)
+        total = sum(rows[w][part] for rows in ledger.values() for w in windows if w in rows)
+        return round(total / offered, 4)
 
     return share("used"), share("wasted"), share("left")

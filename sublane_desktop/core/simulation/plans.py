@@ -11,16 +11,25 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from sublane_desktop.core.simulation.upstream import FIVE_HOURS, WEEK, SimAccount, Window
+from sublane_desktop.core.gauges import FAMILY_WINDOWS
+from sublane_desktop.core.simulation.upstream import (
+    ANTIGRAVITY_MODELS,
+    FIVE_HOURS,
+    WEEK,
+    SimAccount,
+    Window,
+)
 
 DAY = 86400.0
 
 
 @dataclass(frozen=True)
 class PoolPlan:
-    accounts: int
+    accounts: int  # Anthropic accounts
     week_capacity: float  # quota units per account per week
     max_concurrency: int = 2
+    antigravity: int = 0  # Antigravity accounts: Gemini, and the spill for Claude (R-AG-3)
+    codex: int = 0  # Codex accounts, for recorded GPT traffic
 
 
 PLANS = {
@@ -67,4 +76,41 @@ def build_accounts(
             ),
         }
         accounts.append(SimAccount(f"acct-{chr(ord('a') + i)}", windows))
+    for i in range(plan.codex):
+        accounts.append(codex_account(f"codex-{chr(ord('a') + i)}", plan, start, rng))
+    for i in range(plan.antigravity):
+        accounts.append(antigravity_account(f"ag-{chr(ord('a') + i)}", plan, start, rng))
     return accounts
+
+
+def codex_account(name: str, plan: PoolPlan, start: float, rng: random.Random) -> SimAccount:
+    """Codex: a 5-hour and a weekly window, named by their length (R-WF-4)."""
+    week_cap = plan.week_capacity
+    windows = {
+        "five_hour": Window(
+            "five_hour", week_cap * FIVE_HOUR_SHARE, FIVE_HOURS, start + rng.uniform(0.5, 5) * 3600
+        ),
+        "seven_day": Window(
+            "seven_day",
+            week_cap,
+            WEEK,
+            start + rng.uniform(0.2, 0.8) * WEEK,
+            used=week_cap * rng.uniform(0.1, 0.5),
+        ),
+    }
+    return SimAccount(name, windows, provider="codex")
+
+
+def antigravity_account(name: str, plan: PoolPlan, start: float, rng: random.Random) -> SimAccount:
+    """Antigravity: one ~5-hour window per model family (R-AG-4), each about what an
+    Anthropic account's 5-hour window holds; it serves only the models it lists."""
+    windows = {
+        family: Window(
+            family,
+            plan.week_capacity * FIVE_HOUR_SHARE,
+            FIVE_HOURS,
+            start + rng.uniform(0.5, 5.0) * 3600,
+        )
+        for family in FAMILY_WINDOWS
+    }
+    return SimAccount(name, windows, provider="antigravity", models=ANTIGRAVITY_MODELS)

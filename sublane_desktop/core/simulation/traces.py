@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sublane_desktop.core.routing import is_fable_model
+from sublane_desktop.core.routing import is_fable_model, route_model
 
 H = 3600.0
 DAY = 86400.0
@@ -38,6 +38,9 @@ class Turn:
     new_tokens: int  # input new in this turn
     output_tokens: int
     duration: float  # seconds the upstream takes to answer
+    # The model the client asked for (a recorded trace keeps each record's); "" for the
+    # generators' Claude model of the turn's lane.
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -191,22 +194,67 @@ def generate(name: str, seed: int = 1, days: float = 7.0, start: float = EPOCH) 
     return builder.trace(name, seed, start, days)
 
 
+# A recorded request for a model no route knows is replayed as its provider's usual model.
+RECORD_MODELS = {"anthropic": "", "codex": "gpt-5", "antigravity": "gemini-2.5-pro"}
+NOT_TURNS = ("count_tokens",)  # operations that ask the upstream nothing of a conversation
+
+
+def _record_model(row: Mapping[str, Any]) -> str:
+    model = str(row.get("model") or "")
+    if route_model(model) is not None:
+        return model
+    return RECORD_MODELS.get(str(row.get("provider") or ""), "")
+
+
 def from_records(rows: Iterable[Mapping[str, Any]], seed: int = 1) -> Trace:
     """A trace from stored request records (oldest first), which hold no conversation ids.
 
-    A client key's requests form one conversation until the key falls silent for RECORD_GAP;
-    a turn's prefix is what the previous turn of that conversation sent and received, capped
-    at what this turn sent in all (records store the total input, cache reads included).
+    A client key's requests to one provider form one conversation until the key falls silent
+    for RECORD_GAP; a turn's prefix is what the previous turn of that conversation sent and
+    received, capped at what this turn sent in all (records store the total input, cache reads
+    included). Each record keeps the model it asked for, so a Codex or Gemini record is
+    replayed as a request to that provider, not as a Claude turn.
+
+    An attempt that carries no tokens (refused by the pool, a 429, an error before the answer)
+    is not a turn: it is an attempt of the key's next turn, which then arrives when the first
+    attempt did (the simulator's client retries it as the real one did). One that no later
+    attempt carried is a turn given up: it is replayed as re-sending its conversation's prefix,
+    or dropped when no earlier turn says how big that was.
     """
     turns: list[Turn] = []
-    last: dict[Any, tuple[str, float, int]] = {}  # key -> stream, ended at, prompt+answer
+    last: dict[Any, tuple[str, float, int]] = {}  # conversation -> stream, ended at, prompt+answer
+    waiting: dict[Any, tuple[float, str]] = {}  # conversation -> first tokenless attempt, model
     count = 0
+
+    def given_up(key: Any) -> None:
+        at, model = waiting.pop(key)
+        previous = last.get(key)
+        if previous is not None and at - previous[1] <= RECORD_GAP:
+            turns.append(
+                Turn(at, previous[0], True, is_fable_model(model), previous[2], 0, 0, 1.0, model)
+            )
+
     for row in sorted(rows, key=lambda r: (r["started_at"], r.get("id") or 0)):
+        if row.get("operation") in NOT_TURNS:
+            continue
         at = float(row["started_at"])
+        model = _record_model(row)
+        route = route_model(model) if model else None
+        key = (row.get("key_id"), route.provider if route is not None else "anthropic")
         total = int(row.get("input_tokens") or 0)
+        pending = waiting.get(key)
+        if pending is not None and at - pending[0] > RECORD_GAP:
+            given_up(key)
+            pending = None
+        if total <= 0:
+            if pending is None:
+                waiting[key] = (at, model)
+            continue
+        if pending is not None:
+            del waiting[key]
+            at = pending[0]  # the turn began with its first attempt
         out = int(row.get("output_tokens") or 0)
         duration = max(0.5, (row.get("duration_ms") or 5000) / 1000.0)
-        key = row.get("key_id")
         previous = last.get(key)
         if previous is None or at - previous[1] > RECORD_GAP:
             count += 1
@@ -218,16 +266,20 @@ def from_records(rows: Iterable[Mapping[str, Any]], seed: int = 1) -> Trace:
                 at,
                 stream,
                 True,
-                is_fable_model(str(row.get("model") or "")),
+                is_fable_model(model),
                 prefix,
                 total - prefix,
                 out,
                 duration,
+                model,
             )
         )
         last[key] = (stream, at + duration, total + out)
+    for key in list(waiting):
+        given_up(key)
     if not turns:
         raise ValueError("there are no request records to replay")
+    turns.sort(key=lambda t: (t.at, t.stream))
     start = turns[0].at
     end = max(t.at + t.duration for t in turns) + 1.0
     return Trace("records", seed, start, end, tuple(turns))
