@@ -1,17 +1,19 @@
-"""The tray menu as a dashboard (R-UI-6): what each account's row and submenu say.
+"""The tray menu as a dashboard (R-UI-6, R-UI-12): what each account's row says.
 
 Pure functions over the runtime snapshot (no Qt), so the painted rows, the plain-text fallback
 that desktop menu bridges show, and the tests all read the same model.
 
-A row shows the account's tightest window — the observed gauge with the least headroom below
-its ceiling — as a bar with its percent and reset countdown, a state glyph and the current /
-Fable-current marks. Its submenu lists every window the account has (5h / 7d / Fable for
-Claude, whatever gauges another provider reports), each with its forecast when it would run
-out before its reset (R-UI-7), then the levers.
+A row shows every window the account has (5h / 7d / Fable for Claude, whatever gauges another
+provider reports), each as a bar with its percent, reset countdown and forecast (R-UI-7), so
+nothing hides in a submenu; its head line has a state glyph, "current for Claude", and in words
+what the account is doing when it is not simply serving ("Paused", "Cooling until 14:05 · 4m",
+"Limit reached, resets 14:05", "Sign in again"). The submenu holds only the levers that apply.
+The pool line says how much of each window the accounts in use have left together.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +21,12 @@ from typing import Any
 from sublane_desktop.core.forecast import Forecast
 from sublane_desktop.gui.pool_status import (
     NO_SUCH_WINDOW,
+    OFF_STATES,
     Account,
     Tone,
     ceilings_for,
     countdown,
+    exhausted_window,
     gauge_windows,
     has_cooldown,
     is_api_key,
@@ -52,8 +56,73 @@ STATE_GLYPH_TONES = {
     "auth_failed": Tone.BAD,
     "disabled": Tone.MUTED,
 }
-API_KEY_NOTE = "no quota data (API key)"
+API_KEY_NOTE = "API key: no subscription quota"
 NO_DATA_NOTE = "no quota data yet"
+# How a provider is called where a person reads "current for …" (R-UI-12, fault 10: one
+# "current" per provider could show on three rows without saying which one it was).
+PROVIDER_NAMES = {"anthropic": "Claude", "codex": "Codex", "antigravity": "Antigravity"}
+# The states in which an account takes requests: anything else says so in words and its bars
+# are drawn muted, so a paused account's 37% does not read as if it were serving.
+SERVING_STATES = frozenset({"ok", "busy"})
+SIGN_IN_AGAIN = "Sign in again"
+
+
+def provider_name(provider: Any) -> str:
+    return PROVIDER_NAMES.get(str(provider), str(provider or "?").title())
+
+
+def short_time(ts: float, now: float) -> str:
+    """A time of day as a row says it: 14:05, or "Tue 14:05" when it is not within a day."""
+    fmt = "%H:%M" if ts - now < 20 * 3600 else "%a %H:%M"
+    return time.strftime(fmt, time.localtime(ts))
+
+
+@dataclass(frozen=True)
+class Status:
+    """What a row says when the account is not simply serving."""
+
+    words: str  # "Paused", "Cooling until 14:05 · 4m 12s", …
+    tone: Tone
+    detail: str = ""  # why, when the service knows ("credential missing from the keyring")
+
+
+def status_of(account: Account, now: float) -> Status | None:
+    """The state in words (R-UI-12); None while the account serves as usual."""
+    state = account.get("state")
+    if state == "disabled":
+        return Status("Disabled", Tone.MUTED)
+    if state == "paused":
+        return Status("Paused", Tone.MUTED)
+    if state == "auth_failed":
+        return Status(SIGN_IN_AGAIN, Tone.BAD, str(account.get("auth_reason") or ""))
+    if state == "cooling":
+        until = account.get("cooldown_until")
+        if until and until > now:
+            words = f"Cooling until {short_time(until, now)} · {countdown(until - now)}"
+            return Status(words, Tone.WARN)
+        return Status("Cooling", Tone.WARN)
+    if state == "quota_exhausted":
+        full = exhausted_window(account, now)
+        resets_at = full[1] if full is not None else None
+        if resets_at is not None and resets_at > now:
+            return Status(f"Limit reached, resets {short_time(resets_at, now)}", Tone.BAD)
+        return Status("Limit reached", Tone.BAD)
+    if state == "probing":
+        return Status("Testing with the next request", Tone.WARN)
+    return None
+
+
+def marks_of(account: Account) -> tuple[str, ...]:
+    """ "current for Claude" (and for Fable): which lane this account anchors, by provider."""
+    provider = provider_name(account.get("provider"))
+    current, fable = bool(account.get("current")), bool(account.get("fable_current"))
+    if current and fable:
+        return (f"current for {provider} and Fable",)
+    if current:
+        return (f"current for {provider}",)
+    if fable:
+        return ("current for Fable",)
+    return ()
 
 
 @dataclass(frozen=True)
@@ -66,6 +135,11 @@ class WindowLine:
     tone: Tone  # fill colour: OK below the ceiling, WARN at it, BAD when full
     stale: bool = False
     forecast: str | None = None
+
+    @property
+    def short(self) -> str:
+        """ "5h 37%": the window in the row's one-line plain text."""
+        return f"{self.label} {self.percent}"
 
     @property
     def text(self) -> str:
@@ -87,30 +161,54 @@ class AccountRow:
     glyph: str
     glyph_tone: Tone
     state: str  # the words for the state ("waiting for a request to test it", …)
-    marks: tuple[str, ...]  # "current", "Fable current"
+    marks: tuple[str, ...]  # "current for Claude", "current for Fable"
     tightest: WindowLine | None
-    note: str | None  # shown instead of a bar: "no quota data (API key)"
+    note: str | None  # shown instead of bars: "API key: no subscription quota"
     windows: tuple[WindowLine, ...] = field(default=())
     paused: bool = False
     can_clear: bool = False
     pin_left: str | None = None
     disabled: bool = False
+    status: Status | None = None  # None: serving as usual
+    provider: str = ""
+
+    @property
+    def serving(self) -> bool:
+        return self.status is None
+
+    @property
+    def needs_sign_in(self) -> bool:
+        return self.status is not None and self.status.words == SIGN_IN_AGAIN
 
     @property
     def text(self) -> str:
         """The row as plain text: the fallback where a menu cannot show painted rows."""
-        head = f"{self.glyph} {self.name}"
+        parts = [f"{self.glyph} {self.name}"]
         if self.marks:
-            head += " [" + ", ".join(self.marks) + "]"
-        if self.tightest is not None:
-            tail = f"{self.tightest.label} {self.tightest.percent}"
-            if self.tightest.reset:
-                tail += f" · {self.tightest.reset}"
-        else:
-            tail = self.note or ""
-        if self.state not in ("ok",):
-            tail = f"{self.state} · {tail}" if tail else self.state
-        return f"{head} — {tail}" if tail else head
+            parts[0] += " [" + ", ".join(self.marks) + "]"
+        if self.status is not None:
+            said = self.status.words
+            if self.status.detail:
+                said += f" ({self.status.detail})"
+            parts.append(said)
+        if self.tightest is not None:  # some window has a reading
+            parts.append(" · ".join(w.short for w in self.windows))
+        elif self.note:
+            parts.append(self.note)
+        return " — ".join(parts)
+
+    @property
+    def description(self) -> str:
+        """Everything the painted row says, for screen readers and the row's tooltip."""
+        lines = [self.text.split(" — ")[0]]
+        if self.status is not None:
+            lines.append(
+                self.status.words + (f": {self.status.detail}" if self.status.detail else "")
+            )
+        lines.extend(w.text for w in self.windows)
+        if not self.windows and self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
 
 
 def window_line(
@@ -171,11 +269,7 @@ def account_row(account: Account, settings: Mapping[str, Any], now: float) -> Ac
         note = API_KEY_NOTE
     elif tightest is None:
         note = NO_DATA_NOTE
-    marks = tuple(
-        m
-        for m, key in (("current", "current"), ("Fable current", "fable_current"))
-        if account.get(key)
-    )
+    marks = marks_of(account)
     left = pin_remaining(account, now)
     return AccountRow(
         account_id=int(account["id"]),
@@ -191,6 +285,8 @@ def account_row(account: Account, settings: Mapping[str, Any], now: float) -> Ac
         can_clear=has_cooldown(account),
         pin_left=countdown(left) if left is not None else None,
         disabled=state == "disabled",
+        status=status_of(account, now),
+        provider=str(account.get("provider") or ""),
     )
 
 
@@ -198,6 +294,30 @@ def account_rows(
     accounts: Iterable[Account], settings: Mapping[str, Any], now: float
 ) -> list[AccountRow]:
     return [account_row(a, settings, now) for a in accounts]
+
+
+def pool_left(accounts: Iterable[Account]) -> list[str]:
+    """How much the pool has left, per provider and window (R-UI-12): the mean headroom of the
+    accounts in use that have a reading, so "5h 63%" means 63% of the pool's 5-hour quota is
+    still there. Off, signed-out and API-key accounts add nothing to draw on."""
+    left: dict[str, dict[str, list[float]]] = {}
+    for account in accounts:
+        if account.get("state") in OFF_STATES or account.get("state") == "auth_failed":
+            continue
+        gauges = account.get("gauges") or {}
+        windows = left.setdefault(provider_name(account.get("provider")), {})
+        for window in gauge_windows(account):
+            gauge = gauges.get(window)
+            if not gauge or gauge.get("cold") or gauge.get("utilization") is None:
+                continue
+            headroom = 1.0 - min(1.0, float(gauge["utilization"]))
+            windows.setdefault(window_label(window), []).append(max(0.0, headroom))
+    lines = []
+    for provider, windows in left.items():
+        if windows:
+            said = " · ".join(f"{label} {percent(sum(v) / len(v))}" for label, v in windows.items())
+            lines.append(f"{provider} pool left: {said}")
+    return lines
 
 
 def last_updated(accounts: Iterable[Account]) -> float | None:

@@ -194,6 +194,8 @@ class _Desktop:
                 tray.requestsRequested.connect(windows.show_requests)
                 tray.settingsRequested.connect(windows.show_settings)
                 tray.setupToolRequested.connect(windows.show_setup_tool)
+                tray.addAccountRequested.connect(windows.show_add_account)
+                tray.welcomeRequested.connect(windows.show_welcome)
                 notifier = Notifier(bridge, tray.show_message)
                 tray.show()
             else:

@@ -1,11 +1,27 @@
-"""Painted rows of the tray menu (R-UI-6): an account's row and the window lines of its submenu.
+"""Painted rows of the tray menu (R-UI-6, R-UI-12): one per account, every window inline.
 
-Each row is the default widget of a QWidgetAction. The action keeps the row's plain text too,
-because desktop menu bridges (the D-Bus StatusNotifier menus of KDE/GNOME) show only text.
-Hovering a row makes it the menu's active action, which opens its submenu as for any item.
+    ● work  current for Claude                      Cooling until 14:05 · 4m 12s ▸
+        5h     [██████░░░░░░]  37%  resets in 2h 14m
+        7d     [█░░░░░░░░░░░]   9%  resets in 4d 2h
+        Fable  [░░░░░░░░░░░░]   2%  resets in 4d 2h
+
+Each row is the default widget of a QWidgetAction whose submenu holds only levers, so the
+window lines are neither keyboard stops nor a strip of submenu the pointer must cross. The
+columns (label, bar, percent) are shared by every row of the menu, so bars line up. The action
+keeps the row's plain text too, because desktop menu bridges (the D-Bus StatusNotifier menus of
+KDE/GNOME) show only text.
+
+Hovering is left to QMenu: it opens a row's submenu after its popup delay and keeps it open
+while the pointer heads for it across other rows (Qt's "sloppy" submenus). A row that made
+itself the active action on `enterEvent` opened the next row's submenu the instant the pointer
+crossed it, and the first row's by itself when the menu appeared under the pointer (fault 2,
+fault 17).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from PySide6.QtCore import QRect, QRectF, QSize, Qt
 from PySide6.QtGui import (
@@ -30,14 +46,36 @@ from sublane_desktop.gui.colours import (
 from sublane_desktop.gui.dashboard import AccountRow, WindowLine
 from sublane_desktop.gui.pool_status import Tone
 
-BAR_EM = 5.0  # bar length in font heights
+BAR_EM = 6.0  # bar length in font heights
 BAR_HEIGHT_EM = 0.45
 PAD = 8
+HEAD_EM = 1.6  # the name line's height, in font heights
+LINE_EM = 1.3  # each window line's height
+PERCENT_SAMPLE = "100%"
 
 
-def _bar(
-    painter: QPainter, rect: QRect, line: WindowLine, palette: QPalette, active: bool = False
-) -> None:
+@dataclass(frozen=True)
+class Columns:
+    """Where every row of one menu puts its window label, bar and percent (pixels)."""
+
+    indent: int
+    label: int
+    bar: int
+    percent: int
+
+    @classmethod
+    def for_rows(cls, rows: Iterable[AccountRow], fm: QFontMetrics) -> Columns:
+        em = fm.height()
+        labels = [w.label for row in rows for w in row.windows] or ["5h"]
+        return cls(
+            indent=PAD + fm.horizontalAdvance("● "),
+            label=max(fm.horizontalAdvance(label) for label in labels) + em // 2,
+            bar=int(BAR_EM * em),
+            percent=fm.horizontalAdvance(PERCENT_SAMPLE) + em,
+        )
+
+
+def _bar(painter: QPainter, rect: QRect, line: WindowLine, palette: QPalette, muted: bool) -> None:
     barf = QRectF(rect).adjusted(0.5, 0.5, -0.5, -0.5)
     radius = barf.height() / 2
     mid = palette.color(QPalette.ColorRole.Mid)
@@ -48,13 +86,12 @@ def _bar(
         return
     painter.setBrush(track_colour(palette))
     painter.drawRoundedRect(barf, radius, radius)
-    fill = (
-        fill_colour(palette.color(QPalette.ColorRole.Highlight), palette)
-        if line.tone is Tone.OK
-        else tone_colour(line.tone, palette)
-    )
-    if active and line.tone is Tone.OK:  # on the highlighted row the highlight would vanish
-        fill = palette.color(QPalette.ColorRole.HighlightedText)
+    if muted:  # not serving: the reading is history, not what the account is doing
+        fill = dim_text(palette)
+    elif line.tone is Tone.OK:
+        fill = fill_colour(palette.color(QPalette.ColorRole.Highlight), palette)
+    else:
+        fill = tone_colour(line.tone, palette)
     if line.stale:
         fill = with_alpha(fill, 110)
     width = barf.width() * line.fraction
@@ -65,214 +102,216 @@ def _bar(
         )
 
 
-class _Row(QWidget):
-    """Shared look: highlight when it is the menu's active item, like a normal menu item."""
+class AccountRowWidget(QWidget):
+    """An account's head line (glyph, name, marks, state in words) and its window lines."""
 
-    def __init__(self, menu: QMenu) -> None:
+    def __init__(self, menu: QMenu, row: AccountRow, columns: Columns | None = None) -> None:
         super().__init__()
         self._menu = menu
         self.action: QWidgetAction | None = None
+        self.row = row
+        self.columns = columns or Columns.for_rows([row], self.fontMetrics())
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMouseTracking(True)
+        self._describe()
+
+    def set_row(self, row: AccountRow) -> None:
+        """New readings for the same account (the menu ticks while it is open)."""
+        if row == self.row:
+            return
+        resized = len(row.windows) != len(self.row.windows)
+        self.row = row
+        self._describe()
+        if resized:
+            self.updateGeometry()
+        self.update()
+
+    def _describe(self) -> None:
+        self.setAccessibleName(self.row.text)
+        self.setAccessibleDescription(self.row.description)
+        self.setToolTip(self.row.description)
+        if self.action is not None:
+            self.action.setText(self.row.text)
+
+    # look -------------------------------------------------------------------------------------
 
     def _active(self) -> bool:
         return self.action is not None and self._menu.activeAction() is self.action
-
-    def _paint_background(self, painter: QPainter) -> QPalette:
-        palette = self.palette()
-        if self._active():
-            painter.fillRect(self.rect(), palette.color(QPalette.ColorRole.Highlight))
-        return palette
 
     def _text_colour(self, palette: QPalette) -> QColor:
         role = QPalette.ColorRole.HighlightedText if self._active() else QPalette.ColorRole.Text
         return palette.color(role)
 
+    def _dim(self, palette: QPalette) -> QColor:
+        return self._text_colour(palette) if self._active() else dim_text(palette)
 
-class AccountRowWidget(_Row):
-    """glyph · name · marks ............ [bar] 37% · 2h 14m ▸"""
+    def _lines(self) -> list[WindowLine | str]:
+        # why it is not serving, when the service knows ("credential missing from the keyring")
+        lines: list[WindowLine | str] = []
+        if self.row.status is not None and self.row.status.detail:
+            lines.append(self.row.status.detail)
+        if self.row.windows:
+            return lines + list(self.row.windows)
+        return lines + ([self.row.note] if self.row.note else [])
 
-    def __init__(self, menu: QMenu, row: AccountRow) -> None:
-        super().__init__(menu)
-        self.row = row
-        self.setAccessibleName(row.text)
+    def _caption(self, line: WindowLine) -> str:
+        if line.fraction is None:
+            return "no data yet" if line.percent == "—" else line.percent
+        caption = line.reset
+        if line.stale:
+            caption = f"{caption} · stale" if caption else "stale"
+        return caption
 
-    def set_row(self, row: AccountRow) -> None:
-        self.row = row
-        self.setAccessibleName(row.text)
-        self.update()
+    def _forecast(self, line: WindowLine) -> str:
+        # "runs out in ~1h 10m" only: the reset is already on the line
+        return line.forecast.split(",")[0] if line.forecast else ""
 
-    def _tail(self) -> str:
-        line = self.row.tightest
-        if line is None:
-            return self.row.note or ""
-        tail = f"{line.label} {line.percent}"
-        if line.reset:
-            tail += " · " + line.reset.removeprefix("resets in ")
-        return tail
-
-    def _head(self) -> str:
-        head = self.row.name
+    def _head_width(self, fm: QFontMetrics) -> int:
+        em = fm.height()
+        width = self.columns.indent + fm.horizontalAdvance(self.row.name)
         if self.row.marks:
-            head += "  " + " · ".join(self.row.marks)
-        return head
+            width += fm.horizontalAdvance("  " + " · ".join(self.row.marks))
+        if self.row.status is not None:
+            width += em + fm.horizontalAdvance(self.row.status.words)
+        return width + em + PAD  # the submenu arrow
+
+    def _line_width(self, line: WindowLine | str, fm: QFontMetrics) -> int:
+        if isinstance(line, str):
+            return self.columns.indent + fm.horizontalAdvance(line) + PAD
+        c = self.columns
+        text = self._caption(line)
+        forecast = self._forecast(line)
+        if forecast:
+            text += " · " + forecast
+        return c.indent + c.label + c.bar + c.percent + fm.horizontalAdvance(text) + PAD
 
     def sizeHint(self) -> QSize:
         fm = self.fontMetrics()
         em = fm.height()
-        width = (
-            PAD
-            + fm.horizontalAdvance("● ")
-            + fm.horizontalAdvance(self._head())
-            + em
-            + int(BAR_EM * em)
-            + fm.horizontalAdvance("  " + self._tail())
-            + em
-            + PAD
-        )
-        return QSize(max(width, 18 * em), int(em * 1.7))
+        lines = self._lines()
+        width = max([self._head_width(fm)] + [self._line_width(line, fm) for line in lines])
+        height = int(em * HEAD_EM) + int(em * LINE_EM) * len(lines) + em // 4
+        return QSize(max(width, 20 * em), height)
 
     def enterEvent(self, event: QEnterEvent) -> None:
-        if self.action is not None:
-            self._menu.setActiveAction(self.action)  # opens the submenu, as hovering any item
-        self.update()
+        self.update()  # the highlight follows QMenu's active action; never set it here
         super().enterEvent(event)
 
+    def leaveEvent(self, event: object) -> None:
+        self.update()
+
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
-        if self.action is not None:
+        if self.action is not None:  # a click opens the levers at once, like any submenu item
             self._menu.setActiveAction(self.action)
         event.accept()
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        palette = self._paint_background(painter)
-        text = self._text_colour(palette)
+        palette = self.palette()
+        if self._active():
+            painter.fillRect(self.rect(), palette.color(QPalette.ColorRole.Highlight))
+        self._paint_head(painter, palette)
         fm = self.fontMetrics()
         em = fm.height()
-        h = self.height()
-        x = PAD
-        glyph_w = fm.horizontalAdvance("● ")
-        painter.setPen(tone_colour(self.row.glyph_tone, palette))
-        painter.drawText(QRect(x, 0, glyph_w, h), Qt.AlignmentFlag.AlignVCenter, self.row.glyph)
-        x += glyph_w
-        arrow_w = em
-        tail = self._tail()
-        tail_w = fm.horizontalAdvance("  " + tail)
-        bar_w = int(BAR_EM * em) if self.row.tightest is not None else 0
-        right = self.width() - PAD - arrow_w
-        name_w = max(0, right - tail_w - bar_w - em // 2 - x)
+        y = int(em * HEAD_EM)
+        line_h = int(em * LINE_EM)
+        for line in self._lines():
+            if isinstance(line, str):
+                painter.setPen(self._dim(palette))
+                painter.drawText(
+                    QRect(self.columns.indent, y, self.width() - self.columns.indent, line_h),
+                    Qt.AlignmentFlag.AlignVCenter,
+                    line,
+                )
+            else:
+                self._paint_window(painter, palette, line, y, line_h)
+            y += line_h
+        painter.end()
+
+    def _paint_head(self, painter: QPainter, palette: QPalette) -> None:
+        fm = self.fontMetrics()
+        em = fm.height()
+        h = int(em * HEAD_EM)
+        text = self._text_colour(palette)
+        painter.setPen(tone_colour(self.row.glyph_tone, palette) if not self._active() else text)
+        painter.drawText(
+            QRect(PAD, 0, self.columns.indent, h), Qt.AlignmentFlag.AlignVCenter, self.row.glyph
+        )
+        right = self.width() - PAD - em
+        painter.setPen(text)
+        painter.drawText(QRect(right, 0, em, h), Qt.AlignmentFlag.AlignCenter, "▸")
+        status = self.row.status
+        if status is not None:
+            status_w = fm.horizontalAdvance(status.words)
+            painter.setPen(
+                text
+                if self._active() or status.tone is Tone.MUTED
+                else tone_colour(status.tone, palette)
+            )
+            painter.drawText(
+                QRect(right - status_w - em // 2, 0, status_w, h),
+                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
+                status.words,
+            )
+            right -= status_w + em
+        x = self.columns.indent
         font = QFont(self.font())
-        font.setBold("current" in self.row.marks)
+        font.setBold(bool(self.row.marks))
         painter.setFont(font)
         painter.setPen(text)
         name = QFontMetrics(font).elidedText(
-            self.row.name, Qt.TextElideMode.ElideRight, max(0, name_w)
+            self.row.name, Qt.TextElideMode.ElideRight, max(0, right - x)
         )
-        painter.drawText(QRect(x, 0, name_w, h), Qt.AlignmentFlag.AlignVCenter, name)
-        used = painter.fontMetrics().horizontalAdvance(name)
+        painter.drawText(QRect(x, 0, right - x, h), Qt.AlignmentFlag.AlignVCenter, name)
+        x += painter.fontMetrics().horizontalAdvance(name)
         painter.setFont(self.font())
-        if self.row.marks and used + em < name_w:
+        if self.row.marks and x + em < right:
             marks = fm.elidedText(
-                "  " + " · ".join(self.row.marks), Qt.TextElideMode.ElideRight, name_w - used
+                "  " + " · ".join(self.row.marks), Qt.TextElideMode.ElideRight, right - x
             )
-            painter.setPen(dim_text(palette) if not self._active() else text)
-            painter.drawText(
-                QRect(x + used, 0, name_w - used, h), Qt.AlignmentFlag.AlignVCenter, marks
-            )
-        if self.row.tightest is not None:
-            bar_h = max(4, int(em * BAR_HEIGHT_EM))
-            bar_x = right - tail_w - bar_w
-            _bar(
-                painter,
-                QRect(bar_x, (h - bar_h) // 2, bar_w, bar_h),
-                self.row.tightest,
-                palette,
-                self._active(),
-            )
-        painter.setPen(text if self.row.tightest is not None else dim_text(palette))
-        painter.drawText(
-            QRect(right - tail_w, 0, tail_w, h),
-            Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
-            tail,
-        )
+            painter.setPen(self._dim(palette))
+            painter.drawText(QRect(x, 0, right - x, h), Qt.AlignmentFlag.AlignVCenter, marks)
+
+    def _paint_window(
+        self, painter: QPainter, palette: QPalette, line: WindowLine, y: int, h: int
+    ) -> None:
+        c = self.columns
+        fm = self.fontMetrics()
+        em = fm.height()
+        text = self._text_colour(palette)
+        x = c.indent
         painter.setPen(text)
-        painter.drawText(QRect(right, 0, arrow_w, h), Qt.AlignmentFlag.AlignCenter, "▸")
-        painter.end()
-
-
-class WindowLineWidget(_Row):
-    """5h [bar] 37% · resets in 2h 14m, and the forecast under it when there is one."""
-
-    def __init__(self, menu: QMenu, line: WindowLine) -> None:
-        super().__init__(menu)
-        self.line = line
-        self.setAccessibleName(line.text)
-        self.setEnabled(True)
-
-    def _caption(self) -> str:
-        caption = self.line.percent
-        if self.line.reset:
-            caption += " · " + self.line.reset
-        if self.line.stale and self.line.fraction is not None:
-            caption += " · stale"
-        if self.line.fraction is None:
-            caption = "no data yet"
-        return caption
-
-    def sizeHint(self) -> QSize:
-        fm = self.fontMetrics()
-        em = fm.height()
-        label_w = fm.horizontalAdvance("Gemini Flash") + em // 2
-        width = (
-            PAD + label_w + int(BAR_EM * em) + em // 2 + fm.horizontalAdvance(self._caption()) + PAD
-        )
-        if self.line.forecast:
-            width = max(width, PAD + label_w + fm.horizontalAdvance(self.line.forecast) + PAD)
-        lines = 2 if self.line.forecast else 1
-        return QSize(width, int(em * (1.5 + 1.1 * (lines - 1))))
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        palette = self.palette()
-        fm = self.fontMetrics()
-        em = fm.height()
-        line_h = int(em * 1.5)
-        label_w = fm.horizontalAdvance("Gemini Flash") + em // 2
-        x = PAD
-        painter.setPen(palette.color(QPalette.ColorRole.Text))
-        painter.drawText(
-            QRect(x, 0, label_w, line_h), Qt.AlignmentFlag.AlignVCenter, self.line.label
-        )
-        x += label_w
-        bar_w = int(BAR_EM * em)
+        painter.drawText(QRect(x, y, c.label, h), Qt.AlignmentFlag.AlignVCenter, line.label)
+        x += c.label
         bar_h = max(4, int(em * BAR_HEIGHT_EM))
-        _bar(painter, QRect(x, (line_h - bar_h) // 2, bar_w, bar_h), self.line, palette)
-        x += bar_w + em // 2
-        painter.setPen(
-            palette.color(QPalette.ColorRole.Text)
-            if self.line.fraction is not None
-            else dim_text(palette)
-        )
-        painter.drawText(
-            QRect(x, 0, self.width() - x - PAD, line_h),
-            Qt.AlignmentFlag.AlignVCenter,
-            self._caption(),
-        )
-        if self.line.forecast:
-            painter.setPen(tone_colour(Tone.WARN, palette))
+        muted = not self.row.serving
+        _bar(painter, QRect(x, y + (h - bar_h) // 2, c.bar, bar_h), line, palette, muted)
+        x += c.bar
+        painter.setPen(text if line.fraction is not None else self._dim(palette))
+        if line.fraction is not None:
             painter.drawText(
-                QRect(PAD + label_w, line_h - em // 5, self.width(), em),
-                Qt.AlignmentFlag.AlignVCenter,
-                self.line.forecast,
+                QRect(x, y, c.percent - em // 2, h),
+                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
+                line.percent,
             )
-        painter.end()
+        x += c.percent
+        caption = self._caption(line)
+        painter.setPen(self._dim(palette) if line.fraction is None or line.stale else text)
+        painter.drawText(QRect(x, y, self.width() - x, h), Qt.AlignmentFlag.AlignVCenter, caption)
+        forecast = self._forecast(line)
+        if forecast:
+            x += fm.horizontalAdvance(caption + " · ")
+            painter.setPen(text if self._active() else tone_colour(Tone.WARN, palette))
+            painter.drawText(
+                QRect(x, y, self.width() - x, h), Qt.AlignmentFlag.AlignVCenter, forecast
+            )
 
 
-def row_action(menu: QMenu, widget: _Row, text: str) -> QWidgetAction:
+def row_action(menu: QMenu, widget: AccountRowWidget) -> QWidgetAction:
     action = QWidgetAction(menu)
     action.setDefaultWidget(widget)
-    action.setText(text)  # what menu bridges and screen readers get
+    action.setText(widget.row.text)  # what menu bridges and screen readers get
+    action.setToolTip(widget.row.description)
     widget.action = action
     return action

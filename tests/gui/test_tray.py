@@ -1,10 +1,12 @@
 from gui_fakes import account
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.pool_status import PoolHealth
 from sublane_desktop.gui.tray import Tray
 from tests.fake_upstream import Reply
+
+MessageIcon = QSystemTrayIcon.MessageIcon
 
 
 def image_of(icon):
@@ -76,34 +78,31 @@ def test_menu_is_rebuilt_on_show(qtbot, service):
     tray = Tray(Bridge(service), requests_available=False)
     tray.menu.aboutToShow.emit()
     assert texts(tray.menu) == [
-        "● work [current] — no quota data yet",
-        "◔ home — cooling · no quota data yet",
+        "● work [current for Claude] — no quota data yet",
+        "◔ home — Cooling — no quota data yet",
         "",
         "No quota readings yet · Refresh",
         "",
         "Open Accounts",
         "Open Requests",
-        "Settings…",
+        "Add account…",
         "Set up a tool…",
+        "Settings…",
+        "Welcome…",
         "Copy endpoint URL",
         "",
         "Quit",
     ]
     assert not action(tray.menu, "Open Requests").isEnabled()  # no Requests window installed
+    # The submenu holds only levers, and only those that apply: nothing to clear here.
     work = tray.account_menu("work")
     assert texts(work) == [
-        "work: ok",
-        "5h —",
-        "7d —",
-        "Fable —",
-        "",
         "Switch to (pin for 5 minutes)",
         "Pause",
-        "Clear cooldown",
-        "Disable",
         "Verify login",
+        "",
+        "Disable…",
     ]
-    assert not action(work, "Clear cooldown").isEnabled()  # nothing to clear
 
     service.set_accounts(
         [
@@ -112,16 +111,49 @@ def test_menu_is_rebuilt_on_show(qtbot, service):
         ]
     )
     tray.menu.aboutToShow.emit()
-    assert texts(tray.menu)[0:2] == ["‖ solo — paused by you · no quota data yet", ""]
-    solo = tray.account_menu("solo")
-    assert texts(solo)[-5:] == [
-        "Pinned — 2m 05s left (switch again to renew)",
-        "Resume",
+    assert texts(tray.menu)[0:2] == ["‖ solo — Paused — no quota data yet", ""]
+    # Paused: not one to switch to, and no cooldown worth clearing (fault 9).
+    assert texts(tray.account_menu("solo")) == ["Resume", "Verify login", "", "Disable…"]
+
+
+def test_levers_appear_only_where_they_apply(qtbot, service):
+    now = service.clock.now()
+    service.set_accounts(
+        [
+            account("cool", "cooling", id=1) | {"cooldown_until": now + 60, "failure_streak": 2},
+            account("off", "disabled", id=2) | {"failure_streak": 1},
+            account("gone", "auth_failed", id=3) | {"auth_reason": "credential missing"},
+        ]
+    )
+    tray = Tray(Bridge(service))
+    tray.menu.aboutToShow.emit()
+    assert texts(tray.account_menu("cool")) == [
+        "Switch to (pin for 5 minutes)",
         "Clear cooldown",
-        "Disable",
+        "Pause",
         "Verify login",
+        "",
+        "Disable…",
     ]
-    assert action(solo, "Clear cooldown").isEnabled()
+    assert texts(tray.account_menu("off")) == ["Verify login", "", "Enable"]
+    assert texts(tray.account_menu("gone")) == [
+        "Sign in again…",
+        "Pause",
+        "Verify login",
+        "",
+        "Disable…",
+    ]
+
+
+def test_menu_and_submenus_show_tooltips(qtbot, service):
+    tray = Tray(Bridge(service))
+    tray.menu.aboutToShow.emit()
+    assert tray.menu.toolTipsVisible()
+    work = tray.account_menu("work")
+    assert work.toolTipsVisible()
+    assert action(work, "Pause").toolTip() == (
+        "New requests go to other accounts until you resume work"
+    )
 
 
 def test_menu_items_emit_their_requests(qtbot, service):
@@ -133,6 +165,8 @@ def test_menu_items_emit_their_requests(qtbot, service):
         ("Open Requests", tray.requestsRequested),
         ("Settings…", tray.settingsRequested),
         ("Set up a tool…", tray.setupToolRequested),
+        ("Add account…", tray.addAccountRequested),
+        ("Welcome…", tray.welcomeRequested),
     ]:
         with qtbot.waitSignal(signal, timeout=1000):
             action(tray.menu, text).trigger()
@@ -211,27 +245,94 @@ async def test_switch_pause_and_clear_cooldown_from_the_menu(qtbot, live):
     qtbot.waitUntil(lambda: tray.health is PoolHealth.OK, timeout=1000)  # b paused: not a warning
 
 
-async def test_disable_enable_and_verify_from_the_menu(qtbot, live):
+def shown_messages(tray) -> list:
+    """What the tray actually put on screen, in order (title, body, icon)."""
+    shown: list = []
+    tray.icon.showMessage = lambda title, body, icon, ms: shown.append((title, body, icon))
+    return shown
+
+
+async def test_disable_asks_first_and_every_lever_answers(qtbot, live):
     await live.add_account("a", "tok-a")
     await live.add_account("b", "tok-b")
     tray = Tray(live.bridge)
+    tray.message_ms = 10  # the queue's pace, not the test's subject here
+    shown = shown_messages(tray)
     tray.menu.aboutToShow.emit()
-    action(tray.account_menu("b"), "Disable").trigger()
+
+    # Disable asks; Cancel changes nothing.
+    action(tray.account_menu("b"), "Disable…").trigger()
+    box = tray.confirm_box
+    assert box is not None and box.isVisible() and box.windowTitle() == "Disable b?"
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    await live.bridge.wait_idle()
+    assert (await live.runtime("b"))["state"] == "ok" and shown == []
+    # Yes disables, and says so.
+    action(tray.account_menu("b"), "Disable…").trigger()
+    tray.confirm_box.button(QMessageBox.StandardButton.Yes).click()
     await live.bridge.wait_idle()
     assert (await live.runtime("b"))["state"] == "disabled"
+    qtbot.waitUntil(lambda: [m[0] for m in shown] == ["Disabled b"], timeout=1000)
+
     tray.menu.aboutToShow.emit()
     action(tray.account_menu("b"), "Enable").trigger()  # the lever says what it will do
     await live.bridge.wait_idle()
     assert (await live.runtime("b"))["state"] == "ok"
+    tray.menu.aboutToShow.emit()
+    action(tray.account_menu("a"), "Pause").trigger()
+    await live.bridge.wait_idle()
+    tray.menu.aboutToShow.emit()
+    action(tray.account_menu("a"), "Resume").trigger()
+    await live.bridge.wait_idle()
+    tray.menu.aboutToShow.emit()
+    action(tray.account_menu("b"), "Switch to").trigger()
+    await live.bridge.wait_idle()
+    QApplication.clipboard().clear()
+    action(tray.menu, "Copy endpoint URL").trigger()
+    qtbot.waitUntil(lambda: len(shown) == 6, timeout=2000)
+    assert [m[0] for m in shown] == [
+        "Disabled b",
+        "Enabled b",
+        "Paused a",
+        "Resumed a",
+        "Switched to b",
+        "Endpoint URL copied",
+    ]
+    assert shown[-1][1] == live.service.endpoint_url == QApplication.clipboard().text()
 
+
+async def test_verify_from_the_menu_says_the_verdict_in_its_colour(qtbot, live):
+    await live.add_account("a", "tok-a")
+    tray = Tray(live.bridge)
+    tray.show()
+    tray.message_ms = 10
+    shown = shown_messages(tray)
     verdicts: list = []
     live.bridge.verified.connect(verdicts.append)
     tray.menu.aboutToShow.emit()
     action(tray.account_menu("a"), "Verify login").trigger()
     await live.bridge.wait_idle()
     assert [(v["name"], v["result"]) for v in verdicts] == [("a", "ok")]
+    # a login that works is news, not a warning (it came with the red health icon)
+    qtbot.waitUntil(lambda: len(shown) == 1, timeout=1000)
+    assert shown[0] == ("a: login works", "the credential works", MessageIcon.Information)
     live.upstream.expired.add("tok-a")
     live.upstream.refresh_grants.clear()
     action(tray.account_menu("a"), "Verify login").trigger()
     await live.bridge.wait_idle()
     assert verdicts[-1]["result"] == "auth_failed"
+    qtbot.waitUntil(lambda: len(shown) == 2, timeout=1000)
+    assert shown[1][0] == "a: login refused" and shown[1][2] is MessageIcon.Warning
+
+
+def test_messages_queue_instead_of_replacing_each_other(qtbot, service):
+    tray = Tray(Bridge(service))
+    tray.message_ms = 200
+    shown = shown_messages(tray)
+    tray.show_message("work is cooling down", "first")
+    tray.show_message("home ran out of quota", "second")
+    tray.show_message("home ran out of quota", "second")  # the same news once
+    assert [m[1] for m in shown] == ["first"]  # the second waits for the first's time
+    qtbot.waitUntil(lambda: len(shown) == 2, timeout=2000)
+    assert [m[1] for m in shown] == ["first", "second"]
+    assert not tray._messages  # nothing more is waiting

@@ -5,11 +5,12 @@ levers; the "updated … ago · Refresh" line."""
 from __future__ import annotations
 
 from gui_fakes import account
-from PySide6.QtCore import QPoint
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtCore import QPoint, QPointF
+from PySide6.QtGui import QColor, QEnterEvent, QPalette
+from PySide6.QtWidgets import QApplication, QWidgetAction
 
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.gui.dashboard import account_row, updated_line
+from sublane_desktop.gui.dashboard import account_row, pool_left, short_time, updated_line
 from sublane_desktop.gui.tray import Tray
 from sublane_desktop.service import SCHEDULER_SETTINGS
 
@@ -50,7 +51,7 @@ def test_row_shows_the_tightest_window_with_percent_and_countdown():
     row = account_row(work, SCHEDULER_SETTINGS, NOW)
     # 7d: 0.99 - 0.97 = 0.02 headroom is less than 5h's 0.90 - 0.37
     assert (row.tightest.label, row.tightest.percent, row.tightest.fraction) == ("7d", "97%", 0.97)
-    assert row.text == "● work [current, Fable current] — 7d 97% · resets in 2d 0h"
+    assert row.text == "● work [current for Claude and Fable] — 5h 37% · 7d 97% · Fable 10%"
     assert [w.text for w in row.windows] == [
         "5h 37% · resets in 2h 14m",
         "7d 97% · resets in 2d 0h",
@@ -68,7 +69,7 @@ def test_row_shows_the_tightest_window_with_percent_and_countdown():
 def test_api_key_rows_say_there_is_no_quota_instead_of_empty_gauges():
     row = account_row(account("api") | {"kind": "api_key"}, SCHEDULER_SETTINGS, NOW)
     assert row.windows == () and row.tightest is None
-    assert row.text == "● api — no quota data (API key)"
+    assert row.text == "● api — API key: no subscription quota"
 
 
 def test_antigravity_gauges_are_rendered_as_they_come():
@@ -126,22 +127,24 @@ def test_rows_are_painted_with_a_bar_and_hovering_opens_the_submenu(qtbot, servi
     bridge = Bridge(service)
     tray = Tray(bridge)
     tray.menu.aboutToShow.emit()
-    assert texts(tray.menu)[3] == "Updated 20s ago · Refresh"
+    assert texts(tray.menu)[3:5] == ["Claude pool left: 5h 50%", "Updated 20s ago · Refresh"]
     tray.menu.popup(QPoint(10, 10))
     row = tray.rows["work"]
     qtbot.waitUntil(row.isVisible, timeout=2000)
-    assert row.accessibleName() == "● work [current] — 5h 50% · resets in 1h 00m"
+    assert row.accessibleName() == "● work [current for Claude] — 5h 50% · 7d — · Fable —"
     image = row.grab().toImage()
     highlight = row.palette().color(QPalette.ColorRole.Highlight)
-    # the bar's fill: Highlight-coloured pixels on the row's middle line
-    y = image.height() // 2
-    filled = sum(1 for x in range(image.width()) if _close(QColor(image.pixel(x, y)), highlight))
+    # the 5h bar's fill: a run of Highlight-coloured pixels on one of the row's lines
+    filled = max(
+        sum(1 for x in range(image.width()) if _close(QColor(image.pixel(x, y)), highlight))
+        for y in range(image.height())
+    )
     assert filled > 10
 
     sub = tray.account_menu("work")
     tray.menu.setActiveAction(row.action)
     qtbot.waitUntil(sub.isVisible, timeout=2000)
-    assert texts(sub)[:2] == ["work: ok", "5h 50% · resets in 1h 00m"]
+    assert texts(sub)[0] == "Switch to (pin for 5 minutes)"
     tray.menu.hide()
 
 
@@ -158,3 +161,174 @@ async def test_refresh_line_polls_quotas(qtbot, service):
 
 def _close(a: QColor, b: QColor) -> bool:
     return abs(a.red() - b.red()) + abs(a.green() - b.green()) + abs(a.blue() - b.blue()) < 30
+
+
+# --- R-UI-12: rows say the state in words, show every window, line up --------------------------
+
+
+def test_rows_say_in_words_what_an_account_does_when_not_simply_serving():
+    def said(state, **extra):
+        row = account_row(account("a", state) | extra, SCHEDULER_SETTINGS, NOW)
+        return None if row.status is None else row.status.words
+
+    assert said("ok") is None and said("busy") is None
+    assert said("paused") == "Paused"
+    assert said("disabled") == "Disabled"
+    assert said("auth_failed", auth_reason="credential missing") == "Sign in again"
+    cooling = said("cooling", cooldown_until=NOW + 252)
+    assert cooling == f"Cooling until {short_time(NOW + 252, NOW)} · 4m 12s"
+    full = {"five_hour": gauge(1.0, 3600), "seven_day": gauge(0.5, 86400)}
+    assert said("quota_exhausted", gauges=full) == (
+        f"Limit reached, resets {short_time(NOW + 3600, NOW)}"
+    )
+    gone = account_row(
+        account("a", "auth_failed") | {"auth_reason": "credential missing"},
+        SCHEDULER_SETTINGS,
+        NOW,
+    )
+    assert gone.text == "✕ a — Sign in again (credential missing) — no quota data yet"
+
+
+def test_short_time_names_the_day_when_it_is_not_today():
+    assert ":" in short_time(NOW + 600, NOW) and " " not in short_time(NOW + 600, NOW)
+    assert len(short_time(NOW + 3 * 86400, NOW).split(" ")) == 2  # "Tue 14:05"
+
+
+def test_current_says_for_which_provider():
+    claude = account("c", current=True)
+    codex = account("x", id=2, current=True) | {"provider": "codex"}
+    fable = account("f", id=3) | {"fable_current": True}
+    marks = [account_row(a, SCHEDULER_SETTINGS, NOW).marks for a in (claude, codex, fable)]
+    assert marks == [("current for Claude",), ("current for Codex",), ("current for Fable",)]
+
+
+def test_pool_line_says_how_much_each_providers_pool_has_left():
+    accounts = [
+        account("a") | {"gauges": {"five_hour": gauge(0.2), "seven_day": gauge(0.5)}},
+        account("b", id=2) | {"gauges": {"five_hour": gauge(0.6), "seven_day": gauge(1.3)}},
+        account("off", "paused", id=3) | {"gauges": {"five_hour": gauge(0.0)}},
+        account("x", id=4) | {"provider": "codex", "gauges": {"five_hour": gauge(0.25)}},
+        account("k", id=5) | {"kind": "api_key"},
+    ]
+    assert pool_left(accounts) == [
+        "Claude pool left: 5h 60% · 7d 25%",  # (80 + 40) / 2; (50 + 0) / 2; paused adds nothing
+        "Codex pool left: 5h 75%",
+    ]
+
+
+def test_every_window_is_on_the_row_and_bars_line_up_across_rows(qtbot, service):
+    now = service.clock.now()
+    seen = {"observed_at": now - 5, "resets_at": now + 3600}
+    service.set_accounts(
+        [
+            account("work", current=True)
+            | {"gauges": {w: gauge(0.5) | seen for w in ("five_hour", "seven_day", "fable")}},
+            account("ag", id=2)
+            | {
+                "provider": "antigravity",
+                "gauges": {w: gauge(0.3) | seen for w in ("claude", "gemini_pro", "gemini_flash")},
+            },
+        ]
+    )
+    tray = Tray(Bridge(service))
+    tray.menu.popup(QPoint(10, 10))
+    work, ag = tray.rows["work"], tray.rows["ag"]
+    qtbot.waitUntil(lambda: work.isVisible() and ag.isVisible(), timeout=2000)
+    # Every window without opening anything: a line each, in the row itself.
+    assert work.accessibleDescription().splitlines()[1:] == [
+        "5h 50% · resets in 1h 00m",
+        "7d 50% · resets in 1h 00m",
+        "Fable 50% · resets in 1h 00m",
+    ]
+    assert len(ag.accessibleDescription().splitlines()) == 4
+    # One set of columns for the whole menu, wide enough for "Gemini Flash": the bars start
+    # at the same x on every row.
+    assert work.columns == ag.columns
+    assert work.columns.label > work.fontMetrics().horizontalAdvance("Gemini Flash")
+    assert _bar_start(work) == _bar_start(ag) is not None
+    tray.menu.hide()
+
+
+def test_a_row_that_is_not_serving_does_not_draw_its_bars_as_if_it_were(qtbot, service):
+    now = service.clock.now()
+    reading = {"five_hour": gauge(0.6) | {"observed_at": now - 5, "resets_at": now + 3600}}
+    service.set_accounts(
+        [
+            account("on", id=1) | {"gauges": reading},
+            account("off", "paused", id=2) | {"gauges": reading},
+        ]
+    )
+    tray = Tray(Bridge(service))
+    tray.menu.popup(QPoint(10, 10))
+    qtbot.waitUntil(lambda: tray.rows["off"].isVisible(), timeout=2000)
+    assert _bar_start(tray.rows["on"]) is not None  # the serving account's bar: Highlight
+    assert _bar_start(tray.rows["off"]) is None  # the paused one's: muted, not Highlight
+    tray.menu.hide()
+
+
+def test_updated_line_and_countdowns_tick_while_the_menu_is_open(qtbot, service):
+    now = service.clock.now()
+    reading = {"five_hour": gauge(0.6) | {"observed_at": now - 20, "resets_at": now + 3600}}
+    service.set_accounts([account("work") | {"gauges": reading}])
+    bridge = Bridge(service, tick_ms=20)
+    tray = Tray(bridge)
+    tray.menu.popup(QPoint(10, 10))
+    qtbot.waitUntil(tray.rows["work"].isVisible, timeout=2000)
+    assert tray.updated_action.text() == "Updated 20s ago · Refresh"
+    service.clock.advance(100)
+    qtbot.waitUntil(lambda: tray.updated_action.text() == "Updated 2m 00s ago · Refresh")
+    assert "resets in 58m 20s" in tray.rows["work"].accessibleDescription()
+    tray.menu.hide()
+
+
+def _bar_start(row) -> int | None:
+    """The leftmost x of a Highlight-coloured bar fill on the row's first window line."""
+    image = row.grab().toImage()
+    highlight = row.palette().color(QPalette.ColorRole.Highlight)
+    xs = [
+        x
+        for y in range(image.height())
+        for x in range(image.width())
+        if _close(QColor(image.pixel(x, y)), highlight)
+    ]
+    return min(xs) if len(xs) > 10 else None
+
+
+# --- fault 2 and fault 17: hovering is QMenu's, with its sloppy submenus ------------------------
+
+
+def _enter(widget) -> None:
+    """The pointer enters a widget (what X sends as a menu appears under it or is crossed)."""
+    centre = QPointF(widget.width() / 2, widget.height() / 2)
+    QApplication.sendEvent(widget, QEnterEvent(centre, centre, widget.mapToGlobal(centre)))
+
+
+def test_submenu_stays_open_on_the_way_to_its_levers(qtbot, service):
+    service.set_accounts(
+        [account("work", current=True), account("home", id=2), account("third", id=3)]
+    )
+    tray = Tray(Bridge(service))
+    tray.menu.popup(QPoint(10, 10))
+    work, home = tray.rows["work"], tray.rows["home"]
+    qtbot.waitUntil(work.isVisible, timeout=2000)
+    # The menu appears under the pointer: no submenu opens by itself (fault 17).
+    _enter(work)
+    assert not any(tray.account_menu(n).isVisible() for n in tray.rows)
+    # Hovering work opens its levers; heading for them across home's row keeps them open,
+    # and home's submenu does not open in their place (fault 2).
+    tray.menu.setActiveAction(work.action)
+    qtbot.waitUntil(tray.account_menu("work").isVisible, timeout=2000)
+    _enter(home)
+    assert tray.account_menu("work").isVisible()
+    assert not tray.account_menu("home").isVisible()
+    tray.menu.hide()
+
+
+def test_submenu_holds_only_levers_so_the_keyboard_stops_on_each(qtbot, service):
+    tray = Tray(Bridge(service))
+    tray.menu.aboutToShow.emit()
+    for name in tray.rows:
+        sub = tray.account_menu(name)
+        levers = [a for a in sub.actions() if not a.isSeparator()]
+        assert levers and all(a.isEnabled() and not a.menu() for a in levers)
+        assert not any(isinstance(a, QWidgetAction) for a in levers)
