@@ -1,5 +1,6 @@
-"""Does a window fit its content at its size? (R-UI-10) — the checks the screenshots run and the
-layout tests assert, at 100 % and 200 % scale.
+"""Does a window fit its content at its size, and can its words be read? (R-UI-10, R-UI-16) —
+the checks the screenshots run and the layout tests assert, at 100 % and 200 % scale, in the
+light and the dark palette.
 
 A window fits when:
 - no scroll area shows a horizontal scroll bar (content wider than the window);
@@ -7,7 +8,10 @@ A window fits when:
   they overlap or clip);
 - every visible widget lies inside its parent;
 - every control a person can operate has a name for screen readers (its text, its accessible
-  name, or the label its form row gives it).
+  name, or the label its form row gives it);
+- no text is elided or cut (tools/text_audit.py: labels, buttons, tab titles, table cells and
+  header sections, and the text widgets paint themselves, menu rows among them);
+- every text reaches 4.5:1 against what it is drawn on (tools/text_audit.py).
 """
 
 from __future__ import annotations
@@ -36,10 +40,11 @@ __all__ = ["problems", "set_default_size"]
 SLACK = 1  # px: rounding at fractional scales
 
 
-def problems(window: QWidget) -> list[str]:
-    """What does not fit or has no name, as short sentences (empty when all is well).
-    Every page of every tab widget is looked at, not only the one on top."""
-    found = _problems(window)
+def problems(window: QWidget, *, text: bool = True) -> list[str]:
+    """What does not fit, has no name, is cut or cannot be read, as short sentences (empty
+    when all is well). Every page of every tab widget is looked at, not only the one on top.
+    `text=False` leaves out the text checks (elision, contrast)."""
+    found = _all(window, text)
     for tabs in window.findChildren(QTabWidget):
         if not tabs.isVisibleTo(window):
             continue
@@ -49,10 +54,19 @@ def problems(window: QWidget) -> list[str]:
                 continue
             tabs.setCurrentIndex(index)
             QApplication.processEvents()
-            found += [f"tab {tabs.tabText(index)!r}: {p}" for p in _problems(window)]
+            found += [f"tab {tabs.tabText(index)!r}: {p}" for p in _all(window, text)]
         tabs.setCurrentIndex(shown)
         QApplication.processEvents()
     return sorted(set(found), key=found.index)
+
+
+def _all(window: QWidget, text: bool) -> list[str]:
+    found = _problems(window)
+    if text:
+        from tools.text_audit import text_problems
+
+        found += text_problems(window)
+    return found
 
 
 def _problems(window: QWidget) -> list[str]:

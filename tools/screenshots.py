@@ -60,6 +60,14 @@ class Shots:
         self.skipped.append(what)
         print(f"skipped {what}: {why}")
 
+    def audit(self, window: Any, name: str, prefix: str = "") -> None:
+        """layout_audit.problems of a window (a menu too: its rows are painted text)."""
+        from tools.layout_audit import problems
+
+        found = [prefix + p for p in problems(window)]
+        if found:
+            self.problems.setdefault(name + self.suffix, []).extend(found)
+
     def save(self, widget: Any, name: str) -> Path:
         """A widget (grabbed) or a ready QPixmap, as OUTDIR/name.png."""
         from PySide6.QtWidgets import QWidget
@@ -67,11 +75,7 @@ class Shots:
         name += self.suffix
         path = self.outdir / f"{name}.png"
         if isinstance(widget, QWidget) and widget.isWindow() and widget.inherits("QMenu") is False:
-            from tools.layout_audit import problems
-
-            found = problems(widget)
-            if found:
-                self.problems[name] = found
+            self.audit(widget, name.removesuffix(self.suffix))
         focused = widget.focusWidget() if hasattr(widget, "focusWidget") else None
         if focused is not None and focused is not widget:
             focused.clearFocus()  # no text cursor or focus ring frozen into the picture
@@ -567,6 +571,7 @@ async def _tray_menu(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[An
     row = getattr(tray, "rows", {}).get("work-max")
     opened = row.action if row is not None else None
     if opened is None:
+        shots.audit(menu, "tray-menu")
         shots.save(menu, "tray-menu")
         return
     menu.setActiveAction(opened)
@@ -575,6 +580,8 @@ async def _tray_menu(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[An
     sub.popup(menu.pos())
     widgets.append(sub)
     await settle()
+    shots.audit(menu, "tray-menu")
+    shots.audit(sub, "tray-menu", "submenu: ")
     main, side = menu.grab(), sub.grab()
     top = max(0, menu.actionGeometry(opened).top() - 4)
     canvas = QPixmap(main.width() + side.width() - 4, max(main.height(), top + side.height()))
@@ -747,12 +754,19 @@ def main(argv: list[str] | None = None) -> int:
     collecting = gc.isenabled()
     gc.disable()
     loop = qasync.QEventLoop(app)
+    from PySide6.QtGui import QPalette
+
+    palette = QPalette(app.palette())  # given back at the end: a test's app lives on
     try:
         if args.dark:
             app.setStyle("Fusion")  # the platform style may ignore a custom palette
             app.setPalette(dark_palette())
+        from sublane_desktop.gui.main import use_readable_palette
+
+        use_readable_palette(app)  # as the app does at start
         shots = loop.run_until_complete(render_all(args.outdir, "-dark" if args.dark else ""))
     finally:
+        app.setPalette(palette)
         quiet.setLevel(level)
         loop.close()
         del loop

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QSystemTrayIcon
 from sublane_desktop import heap
 from sublane_desktop.gui import autostart
 from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.colours import readable_palette
 from sublane_desktop.gui.dialogs import startup_failure
 from sublane_desktop.gui.icons import app_icon
 from sublane_desktop.gui.notifications import Notifier
@@ -59,6 +60,7 @@ def run(service_factory: Callable[..., Any], data_dir: Path) -> int:
     app.setDesktopFileName("sublane")  # Wayland maps windows to sublane.desktop by this
     app.setQuitOnLastWindowClosed(False)
     app.setWindowIcon(app_icon())
+    use_readable_palette(app)
 
     instance = SingleInstance(instance_name(data_dir))
     if instance.already_running():
@@ -129,7 +131,17 @@ class DesktopApplication(QApplication):
         if event.type() == QEvent.Type.Quit and self.on_quit is not None:
             self.on_quit()
             return True
-        return super().event(event)
+        handled = super().event(event)
+        if event.type() == QEvent.Type.ApplicationPaletteChange:
+            use_readable_palette(self)  # the desktop switched theme (R-UI-16)
+        return handled
+
+
+def use_readable_palette(app: QApplication) -> None:
+    """The desktop's palette, with selection and link colours that read (R-UI-16)."""
+    palette = readable_palette(app.palette())
+    if palette is not None:  # None: already readable, so setting it cannot loop
+        app.setPalette(palette)
 
 
 class _QuitInterceptor(QObject):

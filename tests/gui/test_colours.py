@@ -86,3 +86,17 @@ def test_a_gauge_track_is_visible_and_its_fill_stands_out(qtbot, name):
     fill = image.pixelColor(rect.left() + int(rect.width() * 0.1), y)
     assert colours.contrast(track, window) >= colours.TRACK_CONTRAST - 0.05, track.name()
     assert colours.contrast(fill, window) >= colours.FILL_CONTRAST - 0.05, fill.name()
+
+
+@pytest.mark.parametrize("name", PALETTES)
+def test_selected_rows_and_links_read_once_the_app_palette_is_made_readable(qapp, name):
+    palette = PALETTES[name]()
+    before = colours.contrast(palette.color(Role.HighlightedText), palette.color(Role.Highlight))
+    assert before < 4.5  # Fusion's blue under white text: what the desktop hands us
+    fixed = colours.readable_palette(palette)
+    assert fixed is not None
+    for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+        text, ground = fixed.color(group, Role.HighlightedText), fixed.color(group, Role.Highlight)
+        assert colours.contrast(text, ground) >= 4.5
+        assert colours.contrast(fixed.color(group, Role.Link), fixed.color(group, Role.Base)) >= 4.5
+    assert colours.readable_palette(fixed) is None  # nothing left to change: no loop

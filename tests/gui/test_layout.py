@@ -1,5 +1,6 @@
-"""R-UI-10: every window and dialog fits its content at its default size, at 100 % and 200 %
-scale, in the light and the dark palette; every control has a name.
+"""R-UI-10, R-UI-16: every window, dialog and the tray menu fits its content at its default size,
+shows no elided or cut text and reads at 4.5:1, at 100 % and 200 % scale, in the light and the
+dark palette; every control has a name.
 
 The screenshot command builds every window over a realistic demo pool (a pinned, current,
 Fable-current account with a request in flight; a cooling one; a paused one) and audits each
@@ -28,19 +29,42 @@ from tools import layout_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "resources" / "screenshots"
-WINDOWS = {
-    "accounts.png",
-    "accounts-history.png",
-    "requests.png",
-    "request-details.png",
-    "tray-menu.png",
-    "welcome.png",
-    "dialog-add-account.png",
-    "dialog-client-keys.png",
-    "dialog-keyring.png",
-    "dialog-settings.png",
-    "dialog-setup-tool.png",
-    "dialog-port-in-use.png",
+PICTURES = [
+    "accounts",
+    "accounts-history",
+    "requests",
+    "requests-account-switch",
+    "requests-mine",
+    "request-details",
+    "request-details-account-switch",
+    "tray-menu",
+    "welcome",
+    "dialog-add-account",
+    "dialog-client-keys",
+    "dialog-keyring",
+    "dialog-settings",
+    "dialog-setup-tool",
+    "dialog-port-in-use",
+]
+VARIANTS = {"100%": ("1", False), "200%": ("2", False), "100%-dark": ("1", True)}
+VARIANTS["200%-dark"] = ("2", True)
+
+# What the audit finds in windows other helpers own (issue 25), as it found it; strict, so the
+# test fails once fixed and the entry has to go. Picture -> (variants, finding).
+KNOWN = {
+    "tray-menu": (
+        set(VARIANTS),
+        "the status glyph on the highlighted row is faint (1.1:1 light, 1.6:1 dark); at 200 % "
+        "every AccountRowWidget sticks out of the menu (427 px in 400)",
+    ),
+    "request-details-account-switch": (
+        {"200%", "200%-dark"},
+        "QLabel('account switch: moved from …') is cut: needs 28 px of height, has 18",
+    ),
+    "dialog-settings": (
+        {"200%", "200%-dark"},
+        "QLabel('Serving on http://127.0.0.1:8765 …') is cut: needs 28 px of height, has 22",
+    ),
 }
 
 
@@ -56,17 +80,44 @@ def render(tmp_path: Path, scale: str, dark: bool = False) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize(
-    "scale, dark", [("1", False), ("2", False), ("1", True)], ids=["100%", "200%", "100%-dark"]
-)
-def test_every_window_fits_at_its_default_size(tmp_path, scale, dark):
-    summary = render(tmp_path, scale, dark)
-    suffix = "-dark" if dark else ""
-    expected = {name.replace(".png", f"{suffix}.png") for name in WINDOWS}
-    assert expected <= set(summary["written"]), summary
-    assert summary["problems"] == {}
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """One run of the screenshot command per variant, shared by that variant's tests."""
+    runs: dict[str, dict] = {}
+
+    def get(variant: str) -> dict:
+        if variant not in runs:
+            scale, dark = VARIANTS[variant]
+            runs[variant] = render(tmp_path_factory.mktemp(variant.replace("%", "")), scale, dark)
+        return runs[variant]
+
+    return get
+
+
+def _cases():
+    for variant in VARIANTS:
+        for picture in PICTURES:
+            variants, finding = KNOWN.get(picture, (set(), ""))
+            marks = [pytest.mark.xfail(strict=True, reason=finding)] if variant in variants else []
+            yield pytest.param(variant, picture, marks=marks, id=f"{variant}-{picture}")
+
+
+@pytest.mark.parametrize("variant, picture", list(_cases()))
+def test_window_fits_and_reads(rendered, variant, picture):
+    """Fits its default size, nothing elided or cut, every text 4.5:1 (R-UI-10, R-UI-16)."""
+    summary = rendered(variant)
+    name = picture + ("-dark" if VARIANTS[variant][1] else "")
+    assert f"{name}.png" in summary["written"], summary["skipped"]
+    assert summary["problems"].get(name, []) == []
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_committed_picture_can_be_retaken(rendered, variant):
+    summary = rendered(variant)
+    dark = VARIANTS[variant][1]
     committed = {p.name for p in COMMITTED.glob("*.png") if p.name.endswith("-dark.png") == dark}
-    assert committed <= set(summary["written"])  # every committed picture can be re-taken
+    assert committed <= set(summary["written"])
+    assert set(summary["problems"]) <= {p + ("-dark" if dark else "") for p in PICTURES}
 
 
 # --- the audit itself: it finds what it is meant to find -------------------------------------
@@ -125,3 +176,64 @@ def test_windows_open_centred_then_where_they_were_left(qtbot, service):
     assert again.accounts.geometry() == left
     assert (again.accounts.width(), again.accounts.height()) == (700, 480)
     again.close_all()
+
+
+def test_audit_finds_cut_words_and_faint_text(qtbot):
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtGui import QColor, QPainter, QPalette, QStandardItem, QStandardItemModel
+    from PySide6.QtWidgets import QLabel, QTableView
+
+    class Painted(QWidget):
+        def paintEvent(self, event):
+            painter = QPainter(self)
+            painter.setPen(QColor("#bbbbbb"))  # on white: 1.9:1
+            text = self.fontMetrics().elidedText(
+                "current for Claude", Qt.TextElideMode.ElideRight, 40
+            )
+            painter.drawText(QRect(0, 0, 40, self.height()), Qt.AlignmentFlag.AlignLeft, text)
+            painter.end()
+
+    window = QWidget()
+    qtbot.addWidget(window)
+    palette = window.palette()
+    palette.setColor(QPalette.ColorRole.Window, QColor("white"))
+    window.setPalette(palette)
+    window.setAutoFillBackground(True)
+    squeezed = QLabel("Antigravity: Claude / Gemini Pro / Gemini Flash")
+    squeezed.setMinimumWidth(10)
+    faint = QLabel("quiet words")
+    faint_palette = faint.palette()
+    faint_palette.setColor(QPalette.ColorRole.WindowText, QColor("#aaaaaa"))
+    faint.setPalette(faint_palette)
+    button = QPushButton("A button with a long label")
+    button.setMinimumWidth(10)
+    drawn = Painted()
+    drawn.setMinimumHeight(24)
+    model = QStandardItemModel(1, 1)
+    model.setHorizontalHeaderLabels(["Code"])
+    model.setItem(0, 0, QStandardItem("upstream_unreachable"))
+    table = QTableView()
+    table.setModel(model)
+    table.setColumnWidth(0, 60)
+    row = QHBoxLayout()
+    row.addWidget(squeezed)
+    row.addWidget(button)
+    layout = QVBoxLayout(window)
+    layout.addLayout(row)
+    layout.addWidget(faint)
+    layout.addWidget(drawn)
+    layout.addWidget(table)
+    layout_audit.set_default_size(window, 160, 260)
+    window.show()
+    qtbot.waitExposed(window)
+    squeezed.resize(60, squeezed.height())
+    button.resize(60, button.height())
+    found = "\n".join(layout_audit.problems(window))
+    assert "QLabel('Antigravity: Claude / Gemini P') is cut" in found, found
+    assert "QPushButton('A button with a long label') is cut" in found, found
+    assert "'quiet words' is faint" in found, found
+    assert "Painted cuts 'current for Claude'" in found, found
+    assert "Painted: 'cu" in found and "is faint, 1.9:1" in found, found
+    assert "column 'Code' cuts 1 cell(s), e.g. 'upstream_unreachable'" in found, found
+    plain = layout_audit.problems(window, text=False)
+    assert not any("faint" in p or " cut" in p for p in plain), plain
