@@ -52,11 +52,6 @@ VARIANTS["200%-dark"] = ("2", True)
 # What the audit finds in windows other helpers own (issue 25), as it found it; strict, so the
 # test fails once fixed and the entry has to go. Picture -> (variants, finding).
 KNOWN = {
-    "tray-menu": (
-        set(VARIANTS),
-        "the status glyph on the highlighted row is faint (1.1:1 light, 1.6:1 dark); at 200 % "
-        "every AccountRowWidget sticks out of the menu (427 px in 400)",
-    ),
     "request-details-account-switch": (
         {"200%", "200%-dark"},
         "QLabel('account switch: moved from …') is cut: needs 28 px of height, has 18",
