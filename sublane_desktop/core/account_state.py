@@ -10,10 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sublane_desktop.core.cooldown import Evidence
 from sublane_desktop.core.gauges import GaugeSet
 from sublane_desktop.core.routing import ModelRoute
 
 DEFAULT_LIMIT = 2
+# Evidence scopes besides model families (whose scope is their gauge window), R-OBS-3.
+ACCOUNT = "account"
+FABLE_SCOPE = "fable"
 
 
 @dataclass
@@ -45,8 +49,11 @@ class AccountState:
     fable_streak: int = 0
     ceilings: dict[str, float] = field(default_factory=dict)  # per-account overrides
     # Antigravity: a model family whose quota is spent rests until the reset Google named
-    # (R-WF-5); process-local, so after a restart one request learns it again.
+    # (R-WF-5); a Codex per-model limit likewise (R-WF-4).
     family_cooldowns: dict[str, float] = field(default_factory=dict)
+    # What each cooldown rests on (R-OBS-3), by scope: ACCOUNT, FABLE_SCOPE or a family
+    # window. Persisted with the cooldowns (R-POOL-10) so a restart keeps kind and reset.
+    evidence: dict[str, Evidence] = field(default_factory=dict)
 
     def family_resting(self, family: str, now: float) -> float | None:
         """Until when this family rests, or None when it serves."""
@@ -60,6 +67,27 @@ class AccountState:
         """Cooldown over but not yet proven healthy: only one probe may go (R-POOL-7)."""
         return self.failure_streak > 0 and not self.cooling(now)
 
+    def holds_json(self) -> dict[str, Any]:
+        """The cooldowns' evidence and the resting families, as the store keeps them."""
+        return {
+            "evidence": {scope: ev.to_json() for scope, ev in self.evidence.items()},
+            "families": dict(self.family_cooldowns),
+        }
+
+    def load_holds(self, data: Any) -> None:
+        """The stored form of `holds_json`; what cannot be read is left out."""
+        if not isinstance(data, dict):
+            return
+        evidence = data.get("evidence")
+        for scope, raw in (evidence if isinstance(evidence, dict) else {}).items():
+            found = Evidence.from_json(raw)
+            if isinstance(scope, str) and found is not None:
+                self.evidence[scope] = found
+        families = data.get("families")
+        for family, until in (families if isinstance(families, dict) else {}).items():
+            if isinstance(family, str) and isinstance(until, (int, float)):
+                self.family_cooldowns[family] = float(until)
+
     def runtime_fields(self) -> dict[str, Any]:
         return {
             "paused": self.paused,
@@ -69,6 +97,7 @@ class AccountState:
             "runtime_revision": self.runtime_revision,
             "fable_cooldown_until": self.fable_cooldown_until,
             "fable_streak": self.fable_streak,
+            "holds": self.holds_json(),
         }
 
 

@@ -1,6 +1,13 @@
-"""The cooldown ladder of R-POOL-7: 15 s doubling per failure in a streak, capped at 15 min."""
+"""Cooldowns: the ladder of R-POOL-7 (15 s doubling per failure in a streak, capped at 15 min)
+for pacing and errors, and the evidence each cooldown rests on (R-OBS-3): a quota 429 holds
+until the window it named resets, or until a reading shows that window open again."""
 
 from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
 
 BASE_SECONDS = 15.0
 CAP_SECONDS = 15 * 60.0
@@ -16,3 +23,98 @@ def cooldown_seconds(streak: int, retry_after: float | None = None) -> float:
         return min(CAP_SECONDS, max(1.0, float(retry_after)))
     exponent = max(0, streak - 1)
     return min(CAP_SECONDS, BASE_SECONDS * (2.0 ** min(exponent, 16)))
+
+
+# --- what holds an account, on what evidence (R-OBS-3) -----------------------------------------
+
+QUOTA = "quota"  # a 429 that named a window: held until that window's reset, or evidence
+PACING = "pacing"  # a 429 that named none: the ladder (never "quota exhausted")
+ERROR = "error"  # 5xx, 529, network trouble, timeouts: the ladder
+KINDS = (QUOTA, PACING, ERROR)
+# A reset further ahead than this is no evidence (gauges ignore it too: MAX_RESET_AHEAD).
+MAX_QUOTA_HOLD = 8 * 86400.0
+
+
+@dataclass(frozen=True)
+class QuotaHit:
+    """What a quota 429 named: its window (None: a usage limit that named no window) and the
+    window's reset, when the upstream said."""
+
+    window: str | None
+    resets_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why one scope of an account rests (the account, its Fable bucket, or a model family):
+    the kind, the quota window a 429 named, and when it began: only readings taken from
+    then on can end it early."""
+
+    kind: str
+    window: str | None
+    since: float
+    resets_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "window": self.window,
+            "since": self.since,
+            "resets_at": self.resets_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Evidence | None:
+        """Stored evidence, or None when it cannot be read (then the hold is plain pacing)."""
+        if not isinstance(data, dict) or data.get("kind") not in KINDS:
+            return None
+        window, since, resets = data.get("window"), data.get("since"), data.get("resets_at")
+        if window is not None and not isinstance(window, str):
+            return None
+        if not isinstance(since, (int, float)) or not _number(since):
+            return None
+        if resets is not None and not (isinstance(resets, (int, float)) and _number(resets)):
+            return None
+        return cls(data["kind"], window, float(since), None if resets is None else float(resets))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def quota_hold_until(
+    hit: QuotaHit, now: float, streak: int, retry_after: float | None = None
+) -> float:
+    """Until when a quota 429 holds its scope: the named window's reset (its end is the
+    evidence, however far within a week), else the ladder as for pacing."""
+    if hit.resets_at is not None and now < hit.resets_at <= now + MAX_QUOTA_HOLD:
+        return hit.resets_at
+    return now + cooldown_seconds(streak, retry_after)
+
+
+def window_label(window: str | None) -> str:
+    if window is None:
+        return "usage"
+    if window.startswith("limit:"):  # a Codex per-model limit, by the id the upstream names
+        return window[6:]
+    labels = {"five_hour": "5h", "seven_day": "7d", "fable": "Fable", "claude": "Claude"}
+    return labels.get(window, window.replace("_", " ").title())
+
+
+def clock_minutes(ts: float) -> str:
+    """A local time of day, HH:MM (the words a person reads in a row or a tooltip)."""
+    return time.strftime("%H:%M", time.localtime(ts))
+
+
+def hold_words(evidence: Evidence | None, scope: str, until: float) -> str:
+    """One line saying which evidence holds this scope and until when."""
+    kind = evidence.kind if evidence is not None else ERROR
+    if kind == QUOTA:
+        assert evidence is not None
+        resets = evidence.resets_at if evidence.resets_at is not None else until
+        told = evidence.resets_at is not None and abs(resets - until) < 1.0
+        verb = "resets" if told else "rechecking at"
+        return f"Limit reached ({window_label(evidence.window)}), {verb} {clock_minutes(until)}"
+    prefix = "Cooling" if scope == "account" else f"{window_label(scope)} cooling"
+    cause = "upstream 429 (pacing)" if kind == PACING else "upstream error"
+    return f"{prefix} until {clock_minutes(until)} — {cause}"

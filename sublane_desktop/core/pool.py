@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from sublane_desktop.core.account_state import ACCOUNT, FABLE_SCOPE
+
 # Re-exported (the `X as X` form): the service, the proxy and the tests name them from here.
 from sublane_desktop.core.account_state import AccountState as AccountState
 from sublane_desktop.core.account_state import Demand as Demand
@@ -22,9 +24,18 @@ from sublane_desktop.core.clients import (
     serves_client,
 )
 from sublane_desktop.core.clock import Clock
-from sublane_desktop.core.cooldown import cooldown_seconds
+from sublane_desktop.core.cooldown import (
+    ERROR,
+    PACING,
+    QUOTA,
+    Evidence,
+    QuotaHit,
+    cooldown_seconds,
+    hold_words,
+    quota_hold_until,
+)
 from sublane_desktop.core.errors import GatewayError
-from sublane_desktop.core.gauges import clean_observation
+from sublane_desktop.core.gauges import Observation, clean_observation
 from sublane_desktop.core.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -85,12 +96,14 @@ class Lease:
         outcome: str = Outcome.NEUTRAL,
         retry_after: float | None = None,
         status: int | None = None,
+        quota: QuotaHit | None = None,
     ) -> bool:
-        """Returns False when already released, so callers may call it from every exit path."""
+        """Returns False when already released, so callers may call it from every exit path.
+        `quota`: the window a 429 named (R-OBS-3); without it a 429 is pacing."""
         if self.released:
             return False
         self.released = True
-        self.pool._finish(self, outcome, retry_after, status)
+        self.pool._finish(self, outcome, retry_after, status, quota)
         return True
 
 
@@ -326,7 +339,12 @@ class Pool:
     # --- outcomes -----------------------------------------------------------------------------
 
     def _finish(
-        self, lease: Lease, outcome: str, retry_after: float | None, status: int | None
+        self,
+        lease: Lease,
+        outcome: str,
+        retry_after: float | None,
+        status: int | None,
+        quota: QuotaHit | None = None,
     ) -> None:
         account = lease.account
         account.in_flight -= 1
@@ -339,11 +357,17 @@ class Pool:
         if status == 429 or outcome == Outcome.AUTH_FAILURE:
             self.scheduler.on_rejection(account)
         if lease.runtime_revision == account.runtime_revision:
-            self._apply(account, lease, outcome, retry_after)
+            self._apply(account, lease, outcome, retry_after, status, quota)
         self._on_change()
 
     def _apply(
-        self, account: AccountState, lease: Lease, outcome: str, retry_after: float | None
+        self,
+        account: AccountState,
+        lease: Lease,
+        outcome: str,
+        retry_after: float | None,
+        status: int | None = None,
+        quota: QuotaHit | None = None,
     ) -> None:
         if outcome == Outcome.NEUTRAL:
             return
@@ -354,7 +378,12 @@ class Pool:
         if outcome == Outcome.FABLE_FAILURE:
             # Only the Fable scope rests; the account keeps serving other models (R-LANE-7).
             account.fable_streak += 1
-            account.fable_cooldown_until = self.clock.now() + cooldown_seconds(account.fable_streak)
+            if quota is not None and quota.window == "fable":
+                self._hold_fable(account, quota)
+            else:
+                now = self.clock.now()
+                account.fable_cooldown_until = now + cooldown_seconds(account.fable_streak)
+                account.evidence[FABLE_SCOPE] = Evidence(PACING, None, now)
             self._persist.save_runtime(account.id, account.runtime_fields())  # R-FT-10
             return
         # Outcomes are ordered by admission sequence, not by when they arrive (R-POOL-8).
@@ -370,11 +399,101 @@ class Pool:
                 return
             account.failure_streak = 0
             account.cooldown_until = None
+            account.evidence.pop(ACCOUNT, None)
         else:
             account.failure_streak += 1
             now = self.clock.now()
-            account.cooldown_until = now + cooldown_seconds(account.failure_streak, retry_after)
+            streak = account.failure_streak
+            if status == 429 and quota is not None and quota.window != "fable":
+                # A window of the whole account is spent: held until it resets (R-OBS-3).
+                account.cooldown_until = quota_hold_until(quota, now, streak, retry_after)
+                account.evidence[ACCOUNT] = Evidence(QUOTA, quota.window, now, quota.resets_at)
+            else:
+                account.cooldown_until = now + cooldown_seconds(streak, retry_after)
+                kind = PACING if status == 429 else ERROR
+                account.evidence[ACCOUNT] = Evidence(kind, None, now)
+                if status == 429 and quota is not None:
+                    # Only the Fable bucket is spent, but the upstream asked the whole account
+                    # to wait (R-LANE-7): the account paces, the bucket waits for its reset.
+                    account.fable_streak += 1
+                    self._hold_fable(account, quota)
         self._persist.save_runtime(account.id, account.runtime_fields())
+
+    def _hold_fable(self, account: AccountState, quota: QuotaHit) -> None:
+        now = self.clock.now()
+        account.fable_cooldown_until = quota_hold_until(quota, now, account.fable_streak)
+        account.evidence[FABLE_SCOPE] = Evidence(QUOTA, "fable", now, quota.resets_at)
+
+    def note_readings(self, account: AccountState, observations: list[Observation]) -> None:
+        """Fresh readings end the quota holds they show open (R-OBS-3): a usage read with the
+        window below its ceiling, or a response saying it is allowed. Pacing and errors keep
+        the ladder; readings taken before a hold began say nothing about it."""
+        if not account.evidence or not observations:
+            return  # the usual response: nothing is held
+        now = self.clock.now()
+        ended = False
+        if account.cooling(now) and self._shows_open(account, ACCOUNT, observations):
+            account.cooldown_until = None
+            account.failure_streak = 0  # the window is open: no probe needed
+            ended = True
+        fable_until = account.fable_cooldown_until
+        if (
+            fable_until is not None
+            and now < fable_until
+            and self._shows_open(account, FABLE_SCOPE, observations)
+        ):
+            account.fable_cooldown_until = None
+            account.fable_streak = 0
+            ended = True
+        for family, until in list(account.family_cooldowns.items()):
+            if now < until and self._shows_open(account, family, observations):
+                del account.family_cooldowns[family]
+                ended = True
+        if ended:
+            self._forget_ended(account, now)
+            self._persist.save_runtime(account.id, account.runtime_fields())
+            self._on_change()
+
+    def _shows_open(self, account: AccountState, scope: str, found: list[Observation]) -> bool:
+        evidence = account.evidence.get(scope)
+        if scope not in (ACCOUNT, FABLE_SCOPE) and evidence is None:
+            evidence = Evidence(QUOTA, scope, 0.0)  # a family rests on its own quota
+        if evidence is None or evidence.kind != QUOTA:
+            return False
+        # A hold that named no window (a usage limit): every account-wide window read must
+        # be open.
+        windows = (evidence.window,) if evidence.window else ("five_hour", "seven_day")
+        readings = [o for o in found if o.window in windows and o.observed_at >= evidence.since]
+        return bool(readings) and all(self._open(account, o) for o in readings)
+
+    def _open(self, account: AccountState, obs: Observation) -> bool:
+        """A response says `allowed` (not rejected, below 100%); a usage read must show the
+        window below its ceiling, where the scheduler would place traffic again."""
+        if obs.rejected or obs.absent:
+            return False
+        ceiling = 1.0
+        if obs.source != "headers":
+            ceilings = self.scheduler.ceilings_for(account)
+            ceiling = {
+                "five_hour": ceilings.five_hour_max,
+                "seven_day": ceilings.seven_day_max,
+                "fable": ceilings.fable_weekly_max,
+            }.get(obs.window, 1.0)
+        return obs.utilization < ceiling
+
+    @staticmethod
+    def _forget_ended(account: AccountState, now: float) -> None:
+        """Evidence outlives its cooldown only while the scope still rests."""
+        for scope in list(account.evidence):
+            if scope == ACCOUNT:
+                resting = account.cooling(now)
+            elif scope == FABLE_SCOPE:
+                until = account.fable_cooldown_until
+                resting = until is not None and now < until
+            else:
+                resting = account.family_resting(scope, now) is not None
+            if not resting:
+                del account.evidence[scope]
 
     # --- operator levers (R-ARCH-2: the tray, CLI and API all land here) ------------------------
 
@@ -384,6 +503,8 @@ class Pool:
         account.cooldown_until = None
         account.failure_streak = 0
         account.family_cooldowns.clear()
+        fable = account.evidence.get(FABLE_SCOPE)  # the Fable scope's rest is not cleared here
+        account.evidence = {FABLE_SCOPE: fable} if fable is not None else {}
         account.runtime_revision += 1
         self.send_spills_home(account)
         self._persist.save_runtime(account.id, account.runtime_fields())
@@ -476,9 +597,11 @@ class Pool:
         it spent, and the account keeps serving the other families (R-WF-5)."""
         account.family_cooldowns[family] = until
         now = self.clock.now()
+        account.evidence[family] = Evidence(QUOTA, family, now, until)
         spent = clean_observation(family, 1.0, until, now, "headers", rejected=True)
         if spent is not None:
             account.gauges.apply(replace(spent, epoch=account.quota_epoch))
+        self._persist.save_runtime(account.id, account.runtime_fields())  # R-POOL-10
         self._on_change()
 
     def free_bindings(self, account_id: int) -> None:
@@ -488,6 +611,35 @@ class Pool:
         self._persist.delete_bindings(account_id)
 
     # --- views --------------------------------------------------------------------------------
+
+    def holds_of(self, account: AccountState) -> list[dict[str, Any]]:
+        """What holds the account now and on which evidence (R-OBS-3): the account-wide
+        cooldown first, then its Fable bucket's and its model families' rests."""
+        now = self.clock.now()
+        scopes: list[tuple[str, float]] = []
+        if account.cooldown_until is not None and account.cooling(now):
+            scopes.append((ACCOUNT, account.cooldown_until))
+        fable_until = account.fable_cooldown_until
+        if fable_until is not None and now < fable_until:
+            scopes.append((FABLE_SCOPE, fable_until))
+        scopes += sorted((f, u) for f, u in account.family_cooldowns.items() if now < u)
+        holds = []
+        for scope, until in scopes:
+            evidence = account.evidence.get(scope)
+            if evidence is None and scope not in (ACCOUNT, FABLE_SCOPE):
+                evidence = Evidence(QUOTA, scope, now, until)  # a family rests on its quota
+            kind = evidence.kind if evidence is not None else ERROR
+            holds.append(
+                {
+                    "kind": kind,
+                    "scope": scope,
+                    "window": evidence.window if evidence is not None else None,
+                    "until": until,
+                    "resets_at": evidence.resets_at if evidence is not None else None,
+                    "words": hold_words(evidence, scope, until),
+                }
+            )
+        return holds
 
     def state_of(self, account: AccountState) -> str:
         now = self.clock.now()

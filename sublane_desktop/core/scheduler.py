@@ -27,6 +27,7 @@ from functools import partial
 
 from sublane_desktop.core.account_state import AccountState, Demand
 from sublane_desktop.core.clock import Clock
+from sublane_desktop.core.cooldown import QUOTA, clock_minutes, window_label
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import FAMILY_WINDOWS, GaugeSet, family_of
 from sublane_desktop.core.policies import MODES, POLICIES, Policy
@@ -166,9 +167,16 @@ class Scheduler:
         if account.paused:
             return GatewayError("no_account", f"account {account.name} is paused")
         if account.cooling(now) and account.cooldown_until is not None:
+            evidence = account.evidence.get("account")
+            why = (
+                f"reached its {window_label(evidence.window)} limit"
+                f" (held until {clock_minutes(account.cooldown_until)})"
+                if evidence is not None and evidence.kind == QUOTA
+                else "cooling down after upstream failures"
+            )
             return GatewayError(
                 "account_cooling",
-                f"account {account.name} is cooling down after upstream failures",
+                f"account {account.name} is {why}",
                 retry_after=account.cooldown_until - now,
             )
         if self.quota_exhausted(account, now):

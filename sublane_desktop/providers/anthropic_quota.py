@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sublane_desktop.core.cooldown import QuotaHit
 from sublane_desktop.core.gauges import Observation, clean_observation
 from sublane_desktop.core.numbers import finite_float, iso_seconds
 
@@ -53,6 +54,35 @@ def account_wide_rejection(headers: Mapping[str, str]) -> bool:
         if util is not None and util >= 1.0:
             return True
     return False
+
+
+# `representative-claim` values -> gauge window ("overage included" is the 7d_oi bucket)
+CLAIMS = {"five_hour": "five_hour", "seven_day": "seven_day", "seven_day_overage_included": "fable"}
+
+
+def named_window(headers: Mapping[str, str]) -> QuotaHit | None:
+    """The quota window a 429 names (R-OBS-3), or None: the 429 is pacing.
+
+    A window is named by its status `rejected` or its utilization at 100%, else by
+    `representative-claim`. The account's own windows come before the Fable bucket, and of
+    two spent ones the later reset binds. The reset: the window's own, else `reset`.
+    """
+    unified_reset = finite_float(headers.get(PREFIX + "reset"))
+    named: list[tuple[str, float | None]] = []
+    for window, utilization, status_name, reset in _WINDOW_HEADERS:
+        status = (headers.get(status_name) or "").strip().lower()
+        util = finite_float(headers.get(utilization))
+        if status == "rejected" or (util is not None and util >= 1.0):
+            named.append((window, finite_float(headers.get(reset))))
+    if not named:
+        claim = CLAIMS.get((headers.get(PREFIX + "representative-claim") or "").strip().lower())
+        status = (headers.get(PREFIX + "status") or "").strip().lower()
+        if claim is None or status not in ("", "rejected"):
+            return None
+        named.append((claim, None))
+    account_wide = [n for n in named if n[0] != "fable"] or named
+    window, resets = max(account_wide, key=lambda n: -1.0 if n[1] is None else n[1])
+    return QuotaHit(window, resets if resets is not None else unified_reset)
 
 
 def usage_url(base: str) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sublane_desktop import __version__
+from sublane_desktop.core.cooldown import QuotaHit
 from sublane_desktop.core.numbers import finite_float
 
 SUBSCRIPTION_BASE_URL = "https://chatgpt.com/backend-api/codex"
@@ -458,6 +459,36 @@ def quota_from_headers(headers: Mapping[str, str], now: float) -> QuotaObservati
         return None
     absent = bool(lengths) and "five_hour" not in lengths
     return QuotaObservation(five, week, now, tuple(families), absent)
+
+
+def named_window(
+    headers: Mapping[str, str], resets_in: float | None, now: float
+) -> QuotaHit | None:
+    """The quota window a Codex 429 names (R-OBS-3), or None: the 429 is pacing.
+
+    `resets_in`: the `usage_limit_reached` body's wait (None: no such body). A window is named
+    by its `x-codex-*` reading at 100%; with the body but no such window, the window whose
+    reset the body gives; with neither, a usage limit without a window.
+    """
+    quota = quota_from_headers(headers, now)
+    windows = [
+        (name, slot)
+        for name, slot in (
+            (("five_hour", quota.five_hour), ("seven_day", quota.seven_day)) if quota else ()
+        )
+        if slot is not None
+    ]
+    body_reset = now + resets_in if resets_in is not None else None
+    spent = [(name, slot) for name, slot in windows if slot.utilization >= 1.0]
+    if spent:
+        name, slot = max(spent, key=lambda w: w[1].resets_at or 0.0)
+        return QuotaHit(name, slot.resets_at if slot.resets_at is not None else body_reset)
+    if body_reset is None:
+        return None
+    for name, slot in windows:
+        if slot.resets_at is not None and abs(slot.resets_at - body_reset) <= 60.0:
+            return QuotaHit(name, body_reset)
+    return QuotaHit(None, body_reset)
 
 
 def usage_limit_retry_after(body: bytes, now: float) -> float | None:

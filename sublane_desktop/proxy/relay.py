@@ -32,7 +32,7 @@ from sublane_desktop.accounts.problems import CredentialUnavailable
 from sublane_desktop.core.affinity import conversation_digest
 from sublane_desktop.core.cache_miss import DEFAULT_TTL, Turn, cache_ttl, warm_tokens
 from sublane_desktop.core.clients import client_refusal
-from sublane_desktop.core.cooldown import cooldown_seconds
+from sublane_desktop.core.cooldown import QuotaHit, cooldown_seconds
 from sublane_desktop.core.errors import (
     WAIT_STATUSES,
     GatewayError,
@@ -305,6 +305,8 @@ class Attempt:
         self.lease: Lease | None = None
         self.outcome = Outcome.NEUTRAL
         self.retry_after: float | None = None
+        # The quota window a 429 named (R-OBS-3); None: a 429 is pacing
+        self.quota_hit: QuotaHit | None = None
         self.upstream: aiohttp.ClientResponse | None = None
         self.client_gone: str | None = None
         self.closed = False
@@ -508,6 +510,8 @@ class Attempt:
             self.outcome = Outcome.AUTH_FAILURE
         if self.outcome == Outcome.FAILURE:
             self.retry_after = retry_after_of(upstream.headers, self.service.clock.now())
+            if account.provider == "anthropic" and upstream.status == 429:
+                self.quota_hit = anthropic_quota.named_window(upstream.headers)
             if (
                 account.provider == "anthropic"
                 and upstream.status == 429
@@ -582,9 +586,11 @@ class Attempt:
             self.outcome = Outcome.NEUTRAL
             self.record.error_code = refusal
         if status == 429 and self.account.provider == "codex":
-            resets = codex.usage_limit_retry_after(data, self.service.clock.now())
+            now = self.service.clock.now()
+            resets = codex.usage_limit_retry_after(data, now)
             if resets is not None:  # a spent subscription window: rest until it resets
                 self.retry_after = resets
+            self.quota_hit = codex.named_window(self.upstream.headers, resets, now)
             scoped = codex.active_limit(self.upstream.headers)
             if scoped is not None:
                 self._rest_codex_limit(scoped, resets)
@@ -739,7 +745,9 @@ class Attempt:
             self.outcome = Outcome.NEUTRAL
             record.outcome, record.error_code = "error", "internal_error"
         if self.lease is not None:
-            self.lease.release(self.outcome, self.retry_after, record.upstream_status)
+            self.lease.release(
+                self.outcome, self.retry_after, record.upstream_status, self.quota_hit
+            )
         record.duration_ms = self.ms()
         self._settle_cache()
         self.service.record(record)

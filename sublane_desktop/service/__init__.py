@@ -226,6 +226,7 @@ class Service:
             await self._server.stop()
             self._server = None
         await self.quota.cancel_reads()
+        await self.quota.save_pending()  # readings that gate already are kept (R-GAUGE-4)
         if self.http is not None:
             await self.http.close()
             self.http = None

@@ -34,26 +34,26 @@ def load_account_states() -> list[AccountState]:
     states = []
     for row in repo.account_rows():
         rt = runtime.get(row.id)
-        states.append(
-            AccountState(
-                id=row.id,
-                name=row.name,
-                provider=row.provider,
-                group_ids=row.group_ids,
-                kind=row.kind,
-                base_url=row.base_url,
-                enabled=row.enabled,
-                max_concurrency=row.max_concurrency,
-                revision=row.revision,
-                paused=bool(rt.paused) if rt else False,
-                auth_failed=bool(rt.auth_failed) if rt else False,
-                cooldown_until=rt.cooldown_until if rt else None,
-                failure_streak=rt.failure_streak if rt else 0,
-                runtime_revision=rt.runtime_revision if rt else 0,
-                fable_cooldown_until=rt.fable_cooldown_until if rt else None,
-                fable_streak=rt.fable_streak if rt else 0,
-            )
+        state = AccountState(
+            id=row.id,
+            name=row.name,
+            provider=row.provider,
+            group_ids=row.group_ids,
+            kind=row.kind,
+            base_url=row.base_url,
+            enabled=row.enabled,
+            max_concurrency=row.max_concurrency,
+            revision=row.revision,
+            paused=bool(rt.paused) if rt else False,
+            auth_failed=bool(rt.auth_failed) if rt else False,
+            cooldown_until=rt.cooldown_until if rt else None,
+            failure_streak=rt.failure_streak if rt else 0,
+            runtime_revision=rt.runtime_revision if rt else 0,
+            fable_cooldown_until=rt.fable_cooldown_until if rt else None,
+            fable_streak=rt.fable_streak if rt else 0,
         )
+        state.load_holds(repo.stored_holds(rt))
+        states.append(state)
     return states
 
 

@@ -160,11 +160,16 @@ class OfflineService:
         account_id = self.account_id(ref)
         with self.store.db.atomic():
             row = AccountRuntime.get_or_none(AccountRuntime.account == account_id)
+            stored = repo.stored_holds(row)
+            evidence = stored.get("evidence") if isinstance(stored, dict) else None
+            fable = evidence.get("fable") if isinstance(evidence, dict) else None
             repo.save_runtime(
                 account_id,
                 cooldown_until=None,
                 failure_streak=0,
                 runtime_revision=(row.runtime_revision if row else 0) + 1,
+                # families and the account's evidence go with the cooldown, as in Pool.resume
+                holds={"evidence": {"fable": fable} if fable else {}, "families": {}},
             )
 
     def set_enabled(self, ref: str, enabled: bool) -> None:

@@ -1,9 +1,11 @@
 """The quota feed: what fills the gauges (SPEC §4).
 
 Two sources: the headers of every response through an account (R-GAUGE-2), and background
-usage reads of stale accounts, started by traffic or by a person (R-GAUGE-3). Either way a
-reading is saved before it is shown, and a reading begun under an older account revision is
-dropped (R-GAUGE-4).
+usage reads of stale accounts, started by traffic or by a person (R-GAUGE-3). A response's
+readings reach the in-memory gauges the moment its headers arrive, so the scheduler gates the
+very next request on them (Claude Code sends a tool loop's next turn within milliseconds);
+their save is batched behind them. A usage read is saved before it is shown, and a reading
+begun under an older account revision or quota epoch is dropped (R-GAUGE-4, R-FT-9).
 """
 
 from __future__ import annotations
@@ -22,9 +24,8 @@ from sublane_desktop.core.tasks import spawn
 from sublane_desktop.providers import anthropic_quota, codex, codex_quota
 from sublane_desktop.store import quota as quota_store
 
-# Header readings wait this long before they are saved and shown, so a busy proxy saves one
-# batch (latest reading per window) instead of a database write per response; far below
-# anything a person watching a gauge could notice.
+# Header readings wait this long before they are saved (they gate at once), so a busy proxy
+# saves one batch (latest reading per window) instead of a database write per response.
 OBSERVATION_LINGER_S = 0.1
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class QuotaFeed:
         self._pending_obs: dict[int, tuple[int, dict[str, tuple[Observation, int]]]] = {}
         self.usage_trail = UsageTrail()  # the last hour of readings, for forecasts (R-UI-7)
         self._obs_flush: asyncio.Task | None = None
+        self._dirty: set[int] = set()  # accounts whose gauges changed since the last save
+        self._saving = False  # the flush is past its linger, writing
 
     async def load(self) -> None:
         """At start: the stored observations of every known account into its gauges."""
@@ -71,6 +74,17 @@ class QuotaFeed:
             task.cancel()
         await asyncio.gather(*reads, return_exceptions=True)
 
+    async def save_pending(self) -> None:
+        """At stop: the header readings still waiting for their batch are saved now, not lost
+        with the linger (they have been gating requests already)."""
+        flush = self._obs_flush
+        if flush is not None and not flush.done():
+            if not self._saving:
+                flush.cancel()  # still lingering: its batch is saved just below
+            # (saving: waited for, since cancelled mid-save it would lose the batch it holds)
+            await asyncio.gather(flush, return_exceptions=True)
+        await self._save_batches()
+
     def observe_headers(self, account: AccountState, headers: Any) -> None:
         """Every response through an account feeds its gauges (R-GAUGE-2) and lets traffic
         start background refreshes of stale accounts of that provider (R-GAUGE-3)."""
@@ -87,57 +101,90 @@ class QuotaFeed:
             self._queue(account, found)
 
     def _queue(self, account: AccountState, found: list[Observation]) -> None:
-        """Header readings are saved (coalesced, latest per window) before they are shown."""
+        """Header readings gate at once (R-GAUGE-2) and are saved in a batch behind them
+        (coalesced, latest per window, stamped with the epoch they came under)."""
         revision, pending = self._pending_obs.get(account.id, (account.revision, {}))
-        # Stamped with their epoch when saved: a busy account's readings mostly replace one
-        # another unsaved, and stamping each one cost more than reading it (profiled).
+        if revision != account.revision:
+            # The account changed lifecycle since these were queued: their save would be
+            # refused (R-GAUGE-4), and the new ones must not wait behind it.
+            revision, pending = account.revision, {}
+        gauges = account.gauges
+        changed = False
         for obs in found:
+            changed = gauges.apply(obs) or changed
             pending[obs.window] = (obs, account.quota_epoch)
         self._pending_obs[account.id] = (revision, pending)
+        if changed:
+            self._dirty.add(account.id)
+        self.service.pool.note_readings(account, found)
         if self._obs_flush is None or self._obs_flush.done():
             self._obs_flush = spawn(self._flush(), name="quota-observations")
 
     async def _flush(self) -> None:
         await asyncio.sleep(OBSERVATION_LINGER_S)
+        self._saving = True
+        try:
+            await self._save_batches()
+        finally:
+            self._saving = False
+
+    async def _save_batches(self) -> None:
         while self._pending_obs:
             batch, self._pending_obs = self._pending_obs, {}
+            dirty, self._dirty = self._dirty, set()
             for account_id, (revision, pending) in batch.items():
                 account = self.service.pool.accounts.get(account_id)
                 if account is not None:
                     stamped = [replace(obs, epoch=epoch) for obs, epoch in pending.values()]
-                    await self.publish(account, revision, stamped)
+                    saved = await self.save(account, revision, stamped)
+                    for obs in saved:
+                        self.usage_trail.add(
+                            account.id, obs.window, obs.observed_at, obs.utilization
+                        )
+                    if saved and account_id in dirty:
+                        self.service.bus.publish("accounts.gauges", account_id=account.id)
 
     async def publish(
         self, account: AccountState, revision: int, observations: list[Observation]
     ) -> bool:
-        """Save, then publish; a refresh begun under an older revision is rejected (R-GAUGE-4)."""
+        """A usage read: saved, then shown; a read begun under an older revision is rejected
+        (R-GAUGE-4). A read that shows a held window below its ceiling ends the hold (R-OBS-3)."""
+        saved = await self.save(account, revision, observations)
+        if not saved:
+            return False
+        changed = [account.gauges.apply(obs) for obs in saved]
+        for obs in saved:
+            self.usage_trail.add(account.id, obs.window, obs.observed_at, obs.utilization)
+        self.service.pool.note_readings(account, saved)
+        if any(changed):
+            self.service.bus.publish("accounts.gauges", account_id=account.id)
+        return True
+
+    async def save(
+        self, account: AccountState, revision: int, observations: list[Observation]
+    ) -> list[Observation]:
+        """The readings saved (those still of the account's revision and quota epoch), or []."""
         store = self.service.store
         if store is None:  # a reading that lands after stop() is dropped
-            return False
+            return []
 
         def current() -> list[Observation]:
             """The readings still of this account's quota epoch (R-FT-9). Asked again on
             the writer thread and after the save: a reset may come at any point between."""
             return [obs for obs in observations if obs.epoch == account.quota_epoch]
 
-        def save() -> bool:
+        def write() -> bool:
             fresh = current()
             return bool(fresh) and quota_store.save_observations(account.id, revision, fresh)
 
         try:
-            saved = await store.write(save)
+            saved = await store.write(write)
         except Exception as exc:
             log.error("could not save quota observations: %s", type(exc).__name__)
-            return False
-        observations = current()
-        if not saved or account.revision != revision or not observations:
-            return False
-        changed = [account.gauges.apply(obs) for obs in observations]
-        for obs in observations:
-            self.usage_trail.add(account.id, obs.window, obs.observed_at, obs.utilization)
-        if any(changed):
-            self.service.bus.publish("accounts.gauges", account_id=account.id)
-        return True
+            return []
+        if not saved or account.revision != revision:
+            return []
+        return current()
 
     async def history(self, account_id: int, since: float) -> dict[str, list[Any]]:
         """R-UI-11: one account's readings since `since`, per window, oldest first."""

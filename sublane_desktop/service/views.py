@@ -18,6 +18,7 @@ def account_view(
     now = clock.now()
     gauges = account.gauges
     state = pool.state_of(account)
+    holds = pool.holds_of(account)
     reason = problems.reason(account.id, account.revision)
     if reason and state != "disabled":
         state = "auth_failed"
@@ -42,6 +43,10 @@ def account_view(
         },
         "kind": account.kind,
         "forecast": forecasts(trail, account, now),
+        # What holds the account and until when, in words (R-OBS-3): `hold` is the first of
+        # `holds` (the account-wide one when there is one), None when nothing holds it.
+        "hold": holds[0] if holds else None,
+        "holds": holds,
     }
 
 

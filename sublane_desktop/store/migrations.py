@@ -119,6 +119,9 @@ STEPS: dict[int, list[str]] = {
         " ON DELETE CASCADE, kind TEXT NOT NULL, location TEXT NOT NULL, identity TEXT,"
         " detached INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL)",
     ],
+    # What each cooldown rests on (R-OBS-3): a quota hold keeps its window and reset across a
+    # restart, and resting model families are kept with it (R-POOL-10).
+    11: ["ALTER TABLE account_runtime ADD COLUMN holds TEXT"],
 }
 LATEST = max(STEPS)
 

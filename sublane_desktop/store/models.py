@@ -111,6 +111,9 @@ class AccountRuntime(BaseModel):
     updated_at = FloatField(null=True)
     fable_cooldown_until = FloatField(null=True)  # the Fable scope's own rest (R-FT-10)
     fable_streak = IntegerField(default=0)
+    # JSON: what each cooldown rests on (kind, window, reset) and the resting model families
+    # (R-OBS-3, R-POOL-10); see AccountState.holds_json.
+    holds = TextField(null=True)
 
     class Meta:
         table_name = "account_runtime"

@@ -217,7 +217,19 @@ def runtime_rows() -> dict[int, AccountRuntime]:
     return {r.account_id: r for r in AccountRuntime.select()}
 
 
+def stored_holds(row: AccountRuntime | None) -> Any:
+    """A runtime row's cooldown evidence as stored (None when absent or unreadable)."""
+    if row is None or not row.holds:
+        return None
+    try:
+        return json.loads(row.holds)
+    except ValueError:
+        return None
+
+
 def save_runtime(account_id: int, **fields: Any) -> None:
+    if "holds" in fields and fields["holds"] is not None:
+        fields["holds"] = json.dumps(fields["holds"], separators=(",", ":"))
     fields["updated_at"] = time.time()
     updated = AccountRuntime.update(**fields).where(AccountRuntime.account == account_id).execute()
     if not updated:

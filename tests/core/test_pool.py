@@ -279,6 +279,7 @@ def test_resume_neither_unpauses_nor_repairs_auth():
             "runtime_revision": 1,
             "fable_cooldown_until": None,
             "fable_streak": 0,
+            "holds": {"evidence": {}, "families": {}},
         },
     )
     lease = pool.acquire(Demand(group_id=1, route=CLAUDE, conversation=None))
@@ -320,6 +321,7 @@ def test_each_resume_starts_a_new_runtime_revision():
             "runtime_revision": 2,
             "fable_cooldown_until": None,
             "fable_streak": 0,
+            "holds": {"evidence": {}, "families": {}},
         },
     )
 
@@ -341,6 +343,7 @@ def test_enabling_again_persists_the_next_runtime_revision():
             "runtime_revision": 2,
             "fable_cooldown_until": None,
             "fable_streak": 0,
+            "holds": {"evidence": {}, "families": {}},
         },
     )
 
@@ -366,6 +369,7 @@ def test_pause_and_auth_failure_are_persisted_for_that_account():
             "runtime_revision": 0,
             "fable_cooldown_until": None,
             "fable_streak": 0,
+            "holds": {"evidence": {}, "families": {}},
         },
     )
     pool.mark_auth_failed(pool.accounts[1])
@@ -379,6 +383,7 @@ def test_pause_and_auth_failure_are_persisted_for_that_account():
             "runtime_revision": 0,
             "fable_cooldown_until": None,
             "fable_streak": 0,
+            "holds": {"evidence": {}, "families": {}},
         },
     )
 

@@ -41,9 +41,9 @@ async def test_reset_usage_between_save_and_publish_keeps_the_gauge_cold(clocked
         base_url=h.url, api_key=key, max_retries=0, default_headers=CLAUDE_CODE_HEADERS
     )
     await client.messages.create(**MAIN)
-    await saved.wait()  # the header reading is saved, not yet published
+    await saved.wait()  # the header reading is saved, its batch not yet finished
     account = h.service.pool.accounts[acc]
-    assert account.gauges.five_hour.cold
+    assert account.gauges.five_hour.utilization == 0.6  # it gated at once (R-GAUGE-2)
     reset = asyncio.ensure_future(h.service.reset_usage())
     await until(lambda: account.quota_epoch == 1, "reset-usage advanced the epoch")
     go.set()

@@ -256,9 +256,11 @@ async def test_a_spent_codex_window_rests_the_account_until_it_resets(desk):
     assert status == 429 and headers["Retry-After"] == "300"  # bounded for the client
     record = await last_record(h)
     assert (record.error_code, record.upstream_status) == ("usage_limit_reached", 429)
-    assert account(h, gpt).cooldown_until == h.service.clock.now() + 900  # the ladder's cap
+    # a quota 429: held until the reset it named, not the ladder's 15-minute cap (R-OBS-3)
+    assert account(h, gpt).cooldown_until == h.service.clock.now() + 4000
+    assert h.service.account_view(gpt)["hold"]["kind"] == "quota"
     # a 429 that is not a spent window rests the account on the ladder only
-    h.clock.advance(1000)
+    h.clock.advance(4001)
     plain = {"error": {"type": "rate_limit_exceeded", "message": "x", "resets_in_seconds": 4000}}
     h.codex.script(None, CodexReply(kind="error", status=429, error_body=plain))
     await post(h, "/v1/responses", {"model": "gpt-5.4", "input": "hi"})
