@@ -42,6 +42,11 @@ log = logging.getLogger(__name__)
 
 MIN_LIMIT, MAX_LIMIT = 1, 8
 DEFAULT_CAP = 8
+# The most the global cap may be set to. A team's shared server may pool dozens of accounts at 8
+# requests each (32 of them fill 256 slots); the cap should not be what stops them. It stops at
+# the number of client connections the server holds at once (proxy.connections.MAX_CONNECTIONS):
+# past that, a higher cap could never fill.
+MAX_CAP = 512
 BUSY_RETRY_SECONDS = 2.0
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from sublane_desktop.core import timeouts
-from sublane_desktop.core.pool import Pool
+from sublane_desktop.core.pool import MAX_CAP, Pool
 from sublane_desktop.core.quota import QuotaRefresher
 from sublane_desktop.core.scheduler import MODES, Ceilings
 from sublane_desktop.providers import codex
@@ -99,7 +99,7 @@ def validate_settings(changes: Any) -> dict[str, Any]:
                 ) if limits else None
         elif key in ("pool.cap", "server.port", "proxy.max_body_bytes", "quota.poll_floor_seconds"):
             low, high = {
-                "pool.cap": (1, 64),
+                "pool.cap": (1, MAX_CAP),
                 "server.port": (0, 65535),
                 "proxy.max_body_bytes": (1024, 1 << 30),
                 "quota.poll_floor_seconds": (0, 86400),

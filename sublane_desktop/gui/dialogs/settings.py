@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from sublane_desktop.core.pool import MAX_CAP
 from sublane_desktop.core.scheduler import MODES
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import error_label, main_action, show_error
@@ -61,7 +62,7 @@ class SettingsDialog(QDialog):
             box.setSuffix(" %")
             self.ceilings[key] = box
         self.cap = QSpinBox()
-        self.cap.setRange(1, 64)
+        self.cap.setRange(1, MAX_CAP)
         self.cap.setToolTip("Upstream operations at once, across all accounts")
         self.poll_floor = QSpinBox()
         self.poll_floor.setRange(0, 86400)
