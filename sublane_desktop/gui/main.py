@@ -32,7 +32,12 @@ from sublane_desktop.gui.colours import readable_palette
 from sublane_desktop.gui.dialogs import startup_failure
 from sublane_desktop.gui.icons import app_icon
 from sublane_desktop.gui.notifications import Notifier
-from sublane_desktop.gui.single_instance import SingleInstance, instance_name
+from sublane_desktop.gui.single_instance import (
+    Answer,
+    PreviousInstanceWait,
+    SingleInstance,
+    instance_name,
+)
 from sublane_desktop.gui.tray import Tray
 from sublane_desktop.gui.windows import Windows
 from sublane_desktop.startup import StartupError
@@ -44,6 +49,8 @@ log = logging.getLogger(__name__)
 DRAIN_SECONDS = 10.0
 # This only keeps a wedged stop from hanging Quit forever.
 STOP_TIMEOUT_S = 30.0
+# A launch during the last run's Quit waits this long for it: its whole stop, and a margin.
+PREVIOUS_QUIT_TIMEOUT_S = STOP_TIMEOUT_S + 5.0
 # How long another thread may hold the GIL before the loop thread gets it back (see serve()).
 SWITCH_INTERVAL_S = 0.001
 # A lever already sent (a limit being saved) finishes before the service closes its store.
@@ -63,13 +70,29 @@ def run(service_factory: Callable[..., Any], data_dir: Path) -> int:
     use_readable_palette(app)
 
     instance = SingleInstance(instance_name(data_dir))
-    if instance.already_running():
+    answer = instance.ask_to_show()
+    if answer is Answer.SHOWN:
         print("SubLane is already running; asked it to show itself")
         return 0
-
     desktop = _Desktop(service_factory, data_dir)
-    # Listen before the (possibly slow) service start so a quick second launch finds us.
-    instance.listen(desktop.show_window)
+    if answer is Answer.QUITTING:
+        # Launched again while the last one drains after Quit (R-UI-15): say so, wait for it
+        # to go (bounded), then start and open the window the person asked for.
+        print("SubLane is still finishing the last run's requests; starting once it has quit")
+        waiting = PreviousInstanceWait(instance, PREVIOUS_QUIT_TIMEOUT_S)
+        if not waiting.wait():
+            if not waiting.timed_out:
+                return 0  # the person pressed Cancel
+            print(
+                "sublane: error: the SubLane that was quitting is still running",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 1
+        desktop.show_window()
+    # Listen before the (possibly slow) service start so a quick second launch finds us; once
+    # Quit has begun, a launch is told to wait instead of being shown a closing window.
+    instance.listen(desktop.show_window, quitting=desktop.quit_requested.is_set)
     from sublane_desktop.gui.event_loop import DesktopEventLoop
 
     loop = DesktopEventLoop(app)

@@ -9,7 +9,11 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from sublane_desktop.gui import main as gui_main
 from sublane_desktop.gui.accounts_window import AccountsWindow
-from sublane_desktop.gui.single_instance import SingleInstance, instance_name
+from sublane_desktop.gui.single_instance import (
+    PreviousInstanceWait,
+    SingleInstance,
+    instance_name,
+)
 from sublane_desktop.gui.tray import Tray
 
 
@@ -111,6 +115,47 @@ def test_second_launch_asks_first_to_show(qtbot, tmp_path, capsys):
         qtbot.waitUntil(lambda: shown == [True], timeout=2000)
     finally:
         running.close()
+
+
+def test_launch_while_the_last_one_quits_waits_then_opens_the_window(
+    qapp, tmp_path, monkeypatch, capsys
+):
+    """Started again while the last run drains after Quit (fault 4, R-UI-15): a window says
+    why nothing opens yet; once the old one has gone this one starts and opens its window,
+    even in tray mode, where a plain start shows none."""
+    monkeypatch.setattr(QSystemTrayIcon, "isSystemTrayAvailable", staticmethod(lambda: True))
+    quitting = SingleInstance(instance_name(tmp_path))
+    assert quitting.listen(lambda: None, quitting=lambda: True)
+    seen = []
+
+    def waiting_windows():
+        return [
+            w
+            for w in QApplication.topLevelWidgets()
+            if isinstance(w, PreviousInstanceWait) and w.isVisible()
+        ]
+
+    def old_one_goes(_found):
+        (window,) = waiting_windows()
+        seen.append(window.message.text())
+        quitting.close()  # its service has stopped: it stops listening
+
+    def opened(shown):
+        seen.append(shown)
+        QApplication.quit()
+
+    QTimer.singleShot(0, lambda: poll_until(lambda: bool(waiting_windows()), old_one_goes))
+    service = AfterStart(
+        lambda _s: poll_until(lambda: any(w.isVisible() for w in accounts_windows()), opened)
+    )
+    try:
+        assert gui_main.run(lambda: service, tmp_path) == 0
+    finally:
+        quitting.close()
+    assert service.started and service.stopped
+    assert "still finishing the requests of the copy you quit" in seen[0]
+    assert seen[1] is True
+    assert "already running" not in capsys.readouterr().out
 
 
 def test_start_failure_is_reported_not_raised(qapp, tmp_path, capsys):

@@ -1,7 +1,7 @@
 import uuid
 from pathlib import Path
 
-from sublane_desktop.gui.single_instance import SingleInstance, instance_name
+from sublane_desktop.gui.single_instance import Answer, SingleInstance, instance_name
 
 
 def unique_name():
@@ -34,3 +34,23 @@ def test_name_depends_on_data_dir(tmp_path):
     a, b = instance_name(tmp_path / "a"), instance_name(tmp_path / "b")
     assert a != b and a.startswith("sublane-") and len(a) == len("sublane-") + 12
     assert instance_name(Path(tmp_path / "a")) == a
+
+
+def test_an_instance_that_is_quitting_says_so_and_shows_nothing(qtbot):
+    """Asked while it drains after Quit, it must not claim to show a window it is closing."""
+    name = unique_name()
+    first = SingleInstance(name)
+    shown = []
+    quitting = [False]
+    assert first.listen(lambda: shown.append(True), quitting=lambda: quitting[0])
+    try:
+        assert SingleInstance(name).ask_to_show() is Answer.SHOWN
+        assert shown == [True]
+        quitting[0] = True
+        assert SingleInstance(name).ask_to_show() is Answer.QUITTING
+        assert shown == [True]  # not asked to show again
+        assert SingleInstance(name).still_running()
+    finally:
+        first.close()
+    assert SingleInstance(name).ask_to_show() is Answer.NOBODY
+    assert not SingleInstance(name).still_running()
