@@ -72,7 +72,7 @@ async def send_test_request(
 ) -> dict[str, Any]:
     """POST one tiny /v1/messages request through SubLane with a client key.
 
-    Returns {"ok", "status", "model", "ms", "text" or "error"}; never raises for an HTTP or
+    Returns {"ok", "status", "model", "ms", "text" or "error", "request_id"}; never raises for an HTTP or
     network failure, which is what the person needs to see.
     """
     model = TEST_MODELS.get(provider, TEST_MODELS["anthropic"])
@@ -91,13 +91,23 @@ async def send_test_request(
         ) as response:
             data = await response.json(content_type=None)
             status = response.status
+            request_id = response.headers.get("X-Request-ID")
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        # In words, never an exception class name (R-UI-16).
+        if isinstance(exc, TimeoutError):
+            why = "it took too long"
+        elif isinstance(exc, aiohttp.ClientConnectorError):
+            why = "could not connect to it"
+        elif isinstance(exc, ValueError):
+            why = "its answer was not JSON"
+        else:
+            why = "the connection broke off"
         return {
             "ok": False,
             "status": None,
             "model": model,
             "ms": round((time.monotonic() - started) * 1000),
-            "error": f"SubLane did not answer ({type(exc).__name__})",
+            "error": f"SubLane did not answer: {why}",
         }
     ms = round((time.monotonic() - started) * 1000)
     if status != 200 or not isinstance(data, dict):
@@ -109,8 +119,16 @@ async def send_test_request(
             "model": model,
             "ms": ms,
             "error": message or f"HTTP {status}",
+            "request_id": request_id,
         }
     text = "".join(
         part.get("text", "") for part in data.get("content") or [] if isinstance(part, dict)
     )
-    return {"ok": True, "status": status, "model": model, "ms": ms, "text": text.strip()}
+    return {
+        "ok": True,
+        "status": status,
+        "model": model,
+        "ms": ms,
+        "text": text.strip(),
+        "request_id": request_id,
+    }

@@ -393,8 +393,14 @@ class AccountsWindow(QWidget):
         self.setup_button.clicked.connect(self.setupToolRequested)
         self.settings_button = QPushButton("Settings…")
         self.settings_button.clicked.connect(self.settingsRequested)
+        # The welcome's four steps again (fault 11): without a tray this is the only way back.
+        self.welcome_button = QPushButton("Welcome…")
+        self.welcome_button.setToolTip(
+            "The first steps again: import logins, create a key, set up a tool, send a test"
+        )
+        self.welcome_button.clicked.connect(bridge.request_welcome)
         buttons = QHBoxLayout()
-        for button in (self.add_button, self.refresh_button):
+        for button in (self.add_button, self.refresh_button, self.welcome_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         for button in (

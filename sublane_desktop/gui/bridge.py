@@ -62,6 +62,7 @@ class Bridge(QObject):
     recordAdded = Signal(object)  # the event payload (a record dict); object avoids QVariantMap
     leverFailed = Signal(str, str)  # service method name, error message
     quitRequested = Signal()
+    welcomeRequested = Signal()  # open the welcome window again (the tray's "Welcome…")
     verified = Signal(object)  # a verify verdict: {"name", "result", "detail", …}
     missesChanged = Signal()  # today's cache-miss summary changed; read it with misses_today()
 
@@ -306,6 +307,10 @@ class Bridge(QObject):
     def request_quit(self) -> None:
         """Ask the app to stop the service and exit; main.run owns the shutdown order."""
         self.quitRequested.emit()
+
+    def request_welcome(self) -> None:
+        """Open the welcome window again (R-UI-12's "Welcome…" menu item calls this)."""
+        self.welcomeRequested.emit()
 
     async def wait_idle(self) -> None:
         """Wait for the calls in flight (tests; and quit, so a lever is not cut in half)."""

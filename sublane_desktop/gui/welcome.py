@@ -28,6 +28,7 @@ from sublane_desktop.gui.dialogs.common import (
     show_error,
 )
 from sublane_desktop.gui.icons import app_icon
+from sublane_desktop.gui.requests_model import milliseconds
 
 KEY_NAME = "desktop"
 
@@ -157,7 +158,9 @@ class WelcomeWindow(QWidget):
         row.addWidget(self.requests_button)
 
         self.close_button = QPushButton("Close")
-        self.close_button.setToolTip("SubLane keeps running; open this again from Accounts")
+        self.close_button.setToolTip(
+            "SubLane keeps running; open this again with Welcome… in the tray menu or Accounts"
+        )
         self.close_button.clicked.connect(self.close)
         bottom = QHBoxLayout()
         bottom.addStretch(1)
@@ -181,13 +184,18 @@ class WelcomeWindow(QWidget):
     def _update_steps(self) -> None:
         ready = self._has_account() and self.key is not None
         self.test_button.setEnabled(ready)
-        if not ready and not self.requests_button.isVisible():
-            missing = []
-            if not self._has_account():
-                missing.append("import a login")
-            if self.key is None:
-                missing.append("create a key")
-            self.test_result.setText(" and ".join(missing).capitalize() + " first.")
+        if self.requests_button.isVisible():
+            return  # a test's result stays until the next test
+        if ready:
+            # Said once both steps are done, or step 4 kept asking for a key it had (fault 11).
+            self.test_result.setText("Ready: one small request goes through SubLane.")
+            return
+        missing = []
+        if not self._has_account():
+            missing.append("import a login")
+        if self.key is None:
+            missing.append("create a key")
+        self.test_result.setText(" and ".join(missing).capitalize() + " first.")
 
     # step 1 ------------------------------------------------------------------------------------
 
@@ -225,11 +233,15 @@ class WelcomeWindow(QWidget):
 
     def _key_created(self, result: Any) -> None:
         _info, key = result
+        self.use_key(key)
+
+    def use_key(self, key: str, where: str = "") -> None:
+        """The key the steps use: created here, or in Set up a tool (`where` says so)."""
         self.key = key
         self.key_field.setText(key)
         self.key_field.setCursorPosition(0)
         self.copy_key.setEnabled(True)
-        self.key_button.setText("Key created")
+        self.key_button.setText(f"Key created{where}")
         self._update_steps()
 
     def _key_failed(self, message: str) -> None:
@@ -257,7 +269,7 @@ class WelcomeWindow(QWidget):
         if result.get("ok"):
             by = f" by {result['account']}" if result.get("account") else ""
             self.test_result.setText(
-                f"✓ {result['model']} answered{by} in {result['ms']} ms. "
+                f"✓ {result['model']} answered{by} in {milliseconds(result['ms'])}. "
                 "It is in the Requests window."
             )
             self.requests_button.show()

@@ -43,6 +43,8 @@ class Windows(QObject):
         self.requests: QWidget | None = None
         self.dialogs: dict[str, QWidget] = {}
         self.placement = Placement(self)
+        # Any part of the GUI can bring the welcome back ("Welcome…" in the tray menu).
+        bridge.welcomeRequested.connect(self.show_welcome)
 
     def accounts_window(self) -> AccountsWindow:
         if self.accounts is None:
@@ -109,17 +111,41 @@ class Windows(QObject):
         if welcome is None:
             welcome = WelcomeWindow(self._bridge)
             welcome.addAccountRequested.connect(self.show_add_account)
-            welcome.setupToolRequested.connect(self.show_setup_tool)
+            welcome.setupToolRequested.connect(self._setup_tool_from_welcome)
             welcome.requestsRequested.connect(self.show_requests)
             self.dialogs["welcome"] = welcome
         self.placement.place(welcome, "welcome")
         _raise(welcome)
         return welcome
 
+    def _setup_tool_from_welcome(self) -> None:
+        """Set up a tool with the key the welcome just made, not a placeholder (fault 11)."""
+        dialog = self.show_setup_tool()
+        welcome = self.dialogs.get("welcome")
+        key = getattr(welcome, "key", None)
+        if key and hasattr(dialog, "use_key"):
+            dialog.use_key(key)
+
+    def _key_from_setup_tool(self, key: str) -> None:
+        welcome = self.dialogs.get("welcome")
+        if welcome is not None and hasattr(welcome, "use_key"):
+            welcome.use_key(key, " in Set up a tool")
+
     def show_keyring(self) -> QWidget:
         from sublane_desktop.gui.dialogs.keyring_setup import KeyringDialog
 
-        return self._dialog("keyring", KeyringDialog)
+        def build(bridge: Bridge) -> QWidget:
+            dialog = KeyringDialog(bridge)
+            dialog.finished.connect(self._after_keyring)
+            return dialog
+
+        return self._dialog("keyring", build)
+
+    def _after_keyring(self, _result: int) -> None:
+        """Whatever the answer (a keyring made, or "Not now"), a first run goes on to the
+        welcome window: with no account there is nothing else to start from (fault 11)."""
+        if not self._bridge.snapshot():
+            self.show_welcome()
 
     def show_keys(self) -> QWidget:
         from sublane_desktop.gui.dialogs.client_keys import ClientKeysDialog
@@ -129,7 +155,12 @@ class Windows(QObject):
     def show_setup_tool(self) -> QWidget:
         from sublane_desktop.gui.dialogs.setup_tool import SetupToolDialog
 
-        return self._dialog("setup_tool", SetupToolDialog)
+        def build(bridge: Bridge) -> QWidget:
+            dialog = SetupToolDialog(bridge)
+            dialog.keyCreated.connect(self._key_from_setup_tool)
+            return dialog
+
+        return self._dialog("setup_tool", build)
 
     def close_all(self) -> None:
         widgets = [self.accounts, self.requests, *self.dialogs.values()]

@@ -386,9 +386,16 @@ class Service:
         result = await send_test_request(
             self.session, self.endpoint_url, key, served[0].provider if served else "anthropic"
         )
-        latest = self.records[-1] if self.records else None
-        if latest is not None and latest.account_id in self.pool.accounts:
-            result["account"] = self.pool.accounts[latest.account_id].name
+        # The figures the Requests window shows for this request, so the welcome's test and
+        # its record agree (issue 25, fault 16): the record's account and duration.
+        record = next(
+            (r for r in reversed(self.records) if r.request_id == result.get("request_id")), None
+        )
+        if record is not None:
+            if record.account_id in self.pool.accounts:
+                result["account"] = self.pool.accounts[record.account_id].name
+            if record.duration_ms is not None:
+                result["ms"] = record.duration_ms
         return result
 
     async def _check_login(self, account: AccountState) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from PySide6.QtWidgets import QLineEdit
 from sublane_desktop.accounts.secrets import SecretStore
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.requests_model import milliseconds
+from sublane_desktop.gui.tool_setup import KEY_PLACEHOLDER
 from sublane_desktop.gui.windows import Windows
 from sublane_desktop.service import Service
 from tests.conftest import file_keyring
@@ -107,12 +109,24 @@ def test_first_run_from_no_account_to_a_request_in_the_requests_window(first_run
     )
     assert welcome.import_status["claude-code"].text() == "✓ imported as claude-code"
     assert [a["name"] for a in service.accounts_runtime()["accounts"]] == ["claude-code"]
+    assert welcome.test_result.text() == "Create a key first."
 
     welcome.key_button.click()
     qtbot.waitUntil(lambda: welcome.key is not None, timeout=WAIT_MS)
     assert welcome.key.startswith("sl-")
     assert welcome.key_field.echoMode() is QLineEdit.EchoMode.Password  # masked by default
     assert welcome.test_button.isEnabled()
+    # Step 4 no longer asks for the key it has (fault 11).
+    assert welcome.test_result.text() == "Ready: one small request goes through SubLane."
+
+    # Step 3 uses the key just made: the lines to paste carry it, not a placeholder.
+    welcome.tool_button.click()
+    setup = windows.dialogs["setup_tool"]
+    assert setup.isVisible()
+    for page in setup.pages.values():
+        assert all(KEY_PLACEHOLDER not in text for text in page.texts()), page.tool.id
+        assert any(welcome.key in text for text in page.texts()), page.tool.id
+    setup.close()
 
     # A Claude subscription login answers Claude Code only (R-WF-2): the test checks the
     # sign-in with Anthropic and says why it sends no message of its own.
@@ -129,6 +143,7 @@ def test_first_run_from_no_account_to_a_request_in_the_requests_window(first_run
     welcome.send_test()
     qtbot.waitUntil(lambda: "answered" in welcome.test_result.text(), timeout=WAIT_MS)
     assert welcome.test_result.text().startswith("✓ claude-haiku-4-5 answered by api in ")
+    answered = welcome.test_result.text()
     assert upstream.tokens_served() == ["sk-ant-api03-welcome"]
     assert not welcome.requests_button.isHidden()
 
@@ -139,10 +154,58 @@ def test_first_run_from_no_account_to_a_request_in_the_requests_window(first_run
     qtbot.waitUntil(lambda: requests.model.rowCount() == 1, timeout=WAIT_MS)
     record = requests.model.record(0)
     assert record["model"] == "claude-haiku-4-5" and record["outcome"] == "success"
+    # The figure the welcome gave is the one its record keeps (fault 16).
+    assert f" in {milliseconds(record['duration_ms'])}. " in answered
 
     welcome.close()  # closing forgets the key on screen; the proxy keeps serving
     assert welcome.key_field.text() == "" and not welcome.isVisible()
     assert service.endpoint_url
+
+
+def test_a_key_made_in_set_up_a_tool_is_the_welcomes_key(first_run, qtbot):
+    """Fault 11: a key created in Set up a tool (opened from the welcome) serves step 4 too."""
+    _home, service, bridge, windows, _upstream, run = first_run
+    run(service.add_account("anthropic", "api", {"api_key": "sk-ant-api03-welcome"}))
+    bridge.refresh_snapshot()
+    qtbot.waitUntil(lambda: bool(bridge.snapshot()), timeout=WAIT_MS)
+    welcome = windows.show_welcome()
+    qtbot.waitExposed(welcome)
+    assert welcome.test_result.text() == "Create a key first."
+    welcome.tool_button.click()
+    setup = windows.dialogs["setup_tool"]
+    page = setup.pages["claude-code"]
+    page.create_button.click()
+    qtbot.waitUntil(lambda: page.key is not None, timeout=WAIT_MS)
+    assert welcome.key == page.key
+    assert welcome.test_button.isEnabled()
+    assert welcome.test_result.text() == "Ready: one small request goes through SubLane."
+
+
+def test_the_welcome_can_be_opened_again(first_run, qtbot):
+    """Fault 11: closed, the welcome comes back through the bridge (the tray's "Welcome…")
+    and through the Accounts window's Welcome… button."""
+    _home, _service, bridge, windows, _upstream, _run = first_run
+    welcome = windows.show_welcome()
+    welcome.close()
+    assert not welcome.isVisible()
+    bridge.request_welcome()
+    assert welcome.isVisible()
+    welcome.close()
+    windows.show_accounts()
+    assert windows.accounts is not None
+    windows.accounts.welcome_button.click()
+    assert welcome.isVisible()
+
+
+def test_not_now_on_the_keyring_dialog_still_leads_a_first_run_to_the_welcome(first_run, qtbot):
+    """Fault 11: with no account yet, saying "Not now" to the keyring offer must not leave
+    the person with nothing on screen."""
+    _home, _service, _bridge, windows, _upstream, _run = first_run
+    dialog = windows.show_keyring()
+    dialog.cancel_button.click()
+    assert not dialog.isVisible()
+    welcome = windows.dialogs.get("welcome")
+    assert welcome is not None and welcome.isVisible()
 
 
 def test_no_login_found_offers_adding_by_hand(first_run, qtbot):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -33,6 +34,8 @@ from sublane_desktop.gui.tool_setup import TOOLS, Tool, snippets
 
 
 class ToolPage(QWidget):
+    keyCreated = Signal(str)  # a key made here, for the welcome window's test (fault 11)
+
     def __init__(self, bridge: Bridge, tool: Tool, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._bridge = bridge
@@ -87,13 +90,18 @@ class ToolPage(QWidget):
 
     def _created(self, result: Any) -> None:
         info, key = result
-        self.key = key
         self.create_button.setEnabled(True)
-        self.create_button.setText("Create another key")
-        self.key_note.setText(
+        self.use_key(
+            key,
             f"Key {info.get('prefix', '')}… named {info.get('name')!r} "
-            "is in the lines below. Copy them now: it is shown only once."
+            "is in the lines below. Copy them now: it is shown only once.",
         )
+        self.keyCreated.emit(key)
+
+    def use_key(self, key: str, note: str) -> None:
+        self.key = key
+        self.create_button.setText("Create another key")
+        self.key_note.setText(note)
         self.show_snippets()
 
     def _failed(self, message: str) -> None:
@@ -108,6 +116,8 @@ class ToolPage(QWidget):
 
 
 class SetupToolDialog(QDialog):
+    keyCreated = Signal(str)
+
     def __init__(self, bridge: Bridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Set up a tool")
@@ -115,6 +125,7 @@ class SetupToolDialog(QDialog):
         self.pages: dict[str, ToolPage] = {}
         for tool in TOOLS:
             page = ToolPage(bridge, tool)
+            page.keyCreated.connect(self.keyCreated)
             self.pages[tool.id] = page
             self.tabs.addTab(page, tool.title)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
@@ -124,6 +135,15 @@ class SetupToolDialog(QDialog):
         layout.addWidget(buttons)
         main_action(self, None)  # nothing to submit: Enter must not press a Copy or Create
         set_default_size(self, 640, 560)  # the Claude Code tab shows three variables
+
+    def use_key(self, key: str) -> None:
+        """The welcome window's key, already made: every tool's lines use it (fault 11)."""
+        for page in self.pages.values():
+            page.use_key(
+                key,
+                "The key you created in the welcome window is in the lines below. Copy them "
+                "now: it is shown only while this window is open.",
+            )
 
     def showEvent(self, event: Any) -> None:
         for page in self.pages.values():
