@@ -32,7 +32,7 @@ from sublane_desktop.accounts.problems import CredentialUnavailable
 from sublane_desktop.core.affinity import conversation_digest
 from sublane_desktop.core.cache_miss import DEFAULT_TTL, Turn, cache_ttl, warm_tokens
 from sublane_desktop.core.clients import client_refusal
-from sublane_desktop.core.cooldown import QuotaHit, cooldown_seconds
+from sublane_desktop.core.cooldown import PACING, QUOTA, QuotaHit, cooldown_seconds
 from sublane_desktop.core.errors import (
     WAIT_STATUSES,
     GatewayError,
@@ -312,6 +312,10 @@ class Attempt:
         self.closed = False
         self._guard: StallGuard | None = None  # made by the first write: most answers are whole
         self.timeouts = UpstreamTimeouts.from_settings(service.settings)  # per request
+        # For GET /metrics (R-OBS-1): when the request left for the upstream, and whether a
+        # 429 spent a model family's or a Codex limit's quota (quota_hit says the windows).
+        self.sent_at: float | None = None
+        self.family_spent = False
 
     def _stalled(self) -> None:
         self.client_gone = "client_stalled"
@@ -394,6 +398,7 @@ class Attempt:
                 "auth_failed", f"credential for account {account.name} is unavailable"
             ) from None
         call = self._correlated(build(credential))
+        self.sent_at = self.service.clock.monotonic()
         try:
             self.upstream = await self._post_hosts(call)
             if self.upstream.status in self._auth_statuses() and "api_key" not in credential:
@@ -604,6 +609,7 @@ class Attempt:
         wait = resets if resets is not None else cooldown_seconds(1)
         self.service.pool.rest_family(self.account, window, self.service.clock.now() + wait)
         self.outcome = Outcome.NEUTRAL  # not the account's failure: no account-wide cooldown
+        self.family_spent = True
         self.retry_after = wait
 
     def _rest_family(self, google: antigravity.GoogleError) -> None:
@@ -615,6 +621,7 @@ class Attempt:
         wait = google.retry_after if google.retry_after is not None else cooldown_seconds(1)
         self.service.pool.rest_family(self.account, family, self.service.clock.now() + wait)
         self.outcome = Outcome.NEUTRAL  # not the account's failure: no account-wide cooldown
+        self.family_spent = True
         self.retry_after = wait
 
     def take_counts(
@@ -750,6 +757,14 @@ class Attempt:
             )
         record.duration_ms = self.ms()
         self._settle_cache()
+        if self.sent_at is not None:
+            spent = self.quota_hit is not None or self.family_spent
+            self.service.traffic.count_upstream(
+                record.provider,
+                self.sent_at - self.t0,
+                QUOTA if spent else PACING,
+                record.upstream_status,
+            )
         self.service.record(record)
 
     def _settle_cache(self) -> None:

@@ -7,7 +7,15 @@ from typing import Any
 
 from aiohttp import web
 
-from sublane_desktop.proxy import SERVICE, chat, history, management, models, responses
+from sublane_desktop.proxy import (
+    SERVICE,
+    chat,
+    history,
+    management,
+    metrics,
+    models,
+    responses,
+)
 from sublane_desktop.proxy.connections import GuardedSite
 from sublane_desktop.proxy.errors import error_shape, mark_started
 from sublane_desktop.proxy.guards import make_host_guard
@@ -43,6 +51,7 @@ def build_app(service: Any, *, max_body: int) -> web.Application:
     app.router.add_get("/v1/models", models.list_models)
     management.add_routes(app)
     history.add_routes(app)
+    metrics.add_routes(app)  # GET /metrics (R-OBS-1)
     return app
 
 

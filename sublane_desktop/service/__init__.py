@@ -45,6 +45,7 @@ from sublane_desktop.service.accounts import (
 )
 from sublane_desktop.service.admin import ADMIN_TOKEN, ensure_admin_token
 from sublane_desktop.service.levers import OperatorLevers
+from sublane_desktop.service.metrics import TrafficTally
 from sublane_desktop.service.records import RECENT_RECORDS, RequestHistory, recorded_requests
 from sublane_desktop.service.settings import (
     BASE_URL_ENV,
@@ -124,6 +125,7 @@ class Service:
         self.admin_token: str | None = None
         self.http: aiohttp.ClientSession | None = None
         self.history = RequestHistory(self)
+        self.traffic = TrafficTally()  # what GET /metrics counts (R-OBS-1)
         self.records = self.history.recent
         self.request_log = self.history.log
         self.catalog = AccountCatalog(self)
@@ -466,6 +468,7 @@ class Service:
     # --- records --------------------------------------------------------------------------------
 
     def record(self, record: RequestRecord) -> None:
+        self.traffic.count_record(record)
         self.history.record(record)
 
     async def flush_records(self) -> None:

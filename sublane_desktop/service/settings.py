@@ -43,6 +43,10 @@ SCHEDULER_SETTINGS = {
     "proxy.max_body_bytes": 32 * 1024 * 1024,
     "server.port": 8765,
     "app.start_at_login": False,
+    # GET /metrics without a credential, on a server that listens on loopback only (R-OBS-1):
+    # the metrics hold no secret and no content, and a local Prometheus agent then needs no
+    # copy of the administrator token. A server reachable from other machines always asks.
+    "metrics.allow_loopback_without_token": True,
     # The Antigravity client version its user agent names (R-WF-5): a current one, or Cloud
     # Code refuses current models.
     "antigravity.client_version": DEFAULT_CLIENT_VERSION,
@@ -108,8 +112,9 @@ def validate_settings(changes: Any) -> dict[str, Any]:
                 raise ValueError(f"{key} must be an integer from {low} to {high}")
         elif key in timeouts.DEFAULTS:
             value = timeouts.validate(key, value)
-        elif key == "app.start_at_login" and not isinstance(value, bool):
-            raise ValueError("app.start_at_login must be true or false")
+        elif key in ("app.start_at_login", "metrics.allow_loopback_without_token"):
+            if not isinstance(value, bool):
+                raise ValueError(f"{key} must be true or false")
         elif key == "antigravity.client_version":
             value = check_client_version(value)
         elif key == "codex.client_version" and not codex.valid_client_version(value):

@@ -1,0 +1,350 @@
+"""GET /metrics (R-OBS-1): scraped through the real server with Prometheus's own parser, while the
+real anthropic and openai SDKs send traffic to the fake upstreams; who may scrape; and the
+Grafana dashboard in docs/ queries only metrics a scrape has."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from pathlib import Path
+
+import aiohttp
+import anthropic
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from sublane_desktop.proxy.metrics import loopback_only
+from sublane_desktop.service import Service
+from tests.conftest import Harness
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
+from tests.openai_helpers import oai
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-sublane.json"
+P = "anthropic-ratelimit-unified-"
+MESSAGE = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 8,
+    "messages": [{"role": "user", "content": "x"}],
+}
+
+
+class Scrape:
+    """One scrape, parsed: sample values by name and labels, and the names it holds."""
+
+    def __init__(self, text: str) -> None:
+        self.samples: dict[tuple[str, frozenset], float] = {}
+        self.types: dict[str, str] = {}
+        for family in text_string_to_metric_families(text):
+            self.types[family.name] = family.type
+            for sample in family.samples:
+                self.samples[sample.name, frozenset(sample.labels.items())] = sample.value
+
+    def value(self, name: str, **labels: str) -> float | None:
+        return self.samples.get((name, frozenset(labels.items())))
+
+    def sum(self, name: str, **labels: str) -> float:
+        """The sum over every series of `name` whose labels include `labels`."""
+        want = set(labels.items())
+        return sum(v for (n, ls), v in self.samples.items() if n == name and want <= ls)
+
+    @property
+    def names(self) -> set[str]:
+        return {name for name, _ in self.samples}
+
+
+async def get(h: Harness, headers: dict[str, str] | None = None) -> tuple[int, str, str]:
+    async with aiohttp.ClientSession() as s:
+        async with s.get(h.url + "/metrics", headers=headers or {}) as r:
+            return r.status, r.headers.get("Content-Type", ""), await r.text()
+
+
+async def scrape(h: Harness) -> Scrape:
+    status, _, text = await get(h, {"Authorization": f"Bearer {h.service.admin_token}"})
+    assert status == 200, text
+    return Scrape(text)
+
+
+async def readings_saved(h: Harness) -> None:
+    """Quota readings are saved before the gauges show them (R-GAUGE-4): wait for the save."""
+    flush = getattr(h.service, "_obs_flush", None)
+    if flush is not None:
+        await flush
+
+
+def claude(h: Harness, key: str, **headers: str) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        base_url=h.url,
+        api_key=key,
+        max_retries=0,
+        timeout=30,
+        default_headers={**CLAUDE_CODE_HEADERS, **headers},
+    )
+
+
+async def test_values_move_with_traffic_from_the_real_sdks(codex_harness):
+    h = codex_harness
+    work = await h.add_account("work", "tok-work")
+    await h.add_codex_account("cx", "tok-cx")
+    key = await h.create_key()
+    client = claude(h, key)
+    before = await scrape(h)
+    assert before.value("sublane_account_in_flight", account="work", provider="anthropic") == 0
+    assert (
+        before.value("sublane_account_max_concurrency", account="work", provider="anthropic") == 2
+    )
+    assert (
+        before.value("sublane_account_state", account="work", provider="anthropic", state="ok") == 1
+    )
+    # A cold window has no utilization sample: unknown is not zero.
+    assert (
+        before.value(
+            "sublane_account_utilization_ratio", account="work", provider="anthropic", window="5h"
+        )
+        is None
+    )
+    assert before.value("sublane_records_dropped_total") == 0
+
+    # A response carrying quota headers; then a stream held open by the upstream.
+    reset = int(time.time()) + 3 * 3600
+    h.upstream.script(
+        "tok-work",
+        Reply(headers={P + "5h-utilization": "0.42", P + "5h-reset": str(reset)}),
+    )
+    await client.messages.create(**MESSAGE)
+    await readings_saved(h)
+    gate = asyncio.Event()
+    h.upstream.script("tok-work", Reply(kind="sse", gate=gate))
+    h.upstream.started.clear()
+
+    async def stream() -> None:
+        async with client.messages.stream(**MESSAGE) as s:
+            await s.get_final_message()
+
+    streaming = asyncio.create_task(stream())
+    await asyncio.wait_for(h.upstream.started.wait(), 10)
+    during = await scrape(h)
+    gate.set()
+    await streaming
+    await oai(h, key).responses.create(model="gpt-5.4", input="hi")
+    after = await scrape(h)
+    await client.close()
+
+    assert during.value("sublane_account_in_flight", account="work", provider="anthropic") == 1
+    assert during.value("sublane_pool_in_flight") == 1
+    assert after.value("sublane_account_in_flight", account="work", provider="anthropic") == 0
+    assert after.value(
+        "sublane_account_utilization_ratio", account="work", provider="anthropic", window="5h"
+    ) == pytest.approx(0.42)
+    assert (
+        after.value(
+            "sublane_account_window_resets_timestamp_seconds",
+            account="work",
+            provider="anthropic",
+            window="5h",
+        )
+        == reset
+    )
+    sonnet = {"outcome": "success", "provider": "anthropic", "family": "sonnet"}
+    assert before.sum("sublane_requests_total", **sonnet) == 0
+    assert after.sum("sublane_requests_total", **sonnet) == 2
+    gpt = {"outcome": "success", "provider": "codex", "family": "gpt"}
+    assert after.sum("sublane_requests_total", **gpt) == 1
+    # Each attempt that reached an upstream is in the added-latency histogram, each stream
+    # with a first delta in the first-output one.
+    assert after.sum("sublane_added_latency_seconds_count") == 3
+    assert after.value("sublane_added_latency_seconds_count", provider="codex") == 1
+    assert after.value("sublane_first_output_seconds_count", provider="anthropic") == 1
+    assert after.value("sublane_added_latency_seconds_bucket", provider="anthropic", le="+Inf") == 2
+    assert after.types["sublane_added_latency_seconds"] == "histogram"
+    assert after.types["sublane_requests"] == "counter"
+    assert work in h.service.pool.accounts
+
+
+async def test_upstream_429s_are_told_apart_by_scope_and_the_state_follows(harness):
+    h = harness
+    work = await h.add_account("work", "tok-work")
+    key = await h.create_key()
+    client = claude(h, key)
+    rejected = {P + "5h-utilization": "1.0", P + "5h-status": "rejected"}
+    h.upstream.script(
+        "tok-work",
+        Reply(status=429, error_type="rate_limit_error"),  # names no window: pacing
+        Reply(status=429, error_type="rate_limit_error", headers=rejected),  # the 5h window
+    )
+    with pytest.raises(anthropic.RateLimitError):
+        await client.messages.create(**MESSAGE)
+    first = await scrape(h)
+    await h.service.resume(work)  # the operator lets it serve again
+    with pytest.raises(anthropic.RateLimitError):
+        await client.messages.create(**MESSAGE)
+    await readings_saved(h)
+    second = await scrape(h)
+    # Now the pool itself refuses (the 5h window is spent): no upstream 429 to count.
+    await h.service.resume(work)
+    with pytest.raises(anthropic.RateLimitError):
+        await client.messages.create(**MESSAGE)
+    third = await scrape(h)
+    await client.close()
+
+    labels = {"account": "work", "provider": "anthropic"}
+    assert first.value("sublane_upstream_429_total", provider="anthropic", scope="pacing") == 1
+    assert first.value("sublane_upstream_429_total", provider="anthropic", scope="quota") == 0
+    assert first.value("sublane_account_state", **labels, state="cooling") == 1
+    assert first.value("sublane_account_state", **labels, state="ok") == 0
+    assert first.value("sublane_account_cooldown_remaining_seconds", **labels, scope="account") > 0
+    assert first.value("sublane_account_failure_streak", **labels) == 1
+    assert second.value("sublane_upstream_429_total", provider="anthropic", scope="pacing") == 1
+    assert second.value("sublane_upstream_429_total", provider="anthropic", scope="quota") == 1
+    assert second.sum("sublane_requests_total", outcome="error", provider="anthropic") == 2
+    assert third.value("sublane_upstream_429_total", provider="anthropic", scope="quota") == 1
+    assert third.value("sublane_account_state", **labels, state="quota_exhausted") == 1
+    assert third.sum("sublane_requests_total", outcome="rejected", provider="anthropic") == 1
+
+
+async def test_cache_misses_and_reread_tokens_are_counted_by_cause(harness):
+    h = harness
+    await h.add_account("work", "tok-work")
+    key = await h.create_key()
+    client = claude(h, key, **{"x-claude-code-session-id": "sess-metrics"})
+    usage = {"input_tokens": 2, "cache_read_input_tokens": 30, "cache_creation_input_tokens": 8}
+    cold = {"input_tokens": 50, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+    h.upstream.script(
+        "tok-work",
+        Reply(usage={**usage, "output_tokens": 5}),
+        Reply(usage={**cold, "output_tokens": 5}),  # same account, in the TTL: prefix changed
+    )
+    await client.messages.create(**MESSAGE)
+    await client.messages.create(**MESSAGE)
+    await client.close()
+    s = await scrape(h)
+    assert s.value("sublane_cache_misses_total", provider="anthropic", cause="first_turn") == 1
+    assert s.value("sublane_cache_misses_total", provider="anthropic", cause="prefix_changed") == 1
+    # The previous turn left 38 tokens warm (30 read + 8 written); this one read none of them.
+    assert (
+        s.value("sublane_cache_reread_tokens_total", provider="anthropic", cause="prefix_changed")
+        == 38
+    )
+
+
+async def test_only_the_administrator_token_may_scrape(harness):
+    h = harness
+    await h.add_account("work", "tok-work")
+    member = await h.create_key("laptop", user="sam")
+    status, _, text = await get(h, {"Authorization": f"Bearer {member}"})
+    assert status == 403
+    error = json.loads(text)["error"]
+    assert error["code"] == "forbidden" and "administrator token" in error["message"]
+    assert error["type"] == "permission_error"
+    status, _, text = await get(h, {"x-api-key": member})
+    assert status == 403
+    for wrong in ({"Authorization": "Bearer sl-not-a-key"}, {"Authorization": "Basic abc"}):
+        status, _, text = await get(h, wrong)
+        assert status == 401, wrong
+        assert json.loads(text)["error"]["code"] == "unauthorized"
+        assert "sl-not-a-key" not in text
+    status, ctype, text = await get(h, {"Authorization": f"Bearer {h.service.admin_token}"})
+    assert status == 200 and ctype.startswith("text/plain")
+    assert "sublane_account_state" in text
+
+
+async def test_no_token_on_a_loopback_server_only_while_the_setting_allows_it(harness):
+    h = harness
+    assert h.service.host == "127.0.0.1"
+    status, _, text = await get(h)
+    assert status == 200
+    assert "sublane_pool_cap" in text
+    async with aiohttp.ClientSession() as s:
+        auth = {"Authorization": f"Bearer {h.service.admin_token}"}
+        async with s.patch(
+            h.url + "/api/settings",
+            json={"metrics.allow_loopback_without_token": "no"},
+            headers=auth,
+        ) as r:
+            assert r.status == 400  # bad input: one clear line, nothing changed
+            assert "true or false" in (await r.json())["error"]["message"]
+        assert h.service.settings["metrics.allow_loopback_without_token"] is True
+        async with s.patch(
+            h.url + "/api/settings",
+            json={"metrics.allow_loopback_without_token": False},
+            headers=auth,
+        ) as r:
+            assert r.status == 200
+    status, _, text = await get(h)
+    assert status == 401
+    assert json.loads(text)["error"]["code"] == "unauthorized"
+    status, _, _ = await get(h, {"Authorization": f"Bearer {h.service.admin_token}"})
+    assert status == 200
+
+
+async def test_a_server_reachable_from_other_machines_always_asks_for_the_token(
+    tmp_path, upstream, secret_store
+):
+    service = Service(
+        tmp_path / "data",
+        host="0.0.0.0",
+        port=0,
+        secret_store=secret_store,
+        env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url},
+    )
+    await service.start()
+    try:
+        assert service.settings["metrics.allow_loopback_without_token"] is True
+        url = f"http://127.0.0.1:{service.port}/metrics"
+        async with aiohttp.ClientSession() as s:
+            async with s.get(url) as r:
+                assert r.status == 401
+            auth = {"Authorization": f"Bearer {service.admin_token}"}
+            async with s.get(url, headers=auth) as r:
+                assert r.status == 200
+    finally:
+        await service.stop(drain_timeout=1)
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.20", False),
+        ("sublane.example.com", False),
+    ],
+)
+def test_loopback_only_means_no_other_machine_can_connect(host, local):
+    assert loopback_only(host) is local
+
+
+def dashboard_metric_names() -> set[str]:
+    """Every metric name the dashboard's panels and variables query."""
+    text = DASHBOARD.read_text()
+    board = json.loads(text)  # valid JSON, or Grafana cannot import it
+    assert len([t["expr"] for p in board["panels"] for t in p["targets"]]) >= 8
+    return set(re.findall(r"\bsublane_[a-z0-9_]+", text))
+
+
+async def test_every_metric_the_grafana_dashboard_queries_is_in_a_scrape(harness):
+    h = harness
+    await h.add_account("work", "tok-work")
+    key = await h.create_key()
+    client = claude(h, key, **{"x-claude-code-session-id": "sess-board"})
+    h.upstream.script(
+        "tok-work",
+        Reply(kind="sse", headers={P + "5h-utilization": "0.2"}),
+        Reply(status=429, error_type="rate_limit_error"),
+    )
+    async with client.messages.stream(**MESSAGE) as s:
+        await s.get_final_message()
+    await readings_saved(h)
+    with pytest.raises(anthropic.RateLimitError):
+        await client.messages.create(**MESSAGE)
+    await client.close()
+    scraped = (await scrape(h)).names
+    queried = dashboard_metric_names()
+    assert {"sublane_account_utilization_ratio", "sublane_requests_total"} <= queried
+    assert queried <= scraped, queried - scraped
