@@ -129,3 +129,16 @@ def test_from_records_without_records_says_so(sublane):
     result = sublane.run("simulate", "--from-records")
     assert result.returncode == 1
     assert "no request records" in result.stderr
+
+
+def test_explain_prints_the_scripted_day_decision_by_decision(sublane):
+    """The scripted day of the retired `python -m sublane_desktop.simulate`, now a flag."""
+    out = sublane.ok("simulate", "--explain").stdout.splitlines()
+    assert out[0] == "time   | event / lane  | account   | decision"
+    assert "11:00  | ** switch team" in out
+    assert "11:00  | main          | team      score      -  manual pin" in out
+    assert out[-2].startswith("24:00  | fable") and out[-1].startswith("       | gauges")
+    two = sublane.ok("simulate", "--explain", "--days", "0.25", "--policy", "score", "round_robin")
+    assert two.stdout.splitlines()[0] == "== score" and "== round_robin" in two.stdout
+    bad = sublane.run("simulate", "--explain", "--json")
+    assert bad.returncode == 1 and "--explain prints a scripted day" in bad.stderr

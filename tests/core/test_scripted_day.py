@@ -1,12 +1,11 @@
-"""The scripted-day trace runs on the real scheduler and shows the levers taking effect."""
+"""The scripted day (`sublane simulate --explain`) runs on the real scheduler and shows the
+levers taking effect, decision by decision."""
 
-from sublane_desktop import simulate
+from sublane_desktop.core.simulation.scripted_day import explain
 
 
-def test_scripted_day_trace(capsys):
-    simulate.main(["--hours", "24"])
-    out = capsys.readouterr().out
-    lines = out.splitlines()
+def test_scripted_day_trace():
+    lines = explain(24)
     assert "11:00  | main          | team      score      -  manual pin" in lines
     assert "11:00  | fable         | team      score      -  manual pin" in lines
     # The 3-hour Fable bucket is burned first, at a far higher score than the main lane.
@@ -20,4 +19,11 @@ def test_scripted_day_trace(capsys):
     ]
     assert len(paused) == 6  # both lanes, every hour of the pause
     assert all("team" not in line for line in paused)
-    assert "refused" not in out
+    assert not any("refused" in line for line in lines)
+    assert "15:00  | ** fable 429 on current fable account" in lines
+
+
+def test_the_scripted_day_is_the_same_every_time_and_follows_the_policy():
+    assert explain(6) == explain(6)
+    assert explain(6, "round_robin") != explain(6)  # round robin keeps its first anchor
+    assert all("round robin" in line for line in explain(6, "round_robin")[2:] if "| main" in line)

@@ -1,6 +1,6 @@
-"""A scripted day through the real scheduler, printed as a trace: who served what, and why.
+"""A scripted day through the real scheduler, as a trace: who served what, and why.
 
-    python -m sublane_desktop.simulate [--hours 24] [--step-minutes 30]
+    sublane simulate --explain [--days 1]
 
 Three Claude accounts with different weekly positions; every step sends one main-lane and one
 Fable request; each served request moves that account's gauges the way response headers would.
@@ -10,8 +10,7 @@ network, no database), so the trace is the scheduler's own decisions, reproducib
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.errors import GatewayError
@@ -20,6 +19,7 @@ from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
 from sublane_desktop.core.routing import ModelRoute, route_model
 
 H = 3600.0
+STEP_MINUTES = 60.0
 
 
 def _route(model: str) -> ModelRoute:
@@ -60,42 +60,48 @@ EVENTS = {  # step hour -> what happens
 }
 
 
-# Each simulated account's next reset per window, rolled forward as the fake clock passes it.
-_RESETS: dict[int, dict[str, float]] = {}
+@dataclass
+class Day:
+    pool: Pool
+    clock: FakeClock
+    # Each account's next reset per window, rolled forward as the fake clock passes it.
+    resets: dict[int, dict[str, float]] = field(default_factory=dict)
+
+    def observe(self, account: AccountState, window: str, util: float) -> None:
+        resets = self.resets[account.id]
+        while resets[window] <= self.clock.now():  # windows roll over
+            resets[window] += 5 * H if window == "five_hour" else 7 * 24 * H
+        account.gauges.apply(
+            Observation(window, min(util, 1.5), resets[window], self.clock.now(), "headers")
+        )
 
 
-def build() -> tuple[Pool, FakeClock]:
+def build(policy: str = "score") -> Day:
     clock = FakeClock(start=1_800_000_000.0)
     pool = Pool(clock)
+    pool.scheduler.mode = policy
     pool.sync_accounts(
         AccountState(id=i + 1, name=p.name, provider="anthropic", max_concurrency=4)
         for i, p in enumerate(PLANS)
     )
+    day = Day(pool, clock)
     for account, plan in zip(pool.accounts.values(), PLANS, strict=True):
         now = clock.now()
-        _RESETS[account.id] = {
+        day.resets[account.id] = {
             "five_hour": now + 5 * H,
             "seven_day": now + plan.week_reset_h * H,
             "fable": now + plan.fable_reset_h * H,
         }
-        observe(account, clock, "five_hour", plan.five)
-        observe(account, clock, "seven_day", plan.week)
+        day.observe(account, "five_hour", plan.five)
+        day.observe(account, "seven_day", plan.week)
         if plan.fable is not None:
-            observe(account, clock, "fable", plan.fable)
+            day.observe(account, "fable", plan.fable)
     pool.scheduler.current[(1, "anthropic")] = 1
-    return pool, clock
+    return day
 
 
-def observe(account: AccountState, clock: FakeClock, window: str, util: float) -> None:
-    resets = _RESETS[account.id]
-    while resets[window] <= clock.now():  # windows roll over
-        resets[window] += 5 * H if window == "five_hour" else 7 * 24 * H
-    account.gauges.apply(
-        Observation(window, min(util, 1.5), resets[window], clock.now(), "headers")
-    )
-
-
-def serve(pool: Pool, clock: FakeClock, route, burn: dict[str, float]) -> str:
+def serve(day: Day, route: ModelRoute, burn: dict[str, float]) -> str:
+    pool, clock = day.pool, day.clock
     try:
         lease = pool.acquire(Demand(group_id=1, route=route))
     except GatewayError as err:
@@ -106,10 +112,10 @@ def serve(pool: Pool, clock: FakeClock, route, burn: dict[str, float]) -> str:
     lease.release(Outcome.SUCCESS)
     now = clock.now()
     g = account.gauges
-    observe(account, clock, "five_hour", (g.five_hour.reading(now) or 0) + burn[account.name])
-    observe(account, clock, "seven_day", (g.seven_day.reading(now) or 0) + burn[account.name] / 8)
+    day.observe(account, "five_hour", (g.five_hour.reading(now) or 0) + burn[account.name])
+    day.observe(account, "seven_day", (g.seven_day.reading(now) or 0) + burn[account.name] / 8)
     if route.fable:
-        observe(account, clock, "fable", (g.fable.reading(now) or 0) + burn[account.name] / 3)
+        day.observe(account, "fable", (g.fable.reading(now) or 0) + burn[account.name] / 3)
     score = f"{chosen_score:6.2f}" if chosen_score is not None else "     -"
     return f"{account.name:<9} score {score}  {decision.reason if decision else ''}"
 
@@ -126,25 +132,28 @@ def gauges_line(pool: Pool, now: float) -> str:
     return " ".join(parts)
 
 
-def run(hours: float, step_minutes: float) -> None:
-    pool, clock = build()
+def explain(hours: float = 24.0, policy: str = "score") -> list[str]:
+    """The scripted day's lines under `policy`: every hour a main-lane and a Fable request,
+    the scripted events, and the gauges every four hours."""
+    day = build(policy)
+    pool, clock = day.pool, day.clock
     burn = {p.name: p.burn for p in PLANS}
-    print("time   | event / lane  | account   | decision")
-    print("gauges: name[5h 7d fable]")
-    steps = int(hours * 60 / step_minutes)
+    lines = ["time   | event / lane  | account   | decision", "gauges: name[5h 7d fable]"]
+    steps = int(hours * 60 / STEP_MINUTES)
     for step in range(steps + 1):
-        hour = step * step_minutes / 60
+        hour = step * STEP_MINUTES / 60
         event = EVENTS.get(hour)
         stamp = f"{int(hour):02d}:{int(hour * 60) % 60:02d}"
         if event:
             apply_event(pool, event)
-            print(f"{stamp}  | ** {event}")
+            lines.append(f"{stamp}  | ** {event}")
         pool.evaluate()  # the 30 s tick, folded into each step
-        print(f"{stamp}  | main          | {serve(pool, clock, MAIN, burn)}")
-        print(f"{stamp}  | fable         | {serve(pool, clock, FABLE, burn)}")
+        lines.append(f"{stamp}  | main          | {serve(day, MAIN, burn)}")
+        lines.append(f"{stamp}  | fable         | {serve(day, FABLE, burn)}")
         if step % 4 == 0:
-            print(f"       | gauges        | {gauges_line(pool, clock.now())}")
-        clock.advance(step_minutes * 60)
+            lines.append(f"       | gauges        | {gauges_line(pool, clock.now())}")
+        clock.advance(STEP_MINUTES * 60)
+    return lines
 
 
 def apply_event(pool: Pool, event: str) -> None:
@@ -162,16 +171,3 @@ def apply_event(pool: Pool, event: str) -> None:
         if lane is not None:
             lease = pool.acquire(Demand(group_id=1, route=FABLE))
             lease.release(Outcome.FABLE_FAILURE, status=429)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hours", type=float, default=24)
-    parser.add_argument("--step-minutes", type=float, default=60)
-    args = parser.parse_args(argv)
-    run(args.hours, args.step_minutes)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
