@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -38,6 +39,8 @@ from sublane_desktop.proxy import SERVICE
 from sublane_desktop.proxy.errors import openai_error
 from sublane_desktop.proxy.intake import client_key
 from sublane_desktop.service.metrics import Histogram
+
+log = logging.getLogger(__name__)
 
 LOOPBACK_SETTING = "metrics.allow_loopback_without_token"
 # R-POOL states, in the order of SPEC §7: one series each, 1 for the account's state.
@@ -263,6 +266,12 @@ async def scrape(request: web.Request) -> web.Response:
         await check_access(request, service)
     except GatewayError as err:
         return openai_error(err)
+    try:
+        # Accounts the CLI added or changed meanwhile show up, as on /api/accounts/runtime: a
+        # cheap look (PRAGMA data_version) unless another process committed.
+        await service.refresh_catalog()
+    except Exception as exc:  # the pool as this server knows it beats no metrics
+        log.error("metrics: could not check the account catalog: %s", type(exc).__name__)
     encode, content_type = choose_encoder(request.headers.get("Accept", ""))
     body = encode(request.app[REGISTRY])
     return web.Response(body=body, headers={"Content-Type": content_type})

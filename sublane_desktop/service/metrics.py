@@ -114,11 +114,20 @@ class TrafficTally:
         self.reread_tokens: Counter[tuple[str, str]] = Counter()  # provider, cause
         self.added_latency = Histogram(ADDED_LATENCY_BUCKETS)  # by provider
         self.first_output = Histogram(FIRST_OUTPUT_BUCKETS)  # by provider
+        # The family of each model seen, worked out once: a client uses a handful of models
+        # (bounded: a client may send any name).
+        self._families: dict[tuple[str, str], str] = {}
 
     def count_record(self, record: RequestRecord) -> None:
         """Every request record passes here once, as it is queued (R-REC-1's attempts)."""
         provider = record.provider
-        self.requests[record.outcome, provider, model_family(provider, record.model)] += 1
+        model = record.model
+        family = self._families.get((provider, model))
+        if family is None:
+            if len(self._families) >= 256:
+                self._families.clear()
+            family = self._families[provider, model] = model_family(provider, model)
+        self.requests[record.outcome, provider, family] += 1
         if record.first_token_ms is not None:
             self.first_output.observe(provider, record.first_token_ms / 1000.0)
         cause = record.cache_miss

@@ -8,16 +8,19 @@ import asyncio
 import json
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
 import anthropic
+import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sublane_desktop.proxy.metrics import loopback_only
 from sublane_desktop.service import Service
 from tests.conftest import Harness
+from tests.fake_codex import LimitFamily, Window
 from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 from tests.openai_helpers import oai
 
@@ -203,6 +206,68 @@ async def test_upstream_429s_are_told_apart_by_scope_and_the_state_follows(harne
     assert third.sum("sublane_requests_total", outcome="rejected", provider="anthropic") == 1
 
 
+async def test_codex_windows_limits_and_a_spent_limit_s_429_through_the_openai_sdk(codex_harness):
+    """Codex's 5h/7d windows and a per-model limit are windows of their own; a 429 that names
+    a spent limit counts as quota and rests that limit only (cooldown scope = the limit)."""
+    h = codex_harness
+    h.codex.usage_for["*"] = 429  # the header feed only
+    await h.add_codex_account("cx", "tok-cx")
+    key = await h.create_key()
+    spark = "gpt-5.3-codex-spark"
+    h.codex.families["codex_bengalfox"] = LimitFamily(
+        "GPT-5.3-Codex-Spark", (spark,), Window(100, 300, int(time.time()) + 600)
+    )
+    await oai(h, key).responses.create(model="gpt-5.4", input="hi")
+    with pytest.raises(openai.RateLimitError):
+        await oai(h, key).responses.create(model=spark, input="hi")
+    await readings_saved(h)
+    s = await scrape(h)
+    labels = {"account": "cx", "provider": "codex"}
+    ratio = "sublane_account_utilization_ratio"
+    assert s.value(ratio, **labels, window="5h") == pytest.approx(0.25)
+    assert s.value(ratio, **labels, window="7d") == pytest.approx(0.40)
+    assert s.value(ratio, **labels, window="limit:codex_bengalfox") == 1.0
+    assert s.value("sublane_upstream_429_total", provider="codex", scope="quota") == 1
+    assert s.value("sublane_upstream_429_total", provider="codex", scope="pacing") == 0
+    rest = s.value(
+        "sublane_account_cooldown_remaining_seconds", **labels, scope="limit:codex_bengalfox"
+    )
+    assert 0 < rest <= 600
+    assert s.value("sublane_account_cooldown_remaining_seconds", **labels, scope="account") == 0
+    assert s.value("sublane_account_state", **labels, state="ok") == 1  # the account serves on
+    assert s.value("sublane_requests_total", outcome="error", provider="codex", family="codex") == 1
+    assert s.value("sublane_requests_total", outcome="success", provider="codex", family="gpt") == 1
+
+
+async def test_an_antigravity_family_spent_counts_as_quota_and_rests_that_family(
+    antigravity_harness,
+):
+    h = antigravity_harness
+    await h.add_antigravity_account("google")
+    key = await h.create_key()
+    resets = time.time() + 3600
+    stamp = datetime.fromtimestamp(resets, UTC).isoformat().replace("+00:00", "Z")
+    h.google.exhausted["claude-sonnet-4-6"] = ("1h0m0s", stamp)
+    client = anthropic.AsyncAnthropic(base_url=h.url, api_key=key, max_retries=0)
+    h.clients.append(client)
+    ask = {"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+    await client.messages.create(model="gemini-3-flash", **ask)
+    with pytest.raises(anthropic.RateLimitError):
+        await client.messages.create(model="claude-sonnet-4-6", **ask)
+    s = await scrape(h)
+    labels = {"account": "google", "provider": "antigravity"}
+    assert s.value("sublane_upstream_429_total", provider="antigravity", scope="quota") == 1
+    assert s.value("sublane_upstream_429_total", provider="antigravity", scope="pacing") == 0
+    assert s.value("sublane_account_utilization_ratio", **labels, window="claude") == 1.0
+    rest = s.value("sublane_account_cooldown_remaining_seconds", **labels, scope="claude")
+    assert 3500 < rest <= 3600
+    assert s.value("sublane_account_state", **labels, state="ok") == 1
+    gemini = {"provider": "antigravity", "family": "gemini_flash"}
+    assert s.value("sublane_requests_total", outcome="success", **gemini) == 1
+    claude = {"provider": "antigravity", "family": "claude"}
+    assert s.value("sublane_requests_total", outcome="error", **claude) == 1
+
+
 async def test_cache_misses_and_reread_tokens_are_counted_by_cause(harness):
     h = harness
     await h.add_account("work", "tok-work")
@@ -226,6 +291,24 @@ async def test_cache_misses_and_reread_tokens_are_counted_by_cause(harness):
         s.value("sublane_cache_reread_tokens_total", provider="anthropic", cause="prefix_changed")
         == 38
     )
+
+
+async def test_an_account_the_cli_adds_while_the_server_runs_is_in_the_next_scrape(harness):
+    from sublane_desktop.service.offline import OfflineService
+
+    h = harness
+    assert (await scrape(h)).value(
+        "sublane_account_in_flight", account="late", provider="codex"
+    ) is None
+    offline = OfflineService(h.service.data_dir)  # what `sublane account add` opens
+    offline._secrets = h.service.secrets  # the same keyring file, as the CLI's env says
+    try:
+        secret = {"api_key": "sk-proj-late"}
+        await asyncio.to_thread(offline.add_account, "codex", "late", "default", None, 3, secret)
+    finally:
+        offline.close()
+    s = await scrape(h)
+    assert s.value("sublane_account_max_concurrency", account="late", provider="codex") == 3
 
 
 async def test_only_the_administrator_token_may_scrape(harness):
