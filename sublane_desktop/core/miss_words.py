@@ -67,7 +67,9 @@ def explain(record: Mapping[str, Any]) -> str:
     if cause not in CAUSES:
         return ""
     reread = int(record.get("reread_tokens") or 0)
-    cost = f"~{compact_tokens(reread)} tokens read again"
+    # One request's count, exact as in its Read again field (fault 16); totals over many
+    # requests are the ones said compactly ("48k").
+    cost = f"{reread:,} tokens read again"
     idle = record.get("idle_seconds")
     after = (
         f"{idle_words(float(idle))} after the previous turn"

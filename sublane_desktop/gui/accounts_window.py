@@ -40,6 +40,7 @@ from sublane_desktop.core.miss_words import reread_today, reread_today_by_accoun
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
 from sublane_desktop.gui.dashboard import account_row, verdict_words
+from sublane_desktop.gui.dialogs.keyring_setup import keyring_words
 from sublane_desktop.gui.gauge import GaugeBar
 from sublane_desktop.gui.icons import app_icon
 from sublane_desktop.gui.pool_status import (
@@ -493,9 +494,10 @@ class AccountsWindow(QWidget):
 
     def _refresh_keyring_banner(self) -> None:
         problem = self._bridge.keyring_problem()
-        text = f"Accounts unavailable: {problem}" if problem else ""
+        text = f"Accounts unavailable. {keyring_words(problem)}" if problem else ""
         if text != self.keyring_banner.text():
             self.keyring_banner.setText(text)
+            self.keyring_banner.setToolTip(problem or "")  # the technical reason
         self.keyring_row.setVisible(bool(problem))
 
     def show_misses(self) -> None:

@@ -24,10 +24,12 @@ from sublane_desktop.gui.requests_model import (
     NONE,
     Record,
     full_time,
+    hit_rate,
     milliseconds,
     status,
     tokens,
 )
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole
 
 # What an error code means, said as a cause a person can act on (R-UI-8). Codes not listed
 # here are the provider's own error types, shown as the provider named them.
@@ -87,18 +89,18 @@ def detail_rows(
     """
     names = names or {}
 
-    def named(kind: str, value: int | None) -> str:
+    # Names only (R-UI-16): a bare number stands in only where the name is not known.
+    def named(kind: str, noun: str, value: int | None) -> str:
         if value is None:
             return NONE
-        name = names.get(kind, {}).get(value)
-        return f"{name} ({value})" if name else str(value)
+        return names.get(kind, {}).get(value) or f"{noun} {value}"
 
     account = record.get("account_name") or ""
-    if record.get("account_id") is not None:
-        account = f"{account or NONE} ({record['account_id']})"
-    started = record.get("started_at")
+    if not account and record.get("account_id") is not None:
+        account = f"account {record['account_id']}"
     return [
-        ("Started", full_time(started) + (f"  ·  {started:.3f}" if started is not None else "")),
+        # The local date and time, never epoch seconds (fault 12).
+        ("Started", full_time(record.get("started_at"))),
         ("Outcome", record.get("outcome") or NONE),
         ("Cause", cause_text(record.get("error_code"), record.get("upstream_status"))),
         ("Upstream status", status(record.get("upstream_status"))),
@@ -109,12 +111,12 @@ def detail_rows(
         ("Protocol", record.get("protocol") or NONE),
         ("Operation", record.get("operation") or NONE),
         ("Account", account or NONE),
-        ("Member", named("users", record.get("user_id"))),
-        ("Client key", named("keys", record.get("key_id"))),
+        ("Member", named("users", "member", record.get("user_id"))),
+        ("Client key", named("keys", "key", record.get("key_id"))),
         ("Input tokens", tokens(record.get("input_tokens"))),
         ("Output tokens", tokens(record.get("output_tokens"))),
         ("Cached tokens", tokens(record.get("cached_tokens"))),
-        ("Cache-hit rate", record.get("cache_hit_rate") or NONE),
+        ("Cache-hit rate", hit_rate(record)),
         ("Cache miss", _miss(record)),
         ("Read again", tokens(record.get("reread_tokens"))),
     ]
@@ -169,6 +171,7 @@ class RequestDetailsDialog(QDialog):
         layout.addLayout(self._form)
         layout.addWidget(buttons)
         main_action(self, None)  # Enter must not press Copy
+        keep_wrapped_text_whole(self)
         self.show_record(record, names=names)
 
     def show_record(

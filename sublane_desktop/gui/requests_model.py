@@ -18,6 +18,7 @@ from PySide6.QtGui import QColor
 
 from sublane_desktop.core.miss_words import LABELS, MARKS, explain
 from sublane_desktop.gui.colours import on_base
+from sublane_desktop.gui.pool_status import percent
 
 Record = dict[str, Any]
 Index = QModelIndex | QPersistentModelIndex
@@ -124,7 +125,23 @@ def milliseconds(value: int | None) -> str:
     if value < 60_000:
         return f"{value / 1000:.1f} s"
     minutes, rest = divmod(round(value / 1000), 60)
-    return f"{minutes} m {rest:02d} s"
+    return f"{minutes} min {rest} s"  # as idle times are said ("7 min"), fault 16
+
+
+def hit_rate(record: Record) -> str:
+    """Cached input ÷ total input in the app's one percent format ("97%", as the gauges say;
+    fault 16), from the token counts. The API's `cache_hit_rate` keeps its own decimal (R-REC-5)
+    and stands in when the counts are missing. Rounding never claims a full or an empty cache
+    that did not happen."""
+    total, cached = record.get("input_tokens"), record.get("cached_tokens")
+    if not isinstance(total, int) or not isinstance(cached, int) or not 0 <= cached <= total:
+        return record.get("cache_hit_rate") or NONE
+    if total == 0:
+        return record.get("cache_hit_rate") or NONE
+    fraction = cached / total
+    if 0 < cached < total:
+        fraction = min(max(fraction, 0.01), 0.99)
+    return percent(fraction)
 
 
 def tokens(value: int | None) -> str:
@@ -173,7 +190,7 @@ def cell_text(record: Record, column: Column) -> str:
 
 def cache_cell(record: Record) -> str:
     """The hit rate, and under it the miss's cause mark and name (R-CF-3)."""
-    rate = record.get("cache_hit_rate") or NONE
+    rate = hit_rate(record)
     cause = record.get("cache_miss")
     if cause not in LABELS:
         return rate

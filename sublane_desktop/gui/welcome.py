@@ -29,6 +29,7 @@ from sublane_desktop.gui.dialogs.common import (
 )
 from sublane_desktop.gui.icons import app_icon
 from sublane_desktop.gui.requests_model import milliseconds
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole
 
 KEY_NAME = "desktop"
 
@@ -176,6 +177,7 @@ class WelcomeWindow(QWidget):
         layout.addLayout(bottom)
         bridge.accountsChanged.connect(self._update_steps)
         self._update_steps()
+        keep_wrapped_text_whole(self)
         self.resize(self.sizeHint().expandedTo(self.minimumSizeHint()).width() + 40, 460)
 
     def _has_account(self) -> bool:

@@ -24,7 +24,7 @@ def test_the_spec_sentence_for_an_account_switch() -> None:
         "previous_account_name": "work-max",
     }
     assert explain(record) == (
-        "moved from work-max to lab-pro 40 s after the previous turn: ~48k tokens read again"
+        "moved from work-max to lab-pro 40 s after the previous turn: 48,213 tokens read again"
     )
 
 
@@ -37,7 +37,7 @@ def test_personal_views_without_account_names_still_explain() -> None:
         "previous_account_name": "",
     }
     assert explain(record) == (
-        "moved to another account 5 s after the previous turn: ~2k tokens read again"
+        "moved to another account 5 s after the previous turn: 1,500 tokens read again"
     )
 
 
@@ -45,11 +45,11 @@ def test_each_cause_has_its_own_words_and_a_hit_has_none() -> None:
     base = {"reread_tokens": 30_000, "idle_seconds": 420, "account_name": "work-max"}
     assert explain({**base, "cache_miss": "ttl_expired"}) == (
         "the prompt cache expired: 7 min after the previous turn on work-max, longer than it"
-        " lives: ~30k tokens read again"
+        " lives: 30,000 tokens read again"
     )
     assert explain({**base, "cache_miss": "prefix_changed", "idle_seconds": 12}) == (
         "the client changed the start of its prompt 12 s after the previous turn on work-max:"
-        " ~30k tokens read again"
+        " 30,000 tokens read again"
     )
     assert explain({**base, "cache_miss": "first_turn"}).startswith("first turn")
     assert explain({**base, "cache_miss": None}) == ""

@@ -75,11 +75,11 @@ def test_the_cache_cell_marks_the_cause_and_says_why_in_words(desk: Desk) -> Non
 
     assert cell("switch") == "0%\n⇄ account switch"
     assert cell("expired") == "0%\n⏱ cache expired"
-    assert cell("hit") == "96.9%"  # a hit carries no mark
+    assert cell("hit") == "97%"  # a hit carries no mark; the gauges' percent format
     assert cell("switch", Qt.ItemDataRole.ForegroundRole) == MISS_COLOR
     assert cell("hit", Qt.ItemDataRole.ForegroundRole) is None
     assert cell("switch", Qt.ItemDataRole.ToolTipRole) == (
-        "Moved from work to home 40 s after the previous turn: ~48k tokens read again\n"
+        "Moved from work to home 40 s after the previous turn: 48,213 tokens read again\n"
         "0 of 49,000 input tokens from the cache"
     )
     assert cell("expired", Qt.ItemDataRole.ToolTipRole).startswith(
@@ -134,9 +134,10 @@ def test_request_details_explain_the_miss(desk: Desk) -> None:
     rows = dict(dialog.rows())
     assert rows["Cache miss"] == (
         "account switch: moved from work to home 40 s after the"
-        " previous turn: ~48k tokens read again"
+        " previous turn: 48,213 tokens read again"
     )
-    assert rows["Read again"] == "48,213"
+    assert rows["Read again"] == "48,213"  # one format for one number (fault 16)
+    assert rows["Cache-hit rate"] == "0%"
     dialog = window.open_details(row_of(window, made["hit"]))
     assert dict(dialog.rows())["Cache miss"] == "no (the cache served this turn)"
 

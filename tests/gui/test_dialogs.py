@@ -2,6 +2,7 @@
 
 import json
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox
 
 from sublane_desktop.accounts.secrets import account_secret
@@ -250,3 +251,21 @@ async def test_setup_tool_creates_a_key_for_the_tool_and_fills_the_lines(qtbot, 
 
     dialog.hide()
     assert page.key is None and KEY_PLACEHOLDER in page.texts()[0]
+
+
+async def test_settings_say_their_choices_in_words(qtbot, live):
+    """R-UI-16, fault 12: no raw setting value among the choices, and the two settings a
+    person cannot guess ("Global cap", "Quota poll floor") say what they do."""
+    from sublane_desktop.core.scheduler import MODES
+
+    dialog = shown(qtbot, SettingsDialog(live.bridge))
+    choices = [dialog.mode.itemText(i) for i in range(dialog.mode.count())]
+    assert len(choices) == len(MODES)
+    assert all("_" not in choice and choice not in MODES for choice in choices), choices
+    for i in range(dialog.mode.count()):
+        assert dialog.mode.itemData(i, Qt.ItemDataRole.ToolTipRole), choices[i]
+    dialog.mode.setCurrentIndex(dialog.mode.findData("cost_aware"))
+    assert dialog.mode.currentText() == "Keep conversations' caches"
+    assert "worth the cached input" in dialog.mode_note.text()
+    assert dialog.cap_note.isVisible() and "at once, across all accounts" in dialog.cap_note.text()
+    assert dialog.poll_note.isVisible() and "at most this often" in dialog.poll_note.text()

@@ -62,6 +62,15 @@ async def test_no_keyring_dialog_creates_the_encrypted_file_after_two_matching_p
 
         dialog = KeyringDialog(bridge)
         qtbot.addWidget(dialog)
+        # Plain words (fault 12): no backend class, no environment variable, unless asked.
+        dialog.show()
+        for shown in (window.keyring_banner.text(), dialog.problem_label.text()):
+            assert "no system keyring" in shown
+            for jargon in ("keyring.backends", "SUBLANE_KEYRING", "PYTHON_KEYRING", "="):
+                assert jargon not in shown, shown
+        assert dialog.details.isHidden()
+        dialog.details_button.click()
+        assert dialog.details.isVisible() and "SUBLANE_KEYRING" in dialog.details.text()
         assert dialog.creating and dialog.ok_button.text() == "Create encrypted keyring"
         assert dialog.password.echoMode() is QLineEdit.EchoMode.Password
         dialog.password.show_toggle.click()  # the Show toggle reveals, for checking a typo

@@ -15,6 +15,7 @@ from sublane_desktop.gui.requests_model import (
     RequestIdRole,
     RequestsModel,
     compact_id,
+    full_time,
     milliseconds,
     tokens,
 )
@@ -110,16 +111,28 @@ def test_missing_values_read_as_a_dash() -> None:
     assert model.index(0, Column.OUTCOME).data(Qt.ItemDataRole.ForegroundRole) is not None
 
 
-def test_cache_hit_rate_is_the_api_display_string() -> None:
+def test_cache_hit_rate_is_said_as_every_percent_in_the_app() -> None:
+    """Whole percent, as the gauges say it ("43%" beside "98.6%" was fault 16); rounding never
+    claims a full or an empty cache that did not happen."""
     model = RequestsModel()
     model.set_records(
         [
             api_record(input_tokens=3, cached_tokens=1),
             api_record(input_tokens=100, cached_tokens=0),
             api_record(input_tokens=10, cached_tokens=20),
+            api_record(input_tokens=1000, cached_tokens=998),
+            api_record(input_tokens=1000, cached_tokens=2),
+            api_record(input_tokens=1000, cached_tokens=1000),
         ]
     )
-    assert [model.index(r, Column.CACHE_HIT).data() for r in range(3)] == ["33.3%", "0%", "—"]
+    assert [model.index(r, Column.CACHE_HIT).data() for r in range(6)] == [
+        "33%",
+        "0%",
+        "—",
+        "99%",
+        "1%",
+        "100%",
+    ]
 
 
 def test_formatting_helpers() -> None:
@@ -132,7 +145,7 @@ def test_formatting_helpers() -> None:
         "999 ms",
         "1.0 s",
         "59.9 s",
-        "2 m 05 s",
+        "2 min 5 s",
     ]
     assert tokens(1234567) == "1,234,567" and tokens(None) == "—"
 
@@ -148,9 +161,14 @@ def test_numbers_are_right_aligned() -> None:
 
 def test_details_list_every_field_with_names() -> None:
     rows = dict(detail_rows(api_record(), {"keys": {2: "laptop"}, "users": {1: "admin"}}))
-    assert rows["Client key"] == "laptop (2)"
-    assert rows["Member"] == "admin (1)"
-    assert rows["Account"] == "work (3)"
+    # Names a person knows, not "work (3)"; the local time, not epoch seconds (fault 12).
+    assert rows["Client key"] == "laptop"
+    assert rows["Member"] == "admin"
+    assert rows["Account"] == "work"
+    assert rows["Started"] == full_time(api_record()["started_at"])
+    assert str(int(api_record()["started_at"])) not in rows["Started"]
+    unnamed = dict(detail_rows({**api_record(), "account_name": None}))
+    assert unnamed["Client key"] == "key 2" and unnamed["Account"] == "account 3"
     assert rows["First output"] == "830 ms"
     assert rows["Cache-hit rate"] == "75%"
     assert "Record" not in rows and "Group" not in rows  # internal ids say nothing to a person

@@ -8,7 +8,7 @@ from requests_fixtures import Desk
 from requests_fixtures import desk_fixture as desk_fixture  # provides the `desk` fixture
 
 from sublane_desktop.core.history import PAGE_SIZE
-from sublane_desktop.gui.requests_model import Column
+from sublane_desktop.gui.requests_model import Column, hit_rate
 from sublane_desktop.gui.requests_window import RequestsWindow
 
 WAIT_MS = 3000
@@ -217,9 +217,9 @@ def test_double_click_opens_details_with_the_full_id(desk: Desk) -> None:
     assert shown["Model"] == newest.model
     assert shown["Outcome"] == newest.outcome
     assert shown["Input tokens"] == f"{newest.input_tokens:,}"
-    assert shown["Cache-hit rate"] == window.model.record(0)["cache_hit_rate"]
-    assert shown["Client key"] == f"laptop ({desk.admin_key_id})"
-    assert shown["Account"].startswith("work (") or shown["Account"].startswith("home (")
+    assert shown["Cache-hit rate"] == hit_rate(window.model.record(0))
+    assert shown["Client key"] == "laptop"
+    assert shown["Account"] in ("work", "home")
     # Every stored field has a row.
     for label in (
         "Started",

@@ -31,7 +31,7 @@ from sublane_desktop.gui.dialogs.common import (
     secret_field,
     show_error,
 )
-from sublane_desktop.gui.sizing import set_default_size
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole, set_default_size
 
 COLUMNS = ("Name", "Prefix", "User", "Group", "Created", "Status")
 
@@ -90,6 +90,7 @@ class ClientKeysDialog(QDialog):
         layout.addWidget(buttons)
         main_action(self, self.create_button)  # Enter in the name box creates the key
         set_default_size(self, 640, 380)
+        keep_wrapped_text_whole(self)
 
     def _show_new_key(self, key: str) -> None:
         self.new_key.setText(key)

@@ -7,20 +7,36 @@ so accounts, client keys and the management API work without a restart.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
     QLabel,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import error_label, main_action, secret_field, show_error
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole
 
 MIN_PASSWORD = 8
+
+
+def keyring_words(problem: str | None) -> str:
+    """What is wrong with the keyring in a person's words (R-UI-16). The service's text names
+    keyring's backend classes and environment variables, which help in a terminal but not
+    here: the dialog keeps it behind Details."""
+    if problem and "did not answer" in problem:
+        return (
+            "Your system keyring did not answer: it may be locked or waiting for you to unlock it."
+        )
+    return (
+        "This computer has no system keyring (a password store) that SubLane can use to keep "
+        "your sign-ins and keys safe."
+    )
 
 
 class KeyringDialog(QDialog):
@@ -33,8 +49,18 @@ class KeyringDialog(QDialog):
         self.setWindowTitle("Set up a keyring" if self.creating else "Unlock the keyring")
 
         problem = bridge.keyring_problem() or "no usable keyring"
-        self.problem_label = QLabel(f"SubLane cannot keep your credentials: {problem}")
+        self.problem_label = QLabel(keyring_words(problem))
         self.problem_label.setWordWrap(True)
+        # The technical reason, for whoever needs it (a bug report, a terminal set-up).
+        self.details_button = QToolButton()
+        self.details_button.setText("Details")
+        self.details_button.setCheckable(True)
+        self.details_button.setAccessibleName("Show the technical details")
+        self.details = QLabel(problem)
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details.hide()
+        self.details_button.toggled.connect(self._show_details)
         if self.creating:
             what = (
                 "Create an encrypted keyring file instead. Choose a password; you will be "
@@ -65,13 +91,25 @@ class KeyringDialog(QDialog):
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.problem_label)
+        layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.details)
         layout.addWidget(self.explain)
         layout.addLayout(form)
         layout.addWidget(self.error)
         layout.addStretch(1)
         layout.addWidget(self.buttons)
         main_action(self, self.ok_button)
-        self.resize(self.sizeHint().expandedTo(self.minimumSizeHint()))
+        # Wrapped words need a width to be measured against: without one the dialog opened
+        # at its labels' one-line width and cut the sentences off (issue 25, fault 6).
+        for label in (self.problem_label, self.explain, self.details):
+            label.setMinimumWidth(label.fontMetrics().averageCharWidth() * 56)
+        keep_wrapped_text_whole(self)
+        self.adjustSize()
+
+    def _show_details(self, shown: bool) -> None:
+        self.details.setVisible(shown)
+        self.details_button.setText("Hide details" if shown else "Details")
+        self.adjustSize()
 
     def submit(self) -> None:
         password = self.password.text()

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -23,14 +24,42 @@ from PySide6.QtWidgets import (
 from sublane_desktop.core.pool import MAX_CAP
 from sublane_desktop.core.scheduler import MODES
 from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.colours import dim_text
 from sublane_desktop.gui.dialogs.common import error_label, main_action, show_error
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole
 
 CEILINGS = (
     ("scheduler.five_hour_max", "5-hour ceiling"),
     ("scheduler.seven_day_max", "7-day ceiling"),
     ("scheduler.fable_weekly_max", "Fable weekly ceiling"),
 )
-MODE_LABELS = {"score": "score (spend what resets soonest)", "round_robin": "round robin"}
+# Each scheduling mode in words, with what it does (R-UI-16: no raw setting values).
+MODE_LABELS = {
+    "score": ("Spend what resets soonest", "Uses first the quota that resets soonest"),
+    "round_robin": ("Take turns", "Gives each new conversation to the next account in turn"),
+    "cost_aware": (
+        "Keep conversations' caches",
+        "Like 'Spend what resets soonest', but moves a conversation to another account only "
+        "when the move is worth the cached input it reads again",
+    ),
+}
+CAP_HELP = "At most this many requests go to the providers at once, across all accounts."
+POLL_HELP = "Each account's quota is read at most this often (Refresh reads it at once)."
+
+
+def mode_words(mode: str) -> tuple[str, str]:
+    """A mode's label and its explanation; an unknown one is still said in words."""
+    return MODE_LABELS.get(mode, (mode.replace("_", " ").capitalize(), ""))
+
+
+def _note(text: str) -> QLabel:
+    """A line under a field that says what it means, in the dimmer text colour."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    palette = label.palette()
+    palette.setColor(QPalette.ColorRole.WindowText, dim_text(palette))
+    label.setPalette(palette)
+    return label
 
 
 class SettingsDialog(QDialog):
@@ -52,8 +81,12 @@ class SettingsDialog(QDialog):
         self.port_note.setMinimumWidth(self.port_note.fontMetrics().horizontalAdvance("M") * 34)
         self.port.valueChanged.connect(self._port_changed)
         self.mode = QComboBox()
-        for mode in MODES:
-            self.mode.addItem(MODE_LABELS.get(mode, mode), mode)
+        for index, mode in enumerate(MODES):
+            label, explanation = mode_words(mode)
+            self.mode.addItem(label, mode)
+            self.mode.setItemData(index, explanation, Qt.ItemDataRole.ToolTipRole)
+        self.mode_note = _note("")
+        self.mode.currentIndexChanged.connect(self._mode_changed)
         self.ceilings: dict[str, QDoubleSpinBox] = {}
         for key, _ in CEILINGS:
             box = QDoubleSpinBox()
@@ -63,23 +96,26 @@ class SettingsDialog(QDialog):
             self.ceilings[key] = box
         self.cap = QSpinBox()
         self.cap.setRange(1, MAX_CAP)
-        self.cap.setToolTip("Upstream operations at once, across all accounts")
+        self.cap.setToolTip(CAP_HELP)
+        self.cap_note = _note(CAP_HELP)
         self.poll_floor = QSpinBox()
         self.poll_floor.setRange(0, 86400)
         self.poll_floor.setSuffix(" s")
-        self.poll_floor.setToolTip(
-            "At most one quota read per account this often (Refresh ignores it)"
-        )
+        self.poll_floor.setToolTip(POLL_HELP)
+        self.poll_note = _note(POLL_HELP)
         self.start_at_login = QCheckBox("Start SubLane when I log in")
 
         form = QFormLayout()
         form.addRow("Port", self.port)
         form.addRow("", self.port_note)
         form.addRow("Scheduler", self.mode)
+        form.addRow("", self.mode_note)
         for key, label in CEILINGS:
             form.addRow(label, self.ceilings[key])
         form.addRow("Global cap", self.cap)
+        form.addRow("", self.cap_note)
         form.addRow("Quota poll floor", self.poll_floor)
+        form.addRow("", self.poll_note)
         form.addRow("", self.start_at_login)
 
         self.error = error_label()
@@ -93,6 +129,7 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.error)
         layout.addWidget(self.buttons)
         main_action(self, self.buttons.button(QDialogButtonBox.StandardButton.Save))
+        keep_wrapped_text_whole(self)
         self.load()
 
     def load(self, settings: Mapping[str, Any] | None = None) -> None:
@@ -107,6 +144,7 @@ class SettingsDialog(QDialog):
         self.start_at_login.setChecked(bool(s.get("app.start_at_login", False)))
         show_error(self.error, "")
         self._port_changed(self.port.value())
+        self._mode_changed(self.mode.currentIndex())
 
     def values(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -123,6 +161,9 @@ class SettingsDialog(QDialog):
     def changes(self) -> dict[str, Any]:
         """Only what the person changed, so a save never rewrites untouched settings."""
         return {k: v for k, v in self.values().items() if self._loaded.get(k) != v}
+
+    def _mode_changed(self, _index: int) -> None:
+        self.mode_note.setText(mode_words(str(self.mode.currentData()))[1])
 
     def _port_changed(self, value: int) -> None:
         endpoint = self._bridge.endpoint_url()

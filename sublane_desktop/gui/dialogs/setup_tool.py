@@ -29,7 +29,7 @@ from sublane_desktop.gui.dialogs.common import (
     main_action,
     show_error,
 )
-from sublane_desktop.gui.sizing import set_default_size
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole, set_default_size
 from sublane_desktop.gui.tool_setup import TOOLS, Tool, snippets
 
 
@@ -134,6 +134,7 @@ class SetupToolDialog(QDialog):
         layout.addWidget(self.tabs)
         layout.addWidget(buttons)
         main_action(self, None)  # nothing to submit: Enter must not press a Copy or Create
+        keep_wrapped_text_whole(self)
         set_default_size(self, 640, 560)  # the Claude Code tab shows three variables
 
     def use_key(self, key: str) -> None:

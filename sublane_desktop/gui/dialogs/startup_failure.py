@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from sublane_desktop.gui.dialogs.common import main_action
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole
 from sublane_desktop.startup import MAX_PORT, StartupError
 
 # Ports below this need privileges on most systems; nobody should be offered one.
@@ -123,6 +124,7 @@ class PortInUseDialog(QDialog):
         layout.addWidget(note)
         layout.addWidget(buttons)
         main_action(self, self.start_button)
+        keep_wrapped_text_whole(self)
 
     def choice(self) -> PortChoice:
         return PortChoice(self.port_box.value(), self.remember_box.isChecked())
