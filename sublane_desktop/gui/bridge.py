@@ -65,6 +65,7 @@ class Bridge(QObject):
     welcomeRequested = Signal()  # open the welcome window again (the tray's "Welcome…")
     verified = Signal(object)  # a verify verdict: {"name", "result", "detail", …}
     missesChanged = Signal()  # today's cache-miss summary changed; read it with misses_today()
+    refused = Signal(str)  # the pool turned a request for this provider away (R-UI-13)
 
     def __init__(
         self, service: Any, parent: QObject | None = None, *, tick_ms: int = TICK_MS
@@ -105,6 +106,8 @@ class Bridge(QObject):
     def _on_event(self, topic: str, payload: dict[str, Any]) -> None:
         if topic == "accounts.settings":
             self.settingsChanged.emit()
+        elif topic == "pool.refused":
+            self.refused.emit(str(payload.get("provider") or ""))
         if topic.startswith("accounts"):
             if not self._coalesce_armed:
                 self._coalesce_armed = True

@@ -41,6 +41,10 @@ class RequestHistory:
         """Queue a request record; never blocks the loop (R-ARCH-3, R-REC-4)."""
         self.recent.append(record)
         self.log.add(record)
+        if record.outcome == "rejected":
+            # Traffic turned away: the desktop says so when the window it waited for resets
+            # (R-UI-13). Only refusals publish, so an ordinary request costs nothing more.
+            self.service.bus.publish("pool.refused", provider=record.provider)
 
     async def flush(self) -> None:
         """Wait until every record so far is in the database (tests, shutdown)."""

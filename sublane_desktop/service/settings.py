@@ -31,6 +31,17 @@ DEFAULT_BASE_URLS = {
     "antigravity": "https://cloudcode-pa.googleapis.com",
     "oauth": "https://platform.claude.com",
 }
+# Desktop notifications (R-UI-13): one switch per kind, and the window thresholds they cross.
+NOTIFY_SETTINGS: dict[str, Any] = {
+    "notify.window_crossing": True,  # a window crossing a threshold below
+    "notify.thresholds": [0.8, 0.95],
+    "notify.forecast": True,  # "runs out before its reset"
+    "notify.cooldown": True,  # cooldown (or quota) entered and recovered
+    "notify.signin": True,  # an account needs signing in again
+    "notify.window_reset": True,  # a window reset while requests were being turned away
+}
+MAX_THRESHOLDS = 3
+
 SCHEDULER_SETTINGS = {
     "scheduler.mode": "score",
     "scheduler.fable_weekly_max": 0.98,
@@ -54,6 +65,7 @@ SCHEDULER_SETTINGS = {
     # The Codex release SubLane asks the ChatGPT model list as (R-WF-4): older ones are not
     # shown the newest models.
     "codex.client_version": codex.DEFAULT_CLIENT_VERSION,
+    **NOTIFY_SETTINGS,
 }
 
 
@@ -115,9 +127,29 @@ def validate_settings(changes: Any) -> dict[str, Any]:
         elif key in ("app.start_at_login", "metrics.allow_loopback_without_token"):
             if not isinstance(value, bool):
                 raise ValueError(f"{key} must be true or false")
+        elif key == "notify.thresholds":
+            value = _thresholds(value)
+        elif key.startswith("notify.") and not isinstance(value, bool):
+            raise ValueError(f"{key} must be true or false")
         elif key == "antigravity.client_version":
             value = check_client_version(value)
         elif key == "codex.client_version" and not codex.valid_client_version(value):
             raise ValueError("codex.client_version must be a release number such as 0.171.0")
         clean[key] = value
     return clean
+
+
+def _thresholds(value: Any) -> list[float]:
+    """1 to 3 distinct fractions in (0, 1), lowest first."""
+    if (
+        not isinstance(value, list)
+        or not 1 <= len(value) <= MAX_THRESHOLDS
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value)
+        or any(not 0 < v < 1 for v in value)
+        or len(set(value)) != len(value)
+    ):
+        raise ValueError(
+            f"notify.thresholds must be 1 to {MAX_THRESHOLDS} different fractions in (0, 1), "
+            "e.g. [0.8, 0.95]"
+        )
+    return sorted(float(v) for v in value)

@@ -6,7 +6,8 @@ import pytest
 from gui_fakes import account
 
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.gui.notifications import Notifier, transitions
+from sublane_desktop.gui.notifications import Notifier, Rules, transitions
+from sublane_desktop.service import SCHEDULER_SETTINGS
 
 NOW = 1_800_000_000.0
 
@@ -81,6 +82,169 @@ def test_notifier_shows_each_change_once(qtbot, service):
     service.set_accounts(snap(work="ok", home="ok"))
     qtbot.waitUntil(lambda: shown[-1] == "work recovered", timeout=1000)
     service.set_accounts(snap(work="quota_exhausted", home="cooling"))
-    qtbot.waitUntil(lambda: shown[-1] == "2 accounts changed", timeout=1000)
-    assert len(shown) == 3
+    # one message each, queued by the tray, not one bubble standing for both
+    qtbot.waitUntil(lambda: len(shown) == 4, timeout=1000)
+    assert shown[-2:] == ["work ran out of quota", "home is cooling down"]
     bridge.close()
+
+
+# --- R-UI-13: thresholds, forecasts, resets, switches, once per window period -------------------
+
+HOUR = 3600.0
+
+
+def gauged(state="ok", five=None, resets=NOW + 2 * HOUR, forecast=None, name="work"):
+    out = account(name, state, id=1)
+    if five is not None:
+        out["gauges"] = {
+            "five_hour": {"utilization": five, "resets_at": resets, "cold": False, "stale": False}
+        }
+    if forecast is not None:
+        out["forecast"] = {"five_hour": forecast}
+    return [out]
+
+
+def run(rules, snaps, settings=None, now=NOW, step=60.0):
+    """Feed snapshots a minute apart on a fake clock; the kinds said at each step."""
+    settings = {**SCHEDULER_SETTINGS, **(settings or {})}
+    said, before = [], None
+    for i, after in enumerate(snaps):
+        said.append([n.kind for n in rules.notices(before, after, settings, now + i * step)])
+        before = after
+    return said
+
+
+def test_a_window_crossing_80_and_95_is_said_once_each_per_period():
+    said = run(
+        Rules(),
+        [gauged(five=v) for v in (0.5, 0.82, 0.78, 0.85, 0.96, 0.97)],
+    )
+    assert said == [[], ["crossing"], [], [], ["crossing"], []]
+
+
+def test_the_next_period_says_it_again():
+    rules = Rules()
+    first = run(rules, [gauged(five=0.5), gauged(five=0.9)])
+    later = run(
+        rules,
+        [gauged(five=0.1, resets=NOW + 7 * HOUR), gauged(five=0.85, resets=NOW + 7 * HOUR)],
+        now=NOW + 2 * HOUR + 60,  # the first period has ended
+    )
+    assert first == [[], ["crossing"]] and later == [[], ["crossing"]]
+
+
+def test_a_jump_past_both_thresholds_is_one_notice_with_the_higher():
+    rules = Rules()
+    before, after = gauged(five=0.5), gauged(five=0.97)
+    settings = dict(SCHEDULER_SETTINGS)
+    rules.notices(None, before, settings, NOW)
+    (notice,) = rules.notices(before, after, settings, NOW + 60)
+    assert notice.title.startswith("work: ") and "97" in notice.title
+    assert "Past 95" in notice.body
+
+
+def test_thresholds_are_settable_and_each_kind_switchable():
+    snaps = [gauged(five=0.5), gauged(five=0.65), gauged(five=0.9)]
+    assert run(Rules(), snaps, {"notify.thresholds": [0.6]}) == [[], ["crossing"], []]
+    assert run(Rules(), snaps, {"notify.window_crossing": False}) == [[], [], []]
+    cooling = [snap(work="ok"), snap(work="cooling")]
+    assert run(Rules(), cooling, {"notify.cooldown": False}) == [[], []]
+    assert run(Rules(), cooling) == [[], ["cooling"]]
+    signin = [snap(work="ok"), snap(work="auth_failed")]
+    assert run(Rules(), signin, {"notify.signin": False}) == [[], []]
+    assert run(Rules(), signin) == [[], ["auth_failed"]]
+
+
+def test_runs_out_before_its_reset_from_the_forecast():
+    forecast = {"runs_out_at": NOW + 40 * 60, "resets_at": NOW + 2 * HOUR, "rate_per_hour": 0.3}
+    snaps = [gauged(five=0.6), gauged(five=0.62, forecast=forecast)]
+    snaps += [gauged(five=0.63), gauged(five=0.64, forecast=forecast)]
+    rules = Rules()
+    said = run(rules, snaps, {"notify.thresholds": [0.99]})
+    assert said == [[], ["forecast"], [], []]  # the forecast coming back is not news again
+    assert run(Rules(), snaps[:2], {"notify.forecast": False}) == [[], []]
+
+
+def test_a_cooldown_flapping_within_the_window_is_said_once():
+    snaps = [snap(work="ok"), snap(work="cooling"), snap(work="ok"), snap(work="cooling")]
+    said = run(Rules(), snaps)
+    assert said == [[], ["cooling"], ["recovered"], []]
+
+
+def test_a_window_that_reset_while_requests_were_turned_away():
+    rules = Rules()
+    settings = dict(SCHEDULER_SETTINGS)
+    full = gauged("quota_exhausted", five=1.0, resets=NOW + 600)
+    rules.notices(None, full, settings, NOW)
+    rules.refused("anthropic", NOW + 120)  # a request found no account
+    fresh = gauged("ok", five=0.0, resets=NOW + 5 * HOUR + 600)
+    kinds = [n.kind for n in rules.notices(full, fresh, settings, NOW + 660)]
+    assert "reset" in kinds
+
+
+def test_a_reset_nobody_waited_for_is_not_news():
+    rules = Rules()
+    settings = dict(SCHEDULER_SETTINGS)
+    full = gauged("quota_exhausted", five=1.0, resets=NOW + 600)
+    rules.notices(None, full, settings, NOW)
+    fresh = gauged("ok", five=0.0, resets=NOW + 5 * HOUR + 600)
+    assert "reset" not in [n.kind for n in rules.notices(full, fresh, settings, NOW + 660)]
+
+
+async def test_a_real_refusal_then_the_reset_is_told_once(qtbot, live):
+    """Through the real proxy: the only account is at 100 %, a request is turned away, the
+    window resets on the service's fake clock, and the person hears it once."""
+    from sublane_desktop.core.gauges import Observation
+
+    service = live.service
+    work = await live.add_account("work")
+    key = await live.create_key()
+    account = service.pool.accounts[work]
+    start = live.clock.now()
+    full = Observation("five_hour", 1.0, start + 600, start, "headers")
+    assert await service.quota.publish(account, account.revision, [full])
+    live.bridge.refresh_snapshot()
+    shown = []
+    _notifier = Notifier(live.bridge, lambda title, body: shown.append((title, body)))
+    assert await live.message(key) != 200  # turned away: nothing can serve it
+    live.clock.advance(660)
+    fresh = Observation("five_hour", 0.02, start + 660 + 5 * HOUR, start + 660, "headers")
+    assert await service.quota.publish(account, account.revision, [fresh])
+    live.bridge.refresh_snapshot()
+    qtbot.waitUntil(lambda: any("window reset" in title for title, _ in shown), timeout=2000)
+    resets = [t for t, _ in shown if "window reset" in t]
+    assert resets == ["work: 5h window reset"], shown
+    live.bridge.refresh_snapshot()
+    assert [t for t, _ in shown if "window reset" in t] == resets
+
+
+def test_notify_settings_are_validated(tmp_path):
+    from sublane_desktop.service.settings import validate_settings
+
+    assert validate_settings({"notify.thresholds": [0.95, 0.8]}) == {
+        "notify.thresholds": [0.8, 0.95]
+    }
+    for bad in ([], [0.8, 0.8], [1.2], ["80"], [0.1, 0.2, 0.3, 0.4]):
+        with pytest.raises(ValueError, match=r"notify\.thresholds"):
+            validate_settings({"notify.thresholds": bad})
+    with pytest.raises(ValueError, match=r"notify\.forecast must be true or false"):
+        validate_settings({"notify.forecast": "yes"})
+
+
+def test_settings_dialog_switches_each_kind_and_saves_only_changes(qtbot, service):
+    from sublane_desktop.gui.dialogs.settings import SettingsDialog
+
+    bridge = Bridge(service)
+    dialog = SettingsDialog(bridge)
+    qtbot.addWidget(dialog)
+    assert dialog.changes() == {}
+    dialog.notify.switches["notify.forecast"].setChecked(False)
+    dialog.notify.thresholds[0].setValue(70)
+    assert dialog.changes() == {"notify.forecast": False, "notify.thresholds": [0.7, 0.95]}
+    dialog.notify.switches["notify.window_crossing"].setChecked(False)
+    assert not dialog.notify.thresholds[0].isEnabled()
+    bridge.close()
+
+
+def test_a_window_already_past_a_threshold_at_start_has_not_crossed_it():
+    assert run(Rules(), [gauged(five=0.85), gauged(five=0.86), gauged(five=0.9)]) == [[], [], []]

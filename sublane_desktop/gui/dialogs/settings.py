@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QGroupBox,
     QLabel,
     QSpinBox,
     QVBoxLayout,
@@ -27,6 +28,7 @@ from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text
 from sublane_desktop.gui.dialogs.common import error_label, main_action, show_error
 from sublane_desktop.gui.sizing import keep_wrapped_text_whole
+from sublane_desktop.service.settings import NOTIFY_SETTINGS
 
 CEILINGS = (
     ("scheduler.five_hour_max", "5-hour ceiling"),
@@ -124,8 +126,10 @@ class SettingsDialog(QDialog):
         )
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
+        self.notify = NotifySettings()
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.notify)
         layout.addWidget(self.error)
         layout.addWidget(self.buttons)
         main_action(self, self.buttons.button(QDialogButtonBox.StandardButton.Save))
@@ -142,6 +146,7 @@ class SettingsDialog(QDialog):
         self.cap.setValue(int(s.get("pool.cap", 8)))
         self.poll_floor.setValue(int(s.get("quota.poll_floor_seconds", 300)))
         self.start_at_login.setChecked(bool(s.get("app.start_at_login", False)))
+        self.notify.load(s)
         show_error(self.error, "")
         self._port_changed(self.port.value())
         self._mode_changed(self.mode.currentIndex())
@@ -156,6 +161,7 @@ class SettingsDialog(QDialog):
         }
         for key, box in self.ceilings.items():
             out[key] = round(box.value() / 100, 4)
+        out.update(self.notify.values())
         return out
 
     def changes(self) -> dict[str, Any]:
@@ -198,3 +204,64 @@ class SettingsDialog(QDialog):
     def _failed(self, message: str) -> None:
         self.buttons.setEnabled(True)
         show_error(self.error, message)
+
+
+NOTIFY_KINDS = (
+    ("notify.window_crossing", "A window crosses a threshold"),
+    ("notify.forecast", "A window will run out before it resets"),
+    ("notify.cooldown", "An account cools down or runs out, and recovers"),
+    ("notify.signin", "An account needs signing in again"),
+    ("notify.window_reset", "A window resets while requests were being turned away"),
+)
+
+
+class NotifySettings(QGroupBox):
+    """Which notifications to show (R-UI-13): one switch per kind and the two thresholds."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Notifications", parent)
+        self.switches = {key: QCheckBox(label) for key, label in NOTIFY_KINDS}
+        self.thresholds: list[QDoubleSpinBox] = []
+        for name in ("First threshold", "Second threshold"):
+            box = QDoubleSpinBox()
+            box.setRange(1.0, 99.0)
+            box.setDecimals(0)
+            box.setSuffix(" %")
+            box.setAccessibleName(name)
+            self.thresholds.append(box)
+        self.switches["notify.window_crossing"].toggled.connect(self._crossing_toggled)
+        form = QFormLayout(self)
+        form.addRow(self.switches["notify.window_crossing"])
+        form.addRow("Thresholds", _row(self.thresholds))
+        for key, _ in NOTIFY_KINDS[1:]:
+            form.addRow(self.switches[key])
+
+    def load(self, settings: Mapping[str, Any]) -> None:
+        for key, box in self.switches.items():
+            box.setChecked(bool(settings.get(key, NOTIFY_SETTINGS[key])))
+        values = list(settings.get("notify.thresholds") or NOTIFY_SETTINGS["notify.thresholds"])
+        for spin, value in zip(self.thresholds, [*values, *values][:2], strict=True):
+            spin.setValue(round(float(value) * 100))
+        self._crossing_toggled(self.switches["notify.window_crossing"].isChecked())
+
+    def values(self) -> dict[str, Any]:
+        out: dict[str, Any] = {key: box.isChecked() for key, box in self.switches.items()}
+        # The same number twice is one threshold, not a mistake to refuse.
+        out["notify.thresholds"] = sorted({round(b.value() / 100, 2) for b in self.thresholds})
+        return out
+
+    def _crossing_toggled(self, on: bool) -> None:
+        for box in self.thresholds:
+            box.setEnabled(on)
+
+
+def _row(widgets: list[QDoubleSpinBox]) -> QWidget:
+    from PySide6.QtWidgets import QHBoxLayout
+
+    row = QWidget()
+    layout = QHBoxLayout(row)
+    layout.setContentsMargins(0, 0, 0, 0)
+    for widget in widgets:
+        layout.addWidget(widget)
+    layout.addStretch(1)
+    return row
