@@ -2,8 +2,8 @@
 
 prometheus_client (the Prometheus project's own Python client) writes the format and picks
 the encoding a scraper asks for (text 0.0.4, or OpenMetrics). Each server has a registry of its
-own holding one collector, so nothing is global: two servers in one process (the tests, the
-tray beside a `serve`) never see each other's numbers. The collector reads the live pool when a
+own holding one collector, so nothing is global: servers started one after another in one
+process (the tests) never carry numbers over. The collector reads the live pool when a
 scraper asks, and the traffic tallies the request path keeps (`service/metrics.py`); the request
 path itself never touches the library.
 

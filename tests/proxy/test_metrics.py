@@ -15,11 +15,14 @@ import aiohttp
 import anthropic
 import openai
 import pytest
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_families,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from sublane_desktop.proxy.metrics import loopback_only
 from sublane_desktop.service import Service
-from tests.conftest import Harness
+from tests.conftest import Harness, started_harness
 from tests.fake_codex import LimitFamily, Window
 from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 from tests.openai_helpers import oai
@@ -309,6 +312,36 @@ async def test_an_account_the_cli_adds_while_the_server_runs_is_in_the_next_scra
         offline.close()
     s = await scrape(h)
     assert s.value("sublane_account_max_concurrency", account="late", provider="codex") == 3
+
+
+async def test_a_server_starts_from_zero_whatever_ran_before_it_in_the_process(
+    tmp_path, upstream, secret_store
+):
+    """Each server has a registry of its own: nothing global carries numbers over."""
+    for run in ("first", "second"):
+        async with started_harness(tmp_path / run, secret_store, upstream) as h:
+            await h.add_account("work", f"tok-{run}")
+            client = claude(h, await h.create_key())
+            assert (await scrape(h)).sum("sublane_requests_total") == 0
+            await client.messages.create(**MESSAGE)
+            await client.close()
+            assert (await scrape(h)).sum("sublane_requests_total") == 1
+
+
+async def test_a_scraper_that_asks_for_openmetrics_gets_it(harness):
+    h = harness
+    await h.add_account("work", "tok-work")
+    headers = {
+        "Authorization": f"Bearer {h.service.admin_token}",
+        "Accept": "application/openmetrics-text; version=1.0.0",
+    }
+    status, ctype, text = await get(h, headers)
+    assert status == 200 and ctype.startswith("application/openmetrics-text")
+    assert text.endswith("# EOF\n")
+    families = {f.name: f for f in openmetrics_families(text)}
+    assert families["sublane_requests"].type == "counter"
+    state = families["sublane_account_state"]
+    assert {s.labels["state"] for s in state.samples} >= {"ok", "cooling", "quota_exhausted"}
 
 
 async def test_only_the_administrator_token_may_scrape(harness):
