@@ -43,7 +43,7 @@ def test_cost_aware_beats_both_seeds(weeks, trace):
 
 
 def test_on_fable_heavy_cost_aware_serves_fewer_turns(weeks):
-    """Fable demand outruns every Fable bucket until acct-b's resets on Thursday, and the 5 h
+    """Fable demand outruns every Fable bucket until acct-b's resets on Friday, and the 5 h
     windows the Fable lane needs are shared with the main lane. cost_aware places new main-lane
     conversations by score (the 7-day ramp) where the seeds rotate them; measured, that
     placement alone costs 13 turns (8612), its moves alone tie (8625, less quota wasted), both
