@@ -157,3 +157,5 @@ def print_accounts(runtime: dict[str, Any]) -> None:
         )
         if a.get("auth_reason"):  # why it cannot serve, and the fix (R-UI-8, R-LOGIN-4)
             print(f"      {a['auth_reason']}")
+        for hold in a.get("holds") or []:  # which evidence holds it, until when (R-OBS-3)
+            print(f"      {hold['words']}")

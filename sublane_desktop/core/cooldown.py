@@ -101,20 +101,25 @@ def window_label(window: str | None) -> str:
     return labels.get(window, window.replace("_", " ").title())
 
 
-def clock_minutes(ts: float) -> str:
-    """A local time of day, HH:MM (the words a person reads in a row or a tooltip)."""
-    return time.strftime("%H:%M", time.localtime(ts))
+def clock_minutes(ts: float, now: float) -> str:
+    """A local time of day as a person reads it in a row or a tooltip: 14:05, or "Tue 14:05"
+    when it is not within the day (a weekly window's reset)."""
+    return time.strftime("%H:%M" if ts - now < 20 * 3600 else "%a %H:%M", time.localtime(ts))
 
 
-def hold_words(evidence: Evidence | None, scope: str, until: float) -> str:
+def hold_cause(kind: str) -> str | None:
+    """What a ladder cooldown answers (None for a quota hold: its words name the window)."""
+    return {PACING: "upstream 429 (pacing)", ERROR: "upstream error"}.get(kind)
+
+
+def hold_words(evidence: Evidence | None, scope: str, until: float, now: float) -> str:
     """One line saying which evidence holds this scope and until when."""
     kind = evidence.kind if evidence is not None else ERROR
+    at = clock_minutes(until, now)
     if kind == QUOTA:
         assert evidence is not None
-        resets = evidence.resets_at if evidence.resets_at is not None else until
-        told = evidence.resets_at is not None and abs(resets - until) < 1.0
-        verb = "resets" if told else "rechecking at"
-        return f"Limit reached ({window_label(evidence.window)}), {verb} {clock_minutes(until)}"
+        told = evidence.resets_at is not None and abs(evidence.resets_at - until) < 1.0
+        verb = "resets" if told else "rechecking at"  # no reset named: the ladder's recheck
+        return f"Limit reached ({window_label(evidence.window)}), {verb} {at}"
     prefix = "Cooling" if scope == "account" else f"{window_label(scope)} cooling"
-    cause = "upstream 429 (pacing)" if kind == PACING else "upstream error"
-    return f"{prefix} until {clock_minutes(until)} — {cause}"
+    return f"{prefix} until {at} — {hold_cause(kind)}"

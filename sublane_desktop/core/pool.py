@@ -31,6 +31,7 @@ from sublane_desktop.core.cooldown import (
     Evidence,
     QuotaHit,
     cooldown_seconds,
+    hold_cause,
     hold_words,
     quota_hold_until,
 )
@@ -641,7 +642,8 @@ class Pool:
                     "window": evidence.window if evidence is not None else None,
                     "until": until,
                     "resets_at": evidence.resets_at if evidence is not None else None,
-                    "words": hold_words(evidence, scope, until),
+                    "words": hold_words(evidence, scope, until, now),
+                    "cause": hold_cause(kind),
                 }
             )
         return holds

@@ -170,7 +170,7 @@ class Scheduler:
             evidence = account.evidence.get("account")
             why = (
                 f"reached its {window_label(evidence.window)} limit"
-                f" (held until {clock_minutes(account.cooldown_until)})"
+                f" (held until {clock_minutes(account.cooldown_until, now)})"
                 if evidence is not None and evidence.kind == QUOTA
                 else "cooling down after upstream failures"
             )

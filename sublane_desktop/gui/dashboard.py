@@ -24,6 +24,7 @@ from sublane_desktop.gui.pool_status import (
     OFF_STATES,
     Account,
     Tone,
+    account_hold,
     ceilings_for,
     countdown,
     exhausted_window,
@@ -97,9 +98,12 @@ def status_of(account: Account, now: float) -> Status | None:
         return Status(SIGN_IN_AGAIN, Tone.BAD, str(account.get("auth_reason") or ""))
     if state == "cooling":
         until = account.get("cooldown_until")
+        hold = account_hold(account)  # the evidence that holds it (R-OBS-3)
+        if hold is not None and hold.get("kind") == "quota":
+            return Status(str(hold["words"]), Tone.BAD)
         if until and until > now:
             words = f"Cooling until {short_time(until, now)} · {countdown(until - now)}"
-            return Status(words, Tone.WARN)
+            return Status(words, Tone.WARN, str(hold.get("cause") or "") if hold else "")
         return Status("Cooling", Tone.WARN)
     if state == "quota_exhausted":
         full = exhausted_window(account, now)

@@ -118,11 +118,29 @@ def is_api_key(account: Account) -> bool:
     return account.get("kind") == "api_key"
 
 
+def account_hold(account: Account) -> Mapping[str, Any] | None:
+    """The account-wide hold and its evidence in words (R-OBS-3), when the service says."""
+    hold = account.get("hold")
+    if isinstance(hold, Mapping) and hold.get("scope") == "account" and hold.get("words"):
+        return hold
+    return None
+
+
+def scoped_holds(account: Account) -> list[Mapping[str, Any]]:
+    """Holds on one part of an account (its Fable bucket) while it serves the rest; resting
+    model families have their own tooltip line."""
+    holds = account.get("holds") or []
+    return [h for h in holds if isinstance(h, Mapping) and h.get("scope") == "fable"]
+
+
 def state_text(account: Account, now: float) -> str:
     """The state in words a person reads in the tray (R-UI-6)."""
     state = account.get("state") or "unknown"
     if state == "probing" and not account.get("in_flight"):
         return PROBING_IDLE
+    hold = account_hold(account)
+    if state == "cooling" and hold is not None:  # which evidence holds it, and until when
+        return f"{hold['words']} ({countdown(float(hold['until']) - now)})"
     if state == "cooling" and account.get("cooldown_until"):
         until = float(account["cooldown_until"])
         return f"cooling until {clock_time(until)} ({countdown(until - now)})"
@@ -189,7 +207,10 @@ def badges(account: Account, now: float) -> list[tuple[str, Tone]]:
     state = account.get("state") or "unknown"
     label = state_label(state)
     cooldown_until = account.get("cooldown_until")
-    if state == "cooling" and cooldown_until:
+    hold = account_hold(account)
+    if state == "cooling" and hold is not None:
+        label = f"{hold['words']} ({countdown(float(hold['until']) - now)})"
+    elif state == "cooling" and cooldown_until:
         label = f"cooling until {clock_time(cooldown_until)} ({countdown(cooldown_until - now)})"
     elif state == "probing" and not account.get("in_flight"):
         label = PROBING_IDLE  # it tests itself only with real traffic (issue 14)
@@ -311,6 +332,10 @@ def tooltip_text(
                     f"{account.get('name', '?')}: {window_label(family)} quota exhausted,"
                     f" resets at {clock_time(until)} ({countdown(until - at)})"
                 )
+    for account in accounts:  # a Fable bucket held while the account serves other models
+        if account.get("state") != "disabled":
+            for hold in scoped_holds(account):
+                lines.append(f"{account.get('name', '?')}: {hold['words']}")
     current = [a for a in accounts if a.get("current")]
     if current:
         lines.append("Current: " + ", ".join(a["name"] for a in current))

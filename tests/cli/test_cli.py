@@ -30,9 +30,10 @@ ACCOUNT_KEYS = {
     "gauges",
 }
 # Beyond SPEC §7's fields, the view adds what the tray shows: why an account is auth_failed,
-# its kind (oauth / api_key) and its forecasts (R-UI-7). Clients must tolerate additions; a
-# missing or renamed SPEC field is the break this guards against.
-ACCOUNT_EXTRA_KEYS = {"auth_reason", "kind", "forecast", "family_cooldowns"}
+# its kind (oauth / api_key), its forecasts (R-UI-7) and what holds it, on which evidence
+# (R-OBS-3). Clients must tolerate additions; a missing or renamed SPEC field is the break
+# this guards against.
+ACCOUNT_EXTRA_KEYS = {"auth_reason", "kind", "forecast", "family_cooldowns", "hold", "holds"}
 GAUGE_KEYS = {"utilization", "resets_at", "observed_at", "cold", "stale"}
 
 
