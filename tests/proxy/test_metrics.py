@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sublane_desktop.proxy.metrics import loopback_only
 from sublane_desktop.service import Service
+from sublane_desktop.service.metrics import model_family
 from tests.conftest import Harness, started_harness
 from tests.fake_codex import LimitFamily, Window
 from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
@@ -464,3 +465,24 @@ async def test_every_metric_the_grafana_dashboard_queries_is_in_a_scrape(harness
     queried = dashboard_metric_names()
     assert {"sublane_account_utilization_ratio", "sublane_requests_total"} <= queried
     assert queried <= scraped, queried - scraped
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "family"),
+    [
+        ("anthropic", "claude-opus-4-6", "opus"),
+        ("anthropic", "claude-sonnet-4-5", "sonnet"),
+        ("anthropic", "claude-haiku-4-5", "haiku"),
+        ("anthropic", "claude-fable-5", "fable"),
+        ("anthropic", "claude-3-7-mythic", "claude"),
+        ("codex", "gpt-5.4", "gpt"),
+        ("codex", "gpt-5.3-codex-spark", "codex"),
+        ("codex", "o3", "o_series"),
+        ("antigravity", "gemini-3-flash", "gemini_flash"),
+        ("antigravity", "gemini-3-pro-high", "gemini_pro"),
+        ("antigravity", "claude-sonnet-4-6", "claude"),
+        ("codex", 'evil"} 1\nsublane_pool_cap 0', "other"),
+    ],
+)
+def test_a_model_s_family_is_a_bounded_name_never_the_client_s_text(provider, model, family):
+    assert model_family(provider, model) == family
