@@ -43,11 +43,11 @@ def test_cost_aware_beats_both_seeds(weeks, trace):
 
 
 def test_on_fable_heavy_cost_aware_serves_fewer_turns(weeks):
-    """Fable demand outruns every Fable bucket until acct-b's resets on Friday, and the 5 h
-    windows the Fable lane needs are shared with the main lane. cost_aware places new main-lane
-    conversations by score (the 7-day ramp) where the seeds rotate them; measured, that
-    placement alone costs 13 turns (8612), its moves alone tie (8625, less quota wasted), both
-    together 23: 8602 turns against 8625, 1972 refusals against 1872 (docs/simulator.md)."""
+    """Fable demand outruns every Fable bucket until acct-b's resets on Friday; the main-lane
+    turns served are the same, the 23 lost are Fable turns: cost_aware keeps conversations
+    going instead of stranding them (R-SIM-4), and their later, longer turns cost 13,498 quota
+    units each against the seeds' 13,369. 8602 turns against 8625, 1972 refusals against 1872
+    (docs/simulator.md)."""
     week = weeks["fable-heavy"]
     cost_aware, score = week["cost_aware"], week["score"]
     assert (cost_aware.served, cost_aware.refused) == (8602, 1972)
