@@ -75,15 +75,23 @@ def snippets(tool: str, endpoint: str, key: str | None) -> list[Snippet]:
         ]
     if tool == "sdk":
         return [
+            # One argument a line: on one line the key's string wrapped in the middle of
+            # its quotes in the dialog (issue 25, fault 17).
             Snippet(
                 "anthropic (Python)",
                 "import anthropic\n\n"
-                f'client = anthropic.Anthropic(base_url="{base}", api_key="{key}")',
+                "client = anthropic.Anthropic(\n"
+                f'    base_url="{base}",\n'
+                f'    api_key="{key}",\n'
+                ")",
             ),
             Snippet(
                 "openai (Python)",
                 "from openai import OpenAI\n\n"
-                f'client = OpenAI(base_url="{_openai_base(base)}", api_key="{key}")',
+                "client = OpenAI(\n"
+                f'    base_url="{_openai_base(base)}",\n'
+                f'    api_key="{key}",\n'
+                ")",
             ),
             Snippet(
                 "or through the environment (both SDKs read these)",

@@ -1,4 +1,6 @@
+import ast
 import json
+import secrets
 import tomllib
 
 import pytest
@@ -43,13 +45,35 @@ def test_codex_config_is_valid_toml_as_protocols_md_says():
 
 def test_sdk_lines():
     lines = by_title("sdk")
-    assert (
-        'anthropic.Anthropic(base_url="http://127.0.0.1:8765", api_key="sl-abc")'
-        in lines["anthropic (Python)"]
+    assert lines["anthropic (Python)"].endswith(
+        'client = anthropic.Anthropic(\n    base_url="http://127.0.0.1:8765",\n'
+        '    api_key="sl-abc",\n)'
     )
-    assert (
-        'OpenAI(base_url="http://127.0.0.1:8765/v1", api_key="sl-abc")' in lines["openai (Python)"]
+    assert lines["openai (Python)"].endswith(
+        'client = OpenAI(\n    base_url="http://127.0.0.1:8765/v1",\n    api_key="sl-abc",\n)'
     )
+    for title in ("anthropic (Python)", "openai (Python)"):
+        ast.parse(lines[title])  # pasted as shown, it runs
+
+
+def test_no_line_of_set_up_a_tool_wraps_inside_a_string(qtbot, service):
+    """Fault 17: with a real key, every line of every tool fits the dialog at its default size,
+    so nothing wraps in the middle of a quoted URL or key."""
+    from sublane_desktop.gui.bridge import Bridge
+    from sublane_desktop.gui.dialogs.setup_tool import SetupToolDialog
+
+    dialog = SetupToolDialog(Bridge(service))
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    key = "sl-" + secrets.token_urlsafe(32)  # as long as the keys SubLane makes
+    for index, page in enumerate(dialog.pages.values()):
+        dialog.tabs.setCurrentIndex(index)
+        page.use_key(key, "")
+        for view in page.views:
+            text = view.toPlainText()
+            wrapped = view.document().documentLayout().documentSize().height()
+            assert wrapped == text.count("\n") + 1, (page.tool.id, text)
 
 
 @pytest.mark.parametrize("tool", [t.id for t in TOOLS])
