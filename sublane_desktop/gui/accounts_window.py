@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from PySide6.QtCore import QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QCloseEvent,
     QGuiApplication,
@@ -438,6 +438,7 @@ class AccountsWindow(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(self.list_widget)
+        self.list_area = scroll
 
         self.pool_label = QLabel()
         # Today's cache misses by cause (R-CF-3): what switching and idling cost in input.
@@ -459,7 +460,7 @@ class AccountsWindow(QWidget):
         layout.addLayout(endpoint_row)
         layout.addLayout(buttons)
         layout.addWidget(self.keyring_row)
-        layout.addWidget(scroll, 1)
+        layout.addWidget(self.list_area, 1)
         layout.addWidget(self.misses_label)
         layout.addLayout(bottom)
         set_default_size(self, 760, 520)
@@ -517,6 +518,7 @@ class AccountsWindow(QWidget):
             self.cards[int(account["id"])] = card
             self.list_layout.insertWidget(index, card)
         self.placeholder.setVisible(not accounts)
+        QTimer.singleShot(0, self, self.grow_to_fit)  # once the new cards are laid out
 
     def card_named(self, name: str) -> AccountCard:
         return next(c for c in self.cards.values() if c.account.get("name") == name)
@@ -570,6 +572,27 @@ class AccountsWindow(QWidget):
             self._bridge.refresh_snapshot()
             self.refresh()
             self._bridge.refresh_quotas()  # R-GAUGE-3: opening the window polls quotas
+            QTimer.singleShot(0, self, self.grow_to_fit)
+
+    def grow_to_fit(self) -> None:
+        """Taller, as far as the screen allows, when the accounts need a scroll bar: five
+        accounts sat behind one in a window with room to grow (issue 25, fault 13). Never
+        shrinks: a size the person chose stays."""
+        screen = self.screen()
+        if screen is None or not self.isVisible():
+            return
+        missing = self.list_widget.sizeHint().height() - self.list_area.viewport().height()
+        if missing <= 0:
+            return
+        area = screen.availableGeometry()
+        frame = self.frameGeometry()
+        chrome = frame.height() - self.height()  # the title bar and borders
+        height = min(self.height() + missing, area.height() - chrome)
+        if height <= self.height():
+            return
+        self.resize(self.width(), height)
+        top = min(frame.top(), area.bottom() + 1 - (height + chrome))  # keep it on screen
+        self.move(frame.left(), max(area.top(), top))
 
     def closeEvent(self, event: QCloseEvent) -> None:
         event.ignore()

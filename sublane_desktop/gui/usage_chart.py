@@ -3,6 +3,9 @@
 QtCharts ships only in PySide6-Addons, which the app does not depend on, so the chart is a
 plain QPainter widget: a 0–100 % axis, one line per window (5h / 7d / Fable, or whatever gauges
 the account has), day ticks, and a legend. A drop in a line is a window reset.
+
+The time axis starts at the oldest reading of the last 7 days, not always 7 days back: a new
+account's first hours used to be one dot at the right edge (issue 25, fault 13).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from sublane_desktop.gui.pool_status import window_label
 
 DAYS = 7
 SPAN_S = DAYS * 86400.0
+# The shortest time axis: a few readings 5 minutes apart still spread across the chart.
+MIN_SPAN_S = 3 * 3600.0
 # Distinct hues that read on light and dark backgrounds.
 LINE_COLOURS = [
     QColor(52, 120, 246),
@@ -54,11 +59,28 @@ class UsageChart(QWidget):
 
     def sizeHint(self) -> QSize:
         em = self.fontMetrics().height()
-        return QSize(24 * em, 8 * em)
+        return QSize(24 * em, 12 * em)
 
     def minimumSizeHint(self) -> QSize:
         em = self.fontMetrics().height()
-        return QSize(12 * em, 8 * em)
+        return QSize(12 * em, 12 * em)  # a plot 9 lines of text tall: lines apart, readable
+
+    def span(self) -> float:
+        """Seconds the time axis covers: back to the oldest reading, within MIN_SPAN_S..7 days."""
+        times = [t for points in self.series.values() for t, _ in points]
+        times = [t for t in times if t >= self.now - SPAN_S]
+        if not times:
+            return SPAN_S
+        return max(MIN_SPAN_S, min(SPAN_S, self.now - min(times)))
+
+    def span_words(self) -> str:
+        span = self.span()
+        if span >= SPAN_S:
+            return "7 days ago → now"
+        start = time.localtime(self.now - span)
+        if span < 86400:
+            return time.strftime("since %H:%M → now", start)
+        return time.strftime("since %a %H:%M → now", start)
 
     def plot_rect(self) -> QRect:
         fm = self.fontMetrics()
@@ -73,7 +95,8 @@ class UsageChart(QWidget):
 
     def point_at(self, t: float, u: float) -> QPointF:
         plot = QRectF(self.plot_rect())
-        x = plot.left() + plot.width() * (t - (self.now - SPAN_S)) / SPAN_S
+        span = self.span()
+        x = plot.left() + plot.width() * (t - (self.now - span)) / span
         y = plot.bottom() - plot.height() * max(0.0, min(1.0, u))
         return QPointF(x, y)
 
@@ -98,9 +121,13 @@ class UsageChart(QWidget):
                 f"{round(frac * 100)}%",
             )
             painter.setPen(QPen(with_alpha(dim, 90), 1))
-        for day in range(DAYS + 1):
-            x = int(plot.left() + plot.width() * day / DAYS)
+        span = self.span()
+        step = 86400.0 if span > 86400 else 3600.0  # day ticks, or hour ticks within a day
+        tick = self.now
+        while tick >= self.now - span:
+            x = int(self.point_at(tick, 0).x())
             painter.drawLine(x, plot.bottom(), x, plot.bottom() + 3)
+            tick -= step
 
         any_points = False
         for index, window in enumerate(self.windows):
@@ -148,6 +175,6 @@ class UsageChart(QWidget):
         painter.drawText(
             QRect(x, y, plot.right() - x, em + 4),
             Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
-            "7 days ago → now",
+            self.span_words(),
         )
         painter.end()

@@ -286,6 +286,12 @@ async def test_history_button_charts_the_stored_readings_of_7_days(qtbot, live):
     plot = card.chart.plot_rect()
     assert plot.left() < point.x() < plot.right()
     assert abs((plot.bottom() - point.y()) / plot.height() - 0.55) < 0.01
+    # Fault 13: three hours of readings fill the chart instead of sitting at its right edge,
+    # and the plot is tall enough to tell the lines apart.
+    first = card.chart.point_at(*card.chart.series["five_hour"][0])
+    assert first.x() - plot.left() < 0.05 * plot.width()
+    assert card.chart.span_words().startswith("since ")
+    assert plot.height() >= 8 * card.chart.fontMetrics().height()
     card.history_button.click()
     assert card.chart.isHidden()
 
@@ -334,3 +340,21 @@ async def test_disable_enable_and_verify_from_the_more_menu(qtbot, live):
     card.verify_action.trigger()
     await live.bridge.wait_idle()
     qtbot.waitUntil(lambda: window.error_label.text().startswith("a: login works"), timeout=1000)
+
+
+def test_the_window_grows_to_show_five_accounts_where_the_screen_allows(qtbot, service):
+    """Fault 13: five accounts sat behind a scroll bar in a window with room to grow."""
+    window = make_window(qtbot, Bridge(service))
+    window.show()
+    qtbot.waitExposed(window)
+    opened = window.height()
+    service.set_accounts([account(f"acct-{i}", id=i) for i in range(1, 6)])
+    qtbot.waitUntil(lambda: len(window.cards) == 5, timeout=2000)
+    area = window.screen().availableGeometry()
+    needed = window.list_widget.sizeHint().height()
+    qtbot.waitUntil(lambda: window.height() > opened, timeout=2000)
+    assert window.frameGeometry().bottom() <= area.bottom()
+    if needed + (window.height() - window.list_area.viewport().height()) <= area.height():
+        qtbot.waitUntil(lambda: not window.list_area.verticalScrollBar().isVisible(), timeout=2000)
+    else:  # a small screen: as tall as it allows, and the rest scrolls
+        assert window.frameGeometry().height() >= area.height() - 2
