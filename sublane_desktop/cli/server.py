@@ -55,6 +55,12 @@ def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
         "in_flight": runtime["in_flight"],
         "cap": runtime["cap"],
         "records_dropped": server.get("health", {}).get("records_dropped", 0),
+        # what holds each held account, on which evidence and until when (R-OBS-3)
+        "holds": [
+            {"account": a["name"], **hold}
+            for a in runtime["accounts"]
+            for hold in a.get("holds") or []
+        ],
     }
     if args.json:
         print(json.dumps(summary))
@@ -64,6 +70,8 @@ def cmd_status(ctx: Context, args: argparse.Namespace) -> int:
             f"running on {server['url']} (pid {server['pid']}); {by_state}; "
             f"{runtime['in_flight']}/{runtime['cap']} in flight"
         )
+        for hold in summary["holds"]:
+            print(f"  {hold['account']}: {hold['words']}")
         if summary["records_dropped"]:
             print(
                 f"{summary['records_dropped']} request records could not be saved; see the"

@@ -458,3 +458,57 @@ def test_help_and_headless_imports(sublane: Sublane) -> None:
         timeout=30,
     )
     assert probe.returncode == 0, probe.stderr
+
+
+def test_account_list_says_which_evidence_holds_an_account_and_clear_cooldown_lifts_it(
+    sublane: Sublane,
+) -> None:
+    """R-OBS-3 offline: a quota hold a server left behind (stored with its window and reset,
+    R-POOL-10) is listed in words, carried in --json, and cleared by clear-cooldown."""
+    import sqlite3
+    import time as clock
+
+    add_work(sublane)
+    sublane.accounts()  # the schema exists
+    resets = clock.time() + 2 * 3600
+    holds = {
+        "evidence": {
+            "account": {"kind": "quota", "window": "five_hour", "since": 1.0, "resets_at": resets}
+        },
+        "families": {},
+    }
+
+    def held_in_db() -> None:
+        db = sqlite3.connect(sublane.data_dir / "sublane.db")
+        with db:
+            account_id = db.execute("SELECT id FROM accounts WHERE name = 'work'").fetchone()[0]
+            db.execute(
+                "INSERT OR REPLACE INTO account_runtime (account_id, cooldown_until,"
+                " failure_streak, holds) VALUES (?, ?, 1, ?)",
+                (account_id, resets, json.dumps(holds)),
+            )
+        db.close()
+
+    held_in_db()
+    words = f"Limit reached (5h), resets {clock.strftime('%H:%M', clock.localtime(resets))}"
+    table = sublane.ok("account", "list").stdout
+    assert f"      {words}" in table.splitlines()
+    (work,) = sublane.accounts()
+    assert work["state"] == "cooling" and work["hold"]["kind"] == "quota"
+    assert work["hold"]["words"] == words
+    # a server started on it holds the account the same, and `status` says so
+    server = sublane.serve()
+    status = sublane.json("status", "--json")
+    assert [(h["account"], h["kind"], h["words"]) for h in status["holds"]] == [
+        ("work", "quota", words)
+    ]
+    assert f"  work: {words}" in sublane.ok("status").stdout.splitlines()
+    sublane.ok("account", "clear-cooldown", "work")  # through the running server
+    assert sublane.json("status", "--json")["holds"] == []
+    assert server.interrupt() == 0
+    held_in_db()
+    assert sublane.accounts()[0]["hold"]["words"] == words
+    sublane.ok("account", "clear-cooldown", "work")  # and offline
+    (work,) = sublane.accounts()
+    assert work["hold"] is None and work["holds"] == []
+    assert "Limit reached" not in sublane.ok("account", "list").stdout
