@@ -295,8 +295,9 @@ def test_from_records_replays_a_rejected_attempt_as_a_retry_of_its_turn():
     trace = from_records(
         [
             record(1000.0, 20_000),
-            record(1030.0, None),  # 429
-            record(1032.0, None, error_code="account_busy"),  # refused by the pool
+            record(1030.0, None, outcome="error", upstream_status=429),
+            # refused by the pool: never a turn, whatever counts the record holds
+            record(1032.0, 20_500, outcome="rejected", error_code="account_busy"),
             record(1040.0, 21_000),  # the retry that went through
             record(1060.0, 21_500),
         ]
@@ -331,6 +332,7 @@ def test_from_records_keeps_each_records_provider():
         record(1025.0, 500, operation="count_tokens"),
         record(1030.0, 21_000),
         record(1040.0, 31_000, provider="codex", model="gpt-5"),
+        record(1050.0, 6_000, key=8, provider="antigravity", model="claude-sonnet-4-5"),
     ]
     trace = from_records(rows)
     assert [t.model for t in trace.turns] == [
@@ -339,16 +341,18 @@ def test_from_records_keeps_each_records_provider():
         "gemini-2.5-pro",
         "claude-sonnet-4-5",
         "gpt-5",
+        "antigravity/claude-sonnet-4-5",  # Antigravity served it: asked of Antigravity again
     ]
     streams = [t.stream for t in trace.turns]
     assert streams[0] == streams[3] != streams[1] == streams[4] != streams[2]
     assert trace.turns[4].prefix_tokens == 30_300  # the GPT conversation's own prefix
     [result] = run_trace(trace, ["score"])
-    assert result.served == 5 and result.spilled == 0
+    assert result.served == 6 and result.spilled == 0
     ledger = result.ledger
     # 30k fresh + 300 out x5; then 1k fresh, 30k from cache at a tenth, 300 out x5
     assert ledger["codex-a"]["seven_day"]["used"] == pytest.approx(31_500 + 5_500)
     assert ledger["ag-a"]["gemini_pro"]["used"] == 8_000 + 1_500
+    assert ledger["ag-a"]["claude"]["used"] == 6_000 + 1_500
     claude_used = sum(rows["seven_day"]["used"] for name, rows in ledger.items() if "acct" in name)
     assert claude_used == pytest.approx(21_500 + 4_500)
 

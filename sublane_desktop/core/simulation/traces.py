@@ -200,10 +200,16 @@ NOT_TURNS = ("count_tokens",)  # operations that ask the upstream nothing of a c
 
 
 def _record_model(row: Mapping[str, Any]) -> str:
+    """The model to ask for, on the record's provider: a Claude model an Antigravity account
+    served (a spill, or asked for by name) is asked of Antigravity by name again."""
     model = str(row.get("model") or "")
-    if route_model(model) is not None:
-        return model
-    return RECORD_MODELS.get(str(row.get("provider") or ""), "")
+    provider = str(row.get("provider") or "")
+    route = route_model(model)
+    if route is None:
+        return RECORD_MODELS.get(provider, "")
+    if provider in RECORD_MODELS and provider != route.provider:
+        return f"{provider}/{model}"
+    return model
 
 
 def from_records(rows: Iterable[Mapping[str, Any]], seed: int = 1) -> Trace:
@@ -212,11 +218,12 @@ def from_records(rows: Iterable[Mapping[str, Any]], seed: int = 1) -> Trace:
     A client key's requests to one provider form one conversation until the key falls silent
     for RECORD_GAP; a turn's prefix is what the previous turn of that conversation sent and
     received, capped at what this turn sent in all (records store the total input, cache reads
-    included). Each record keeps the model it asked for, so a Codex or Gemini record is
-    replayed as a request to that provider, not as a Claude turn.
+    included). Each record keeps its model and provider, so a Codex or Gemini record is
+    replayed as a request to that provider, not as a Claude turn, and a Claude record that an
+    Antigravity account served is asked of Antigravity again.
 
-    An attempt that carries no tokens (refused by the pool, a 429, an error before the answer)
-    is not a turn: it is an attempt of the key's next turn, which then arrives when the first
+    An attempt the pool rejected, or one that carries no tokens (a 429, an error before the
+    answer), is not a turn: it is an attempt of the key's next turn, which then arrives when the first
     attempt did (the simulator's client retries it as the real one did). One that no later
     attempt carried is a turn given up: it is replayed as re-sending its conversation's prefix,
     or dropped when no earlier turn says how big that was.
@@ -246,7 +253,7 @@ def from_records(rows: Iterable[Mapping[str, Any]], seed: int = 1) -> Trace:
         if pending is not None and at - pending[0] > RECORD_GAP:
             given_up(key)
             pending = None
-        if total <= 0:
+        if total <= 0 or row.get("outcome") == "rejected":
             if pending is None:
                 waiting[key] = (at, model)
             continue
