@@ -203,7 +203,8 @@ def clock_time(ts: float) -> str:
 
 
 def badges(account: Account, now: float) -> list[tuple[str, Tone]]:
-    """The state badge, plus a pinned badge while a manual switch holds (R-UI-2)."""
+    """The state badge, a badge per part of the account that rests while the rest serves (its
+    Fable bucket, a model family: R-OBS-3), and a pinned badge while a switch holds (R-UI-2)."""
     state = account.get("state") or "unknown"
     label = state_label(state)
     cooldown_until = account.get("cooldown_until")
@@ -215,6 +216,10 @@ def badges(account: Account, now: float) -> list[tuple[str, Tone]]:
     elif state == "probing" and not account.get("in_flight"):
         label = PROBING_IDLE  # it tests itself only with real traffic (issue 14)
     out = [(label, STATE_TONES.get(state, Tone.MUTED))]
+    for part in account.get("holds") or []:
+        if isinstance(part, Mapping) and part.get("scope") != "account" and part.get("words"):
+            tone = Tone.BAD if part.get("kind") == "quota" else Tone.WARN
+            out.append((f"{part['words']} ({countdown(float(part['until']) - now)})", tone))
     pinned_until = account.get("pinned_until")
     if pinned_until and pinned_until > now:
         out.append((f"pinned · {countdown(pinned_until - now)}", Tone.INFO))

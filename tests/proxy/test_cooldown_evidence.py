@@ -159,6 +159,9 @@ async def test_c_a_response_saying_allowed_ends_a_fable_quota_hold(clocked):
     assert view["hold"]["words"] == f"Limit reached (Fable), resets {clock_minutes(resets)}"
     tip = pool_status.tooltip_text(h.url, [view], now=h.clock.now())
     assert f"a: Limit reached (Fable), resets {clock_minutes(resets)}" in tip.splitlines()
+    # the Accounts row: "ok" for what it serves, and a badge for the bucket that rests
+    badges = [text for text, _ in pool_status.badges(view, h.clock.now())]
+    assert badges == ["ok", f"{view['hold']['words']} ({pool_status.countdown(30 * H)})"]
     h.clock.advance(20 * 60)  # past any ladder rung: still held
     with pytest.raises(anthropic.RateLimitError):
         await client.messages.create(**FABLE)
