@@ -98,6 +98,7 @@ class AccountState:
             "fable_cooldown_until": self.fable_cooldown_until,
             "fable_streak": self.fable_streak,
             "holds": self.holds_json(),
+            "pinned_until": self.pinned_until,
         }
 
 

@@ -37,7 +37,7 @@ from sublane_desktop.core.cooldown import (
 )
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import Observation, clean_observation
-from sublane_desktop.core.scheduler import Scheduler
+from sublane_desktop.core.scheduler import PIN_SECONDS, Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +163,10 @@ class Pool:
                     known.quota_epoch += 1
                 fresh[row.id] = known
             else:
+                if row.pinned_until is not None:
+                    # A pin saved by an earlier run keeps its wall-clock end (R-OBS-2), but
+                    # never more than a fresh pin's 5 minutes, even if the clock went back.
+                    row.pinned_until = min(row.pinned_until, self.clock.now() + PIN_SECONDS)
                 fresh[row.id] = row
         self.accounts = fresh
         self.bindings = {k: v for k, v in self.bindings.items() if v in fresh}
@@ -360,8 +364,9 @@ class Pool:
         key = lease.spill_key
         if key is not None and outcome != Outcome.SUCCESS and self.bindings.get(key) == account.id:
             self._unbind_spill(key)  # a failed spill binds nothing (R-WF-6)
-        if status == 429 or outcome == Outcome.AUTH_FAILURE:
+        if (status == 429 or outcome == Outcome.AUTH_FAILURE) and account.pinned_until is not None:
             self.scheduler.on_rejection(account)
+            self._persist.save_runtime(account.id, account.runtime_fields())  # R-OBS-2
         if lease.runtime_revision == account.runtime_revision:
             self._apply(account, lease, outcome, retry_after, status, quota)
         self._on_change()
@@ -558,7 +563,9 @@ class Pool:
             self._persist.save_runtime(account.id, account.runtime_fields())
         else:
             self.free_bindings(account.id)
-            self.scheduler.on_rejection(account)
+            if account.pinned_until is not None:
+                self.scheduler.on_rejection(account)
+                self._persist.save_runtime(account.id, account.runtime_fields())
         self._persist.save_lifecycle(account.id, enabled, account.revision)
         self._on_change()
         return account
@@ -575,7 +582,10 @@ class Pool:
         for other in list(self.accounts.values()):
             if other.provider == account.provider and other.id != account.id:
                 self.free_bindings(other.id)
+        pinned_before = {a.id for a in self.accounts.values() if a.pinned_until is not None}
         self.scheduler.pin(account, list(self.accounts.values()), self.clock.now())
+        for changed in pinned_before | {account.id}:  # its remaining time outlives a restart
+            self._persist.save_runtime(changed, self.accounts[changed].runtime_fields())
         self._on_change()
         return account
 

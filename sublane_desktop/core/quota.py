@@ -32,6 +32,9 @@ class QuotaReadError(Exception):
 
 Reader = Callable[[Any], Awaitable[list[Observation]]]
 Publisher = Callable[[Any, int, list[Observation]], Awaitable[bool]]
+# Told an account's (last read's start, endpoint back-off end) whenever either changes, so a
+# restart keeps both (R-OBS-2). Wall-clock seconds, like every deadline that must outlive us.
+Remember = Callable[[int, float | None, float | None], None]
 
 
 class QuotaRefresher:
@@ -45,6 +48,7 @@ class QuotaRefresher:
         give_slot: Callable[[], None],
         floor_seconds: float = POLL_FLOOR_SECONDS,
         max_concurrent: int = MAX_CONCURRENT_READS,
+        remember: Remember | None = None,
     ) -> None:
         self.clock = clock
         self._read = read
@@ -56,7 +60,27 @@ class QuotaRefresher:
         self._running: dict[int, asyncio.Task[bool]] = {}
         self._last_start: dict[int, float] = {}
         self._blocked_until: dict[int, float] = {}  # the endpoint's own retry-after
+        self._remember = remember or (lambda account_id, started, blocked: None)
         self.reads = 0  # reads actually sent (tests and the trace look at this)
+
+    def restore(self, polls: dict[int, tuple[float | None, float | None]]) -> None:
+        """At start: the floors and back-offs a previous run left (R-OBS-2).
+
+        A start time in the future means the wall clock went back since it was written; it
+        counts as now, so the floor holds for at most its own length instead of until the clock
+        catches up. A back-off that already ended is left out.
+        """
+        now = self.clock.now()
+        for account_id, (started, blocked) in polls.items():
+            if started is not None:
+                self._last_start[account_id] = min(started, now)
+            if blocked is not None and blocked > now:
+                self._blocked_until[account_id] = blocked
+
+    def _save(self, account_id: int) -> None:
+        self._remember(
+            account_id, self._last_start.get(account_id), self._blocked_until.get(account_id)
+        )
 
     def due(self, account: Any, now: float) -> bool:
         if now < self._blocked_until.get(account.id, 0.0):
@@ -79,6 +103,7 @@ class QuotaRefresher:
             if not force and not self.due(account, now):
                 continue
             self._last_start[account.id] = now
+            self._save(account.id)
             task = spawn(self._refresh(account), name=f"quota-read-{account.id}")
             self._running[account.id] = task
             started.append(task)
@@ -90,7 +115,8 @@ class QuotaRefresher:
         return len(self._running)
 
     def lift_floor(self) -> None:
-        """reset-usage: feeds repopulate at once (the endpoint's retry-after still holds)."""
+        """reset-usage: feeds repopulate at once (the endpoint's retry-after still holds).
+        The caller clears the saved floors too (one write for all accounts)."""
         self._last_start.clear()
 
     async def _refresh(self, account: Any) -> bool:
@@ -100,6 +126,7 @@ class QuotaRefresher:
                 if not self._take_slot():
                     log.info("quota read for account %s skipped: global cap full", account.id)
                     self._last_start.pop(account.id, None)
+                    self._save(account.id)
                     return False
                 try:
                     self.reads += 1
@@ -113,6 +140,7 @@ class QuotaRefresher:
             # The last good observation stays, and still expires at its own deadline.
             if exc.retry_after:
                 self._blocked_until[account.id] = self.clock.now() + exc.retry_after
+                self._save(account.id)
             log.warning("quota read for account %s failed: %s", account.id, exc)
             return False
         finally:

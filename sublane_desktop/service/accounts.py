@@ -51,6 +51,7 @@ def load_account_states() -> list[AccountState]:
             runtime_revision=rt.runtime_revision if rt else 0,
             fable_cooldown_until=rt.fable_cooldown_until if rt else None,
             fable_streak=rt.fable_streak if rt else 0,
+            pinned_until=rt.pinned_until if rt else None,
         )
         state.load_holds(repo.stored_holds(rt))
         states.append(state)

@@ -55,7 +55,12 @@ class OperatorLevers:
         service.pool.reset_usage()
         service.refresher.lift_floor()
         service.usage_trail.clear()
-        await service.db.write(quota_store.clear_observations)
+
+        def forget() -> None:
+            quota_store.clear_observations()
+            quota_store.lift_poll_floors()
+
+        await service.db.write(forget)
 
     async def update_settings(self, changes: dict[str, Any]) -> dict[str, Any]:
         """Validate, store and apply settings (the Settings dialog, the API and the CLI)."""

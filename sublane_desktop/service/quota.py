@@ -44,6 +44,7 @@ class QuotaFeed:
             publish=self.publish,
             take_slot=pool.try_metadata_slot,
             give_slot=pool.release_metadata_slot,
+            remember=self._remember_poll,
         )
         # account id -> (revision, window -> (latest reading, the quota epoch it came under))
         self._pending_obs: dict[int, tuple[int, dict[str, tuple[Observation, int]]]] = {}
@@ -60,12 +61,28 @@ class QuotaFeed:
             if account_id in pool.accounts:
                 for obs in observations:
                     pool.accounts[account_id].gauges.apply(obs)
+        self.refresher.restore(await self.service.db.read(quota_store.load_polls))
         now = self.service.clock.now()
         recent = await self.service.db.read(lambda: quota_store.load_history(now - BURN_WINDOW_S))
         for account_id, windows in recent.items():
             for window, points in windows.items():
                 for at, utilization in points:
                     self.usage_trail.add(account_id, window, at, utilization)
+
+    def _remember_poll(self, account_id: int, started: float | None, blocked: float | None) -> None:
+        """The poll floor and the endpoint's back-off are saved so a restart keeps them
+        (R-OBS-2); written behind the read, which never waits for it."""
+        store = self.service.store
+        if store is None:
+            return
+
+        async def save() -> None:
+            try:
+                await store.write(lambda: quota_store.save_poll(account_id, started, blocked))
+            except Exception as exc:  # the floor still holds in memory for this run
+                log.error("could not save when quota may be read again: %s", type(exc).__name__)
+
+        spawn(save(), name="quota-poll")
 
     async def cancel_reads(self) -> None:
         """Quota reads still running would go on into a closed session; nobody waits for them."""

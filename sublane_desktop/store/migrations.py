@@ -122,6 +122,14 @@ STEPS: dict[int, list[str]] = {
     # What each cooldown rests on (R-OBS-3): a quota hold keeps its window and reset across a
     # restart, and resting model families are kept with it (R-POOL-10).
     11: ["ALTER TABLE account_runtime ADD COLUMN holds TEXT"],
+    # What a person or an upstream set outlives a restart (R-OBS-2): a manual pin's wall-clock
+    # deadline beside the account's other runtime, and per account when its last quota read
+    # began (the poll floor counts from it) and until when the usage endpoint asked us to wait.
+    12: [
+        "ALTER TABLE account_runtime ADD COLUMN pinned_until REAL",
+        "CREATE TABLE quota_polls (account_id INTEGER PRIMARY KEY REFERENCES accounts(id)"
+        " ON DELETE CASCADE, started_at REAL, blocked_until REAL)",
+    ],
 }
 LATEST = max(STEPS)
 

@@ -114,6 +114,7 @@ class AccountRuntime(BaseModel):
     # JSON: what each cooldown rests on (kind, window, reset) and the resting model families
     # (R-OBS-3, R-POOL-10); see AccountState.holds_json.
     holds = TextField(null=True)
+    pinned_until = FloatField(null=True)  # a manual pin's wall-clock end (R-LANE-2, R-OBS-2)
 
     class Meta:
         table_name = "account_runtime"
@@ -196,6 +197,18 @@ class QuotaHistory(BaseModel):
     class Meta:
         table_name = "quota_history"
         primary_key = False
+
+
+class QuotaPoll(BaseModel):
+    """When quota reads may happen again (R-GAUGE-3), kept so a restart honours it (R-OBS-2)."""
+
+    account = ForeignKeyField(Account, primary_key=True, on_delete="CASCADE")
+    account_id: int  # peewee's id accessor, declared for the type checker
+    started_at = FloatField(null=True)  # the last read's start: the poll floor counts from it
+    blocked_until = FloatField(null=True)  # the usage endpoint's own retry-after
+
+    class Meta:
+        table_name = "quota_polls"
 
 
 class AccountSource(BaseModel):

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sublane_desktop.core.gauges import Observation
-from sublane_desktop.store.models import Account, QuotaHistory, QuotaObservation
+from sublane_desktop.store.models import Account, QuotaHistory, QuotaObservation, QuotaPoll
 
 # The chart shows 7 days; a day more lets it start with a full first day.
 HISTORY_RETENTION_S = 8 * 86400.0
@@ -117,3 +117,25 @@ def load_observations() -> dict[int, list[Observation]]:
 
 def clear_observations() -> int:
     return QuotaObservation.delete().execute()
+
+
+# --- when the next read may go (R-GAUGE-3), across a restart (R-OBS-2) ------------------------
+
+
+def save_poll(account_id: int, started_at: float | None, blocked_until: float | None) -> None:
+    """One account's poll floor start and the endpoint's back-off, as they stand now."""
+    if Account.get_or_none(Account.id == account_id) is None:
+        return  # deleted meanwhile: nothing left to hold back
+    QuotaPoll.insert(
+        account=account_id, started_at=started_at, blocked_until=blocked_until
+    ).on_conflict_replace().execute()
+
+
+def load_polls() -> dict[int, tuple[float | None, float | None]]:
+    """account id -> (last read's start, endpoint back-off end)."""
+    return {row.account_id: (row.started_at, row.blocked_until) for row in QuotaPoll.select()}
+
+
+def lift_poll_floors() -> int:
+    """reset-usage: every account may be read at once; the endpoint's back-off stays."""
+    return QuotaPoll.update(started_at=None).execute()

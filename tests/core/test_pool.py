@@ -280,6 +280,7 @@ def test_resume_neither_unpauses_nor_repairs_auth():
             "fable_cooldown_until": None,
             "fable_streak": 0,
             "holds": {"evidence": {}, "families": {}},
+            "pinned_until": None,
         },
     )
     lease = pool.acquire(Demand(group_id=1, route=CLAUDE, conversation=None))
@@ -322,6 +323,7 @@ def test_each_resume_starts_a_new_runtime_revision():
             "fable_cooldown_until": None,
             "fable_streak": 0,
             "holds": {"evidence": {}, "families": {}},
+            "pinned_until": None,
         },
     )
 
@@ -344,6 +346,7 @@ def test_enabling_again_persists_the_next_runtime_revision():
             "fable_cooldown_until": None,
             "fable_streak": 0,
             "holds": {"evidence": {}, "families": {}},
+            "pinned_until": None,
         },
     )
 
@@ -370,6 +373,7 @@ def test_pause_and_auth_failure_are_persisted_for_that_account():
             "fable_cooldown_until": None,
             "fable_streak": 0,
             "holds": {"evidence": {}, "families": {}},
+            "pinned_until": None,
         },
     )
     pool.mark_auth_failed(pool.accounts[1])
@@ -384,6 +388,7 @@ def test_pause_and_auth_failure_are_persisted_for_that_account():
             "fable_cooldown_until": None,
             "fable_streak": 0,
             "holds": {"evidence": {}, "families": {}},
+            "pinned_until": None,
         },
     )
 
