@@ -48,7 +48,10 @@ class Runs:
             port=0,
             secret_store=secret_store,
             clock=clock,
-            env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url, "SUBLANE_OAUTH_BASE_URL": upstream.url},
+            env={
+                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
+                "SUBLANE_OAUTH_BASE_URL": upstream.url,
+            },
         )
         await service.start()
         self.h = Harness(service, upstream)
@@ -80,9 +83,7 @@ async def ask(h: Harness, key: str, session: str) -> str:
     """One request in a new conversation; the token of the account that served it."""
     client = sdk(h, key)
     try:
-        await client.messages.create(
-            **MAIN, extra_headers={"x-claude-code-session-id": session}
-        )
+        await client.messages.create(**MAIN, extra_headers={"x-claude-code-session-id": session})
     finally:
         await client.close()
     return h.upstream.tokens_served()[-1]
