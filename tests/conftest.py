@@ -209,7 +209,11 @@ async def started_harness(
     google: FakeAntigravity | None = None,
     clock: FakeClock | None = None,
 ) -> AsyncIterator[Harness]:
-    """A started service on the fakes (and a fake clock, when given); stopped afterwards."""
+    """A started service on the fakes (and a fake clock, when given); stopped afterwards.
+
+    A test that ends without an error must also have lost no request record (R-FT-2): the
+    stop writes every record still queued, and any the store could not keep fail the test.
+    """
     service = Service(
         tmp_path / "data",
         port=0,
@@ -229,6 +233,9 @@ async def started_harness(
         yield h
     finally:
         await service.stop(drain_timeout=2)
+    # Reached only when the test body passed, so a real failure is never masked by this one.
+    dropped = service.request_log.dropped
+    assert dropped == 0, f"{dropped} request records were dropped instead of saved"
 
 
 @pytest.fixture

@@ -100,9 +100,18 @@ async def test_roundtrip_async(store):
     assert await store.aget(name) is None
 
 
-async def test_delete_missing_is_noop(store):
+async def test_delete_missing_is_noop(store, tmp_path):
+    """Deleting a secret that is not there raises nothing, leaves it absent and touches no
+    other secret (callers want "absent afterwards", e.g. removing a half-added account)."""
+    store.set(ADMIN_TOKEN, "kept")
+    file = tmp_path / "k.cfg"
+    before = file.read_bytes()
     store.delete("never-set")
     await store.adelete("never-set")
+    assert store.get("never-set") is None
+    assert await store.aget("never-set") is None
+    assert store.get(ADMIN_TOKEN) == "kept"
+    assert file.read_bytes() == before  # nothing rewritten
 
 
 def test_set_rejects_non_str_without_echoing(store):
@@ -213,6 +222,31 @@ def test_python_keyring_backend_is_honoured(monkeypatch, tmp_path):
     store.set(ADMIN_TOKEN, "tok")
     assert (tmp_path / "env.cfg").exists()
     assert store.get(ADMIN_TOKEN) == "tok"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "keyrings.alt.file.PlaintextKeyrin",  # a typo in the class
+        "keyrings.alt.fille.PlaintextKeyring",  # a typo in the module
+        "PlaintextKeyring",  # no module at all
+        "os.path.join",  # loads, but is no keyring backend
+        "",
+    ],
+)
+def test_a_python_keyring_backend_that_does_not_load_is_one_clear_error(
+    monkeypatch, tmp_path, name
+):
+    """R-ST-2: keyring raises whatever the import raised; the person gets the setting's name,
+    what they wrote and what to do, as the KeyringUnavailable every caller already shows."""
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", name)
+    monkeypatch.setattr(keyring.core, "_keyring_backend", None)  # chosen afresh, as at startup
+    with pytest.raises(KeyringUnavailable) as info:
+        SecretStore(tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"PYTHON_KEYRING_BACKEND={name!r} cannot be loaded (")
+    assert "keyrings.alt.file.PlaintextKeyring" in message and "unset it" in message
+    assert "\n" not in message and "Error" not in message
 
 
 def test_auto_detected_plaintext_is_refused(monkeypatch, tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sublane_desktop.accounts.secrets import account_secret
+from sublane_desktop.core.names import BadInput, check_base_url, check_name
 
 PROVIDERS = ("anthropic", "codex", "antigravity")
 
@@ -251,6 +252,12 @@ def store_account(
         raise CredentialError(f"unknown provider {provider!r} (choose from {', '.join(PROVIDERS)})")
     if not 1 <= limit <= 8:
         raise CredentialError("max concurrency must be from 1 to 8")
+    try:
+        check_name(name, "account")
+        if base_url is not None:
+            check_base_url(base_url)
+    except BadInput as exc:
+        raise CredentialError(str(exc)) from None
     kind = "api_key" if "api_key" in secret else "oauth"
     existing = Account.get_or_none((Account.name == name) & Account.deleted_at.is_null())
     if existing is not None:

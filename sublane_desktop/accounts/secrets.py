@@ -190,7 +190,7 @@ class SecretStore:
                 return EncryptedFileKeyring(self.data_dir)
             if choice:
                 raise KeyringUnavailable(f"{BACKEND_ENV}={choice!r} is not supported; use 'file'")
-            backend = keyring.get_keyring()  # honours PYTHON_KEYRING_BACKEND and keyringrc
+            backend = _configured_keyring()
             reason = _unusable_reason(backend, auto_detected=True)
         if reason:
             raise KeyringUnavailable(
@@ -199,6 +199,32 @@ class SecretStore:
                 f"(stored in {self.data_dir / FILE_NAME})"
             )
         return backend
+
+
+def _configured_keyring() -> KeyringBackend:
+    """keyring's own choice, honouring PYTHON_KEYRING_BACKEND and keyringrc.cfg (R-ST-2).
+
+    A name there that does not load (a typo, a module not installed) makes keyring raise
+    whatever the import raised; a person gets one line naming the setting to fix instead.
+    """
+    try:
+        return keyring.get_keyring()
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
+        named = os.environ.get("PYTHON_KEYRING_BACKEND")
+        where = (
+            f"PYTHON_KEYRING_BACKEND={named!r}"
+            if named is not None
+            else "the keyringrc.cfg backend"
+        )
+        raise KeyringUnavailable(
+            f"{where} cannot be loaded ({_first_line(exc)}); name a keyring backend class "
+            "such as keyrings.alt.file.PlaintextKeyring, or unset it to use the OS keyring"
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else "it is not a keyring backend"
 
 
 def _unusable_reason(backend: KeyringBackend, auto_detected: bool) -> str | None:

@@ -30,6 +30,7 @@ from aiohttp import web
 
 from sublane_desktop.accounts import pkce
 from sublane_desktop.accounts.login_flow import LoginFlow, TokenAnswerError
+from sublane_desktop.core import json_text
 
 DEFAULT_TIMEOUT = 300.0  # a person signing in, perhaps with a second factor
 PORT_ENV = "SUBLANE_LOGIN_PORT"  # listen here instead of the flow's own port(s)
@@ -256,10 +257,9 @@ async def exchange(
 
 
 def _json(text: str) -> dict[str, Any] | None:
-    import json
 
     try:
-        value = json.loads(text)
+        value = json_text.parse(text)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

@@ -9,6 +9,7 @@ from typing import Any
 
 from sublane_desktop.accounts import credentials
 from sublane_desktop.cli.context import CliError, Context
+from sublane_desktop.core import json_text
 
 PROVIDERS = ("anthropic", "codex", "antigravity")
 IMPORTS = ("import-claude-code", "import-codex", "import-gemini", "import-antigravity")
@@ -21,7 +22,11 @@ def read_secret_json(provider: str) -> dict[str, Any]:
     if not text.strip():
         raise CliError("no secret on stdin: pipe the account's secret JSON into this command")
     try:
-        secret = json.loads(text)
+        secret = json_text.parse(text)
+    except json_text.TooDeep:
+        raise CliError(
+            "secret on stdin is not an account secret: its JSON is nested too deeply"
+        ) from None
     except ValueError:
         raise CliError("secret on stdin is not valid JSON") from None
     return validate_secret(provider, secret)
@@ -88,7 +93,7 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
             line, notes, warning = ctx.offline.import_login(
                 tool,
                 args.file,
-                args.name or tool,
+                args.name if args.name is not None else tool,
                 args.group,
                 args.base_url,
                 detach=args.detach,

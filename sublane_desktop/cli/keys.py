@@ -37,7 +37,7 @@ def cmd_key(ctx: Context, args: argparse.Namespace) -> int:
         if args.key_command == "revoke":
             print(revoke(ctx, args.key))
             return 0
-    except NotFound as exc:
+    except (NotFound, ValueError) as exc:  # ValueError: not a usable key name
         raise CliError(str(exc)) from None
     return 2
 

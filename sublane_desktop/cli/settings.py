@@ -6,6 +6,7 @@ import argparse
 import json
 
 from sublane_desktop.cli.context import CliError, Context
+from sublane_desktop.core import json_text
 
 
 def cmd_settings(ctx: Context, args: argparse.Namespace) -> int:
@@ -14,7 +15,7 @@ def cmd_settings(ctx: Context, args: argparse.Namespace) -> int:
     server = ctx.running_server()
     if args.key is not None and args.value is not None:
         try:
-            value = json.loads(args.value)
+            value = json_text.parse(args.value)
         except ValueError:
             value = args.value  # a bare word, e.g. round_robin
         try:

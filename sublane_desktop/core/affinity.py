@@ -6,10 +6,11 @@ Only the digest is ever stored; the session id itself never leaves the request.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from sublane_desktop.core import json_text
 
 SESSION_HEADERS = ("session_id", "session-id", "x-claude-code-session-id")
 _LEGACY_SESSION = re.compile(r"_session_([0-9A-Za-z-]+)$")
@@ -20,7 +21,7 @@ def _session_from_user_id(user_id: object) -> str | None:
         return None
     if user_id.lstrip().startswith("{"):
         try:
-            parsed = json.loads(user_id)
+            parsed = json_text.parse(user_id)
         except ValueError:
             return None
         session = parsed.get("session_id") if isinstance(parsed, dict) else None

@@ -5,6 +5,11 @@ sniffs the encoding (BOMs, NUL bytes), decodes, then matches whitespace around t
 with a regular expression twice; for text that starts with `{` and a non-NUL byte, that is
 always UTF-8 and nothing comes before the object. Anything else, including an object
 followed by more text, goes through `json.loads` itself, so results and errors are the same.
+
+`parse` is `json.loads` for text a person or a client handed us (a login file, stdin, a
+header): JSON nested deeper than Python's parser goes raises `TooDeep`, a ValueError like any
+other unreadable JSON, where `json.loads` raises a RecursionError that reaches the person as a
+traceback.
 """
 
 from __future__ import annotations
@@ -22,3 +27,18 @@ def load(raw: bytes) -> Any:
         if end == len(text):
             return value
     return json.loads(raw)
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser goes (thousands of levels: no real document)."""
+
+    def __init__(self) -> None:
+        super().__init__("nested too deeply")
+
+
+def parse(text: str | bytes) -> Any:
+    """`json.loads`, with too deep a document a ValueError (`TooDeep`) like any bad JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TooDeep() from None

@@ -12,6 +12,7 @@ from typing import Any
 from peewee import IntegrityError
 
 from sublane_desktop.core.ids import KeyIdentity
+from sublane_desktop.core.names import check_name
 from sublane_desktop.store.models import (
     Account,
     AccountGroup,
@@ -63,6 +64,7 @@ def ensure_admin(name: str = "admin") -> User:
 
 
 def add_user(name: str) -> User:
+    check_name(name, "user")
     try:
         return User.create(name=name, is_admin=False, created_at=time.time())
     except IntegrityError as exc:
@@ -93,6 +95,7 @@ def find_group(name: str) -> Group:
 
 def create_key(name: str, user: User, group: Group) -> tuple[ClientKey, str]:
     """Returns the row and the key itself, which exists only in this return value."""
+    check_name(name, "key")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     row = ClientKey.create(
         name=name,

@@ -59,3 +59,24 @@ def test_any_document_reads_as_json_loads_reads_it(value, tail: str, noise: byte
     assert outcome(json_text.load, raw + noise) == outcome(json.loads, raw + noise)
     mangled = noise + raw
     assert outcome(json_text.load, mangled) == outcome(json.loads, mangled)
+
+
+DEEP = '{"a":' * 100_000 + "1" + "}" * 100_000  # far deeper than the parser recurses
+
+
+def test_parse_says_too_deep_as_bad_json_not_as_a_recursion_error():
+    """Text a person or client hands us: every caller already handles ValueError."""
+    with pytest.raises(json_text.TooDeep) as info:
+        json_text.parse(DEEP)
+    assert isinstance(info.value, ValueError) and str(info.value) == "nested too deeply"
+    assert json_text.parse('{"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
+    with pytest.raises(ValueError):
+        json_text.parse("{not json")
+
+
+def test_a_user_id_nested_too_deeply_names_no_conversation_and_raises_nothing():
+    from sublane_desktop.core.affinity import conversation_key
+
+    assert conversation_key({}, {"metadata": {"user_id": DEEP}}) is None
+    shallow = '{"session_id": "s-1"}'
+    assert conversation_key({}, {"metadata": {"user_id": shallow}}) is not None

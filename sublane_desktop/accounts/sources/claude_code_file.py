@@ -11,7 +11,6 @@ identity, otherwise the plan (`subscriptionType`) is the best the login carries.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from sublane_desktop.accounts.credentials import CredentialError, validate_secret
 from sublane_desktop.accounts.sources import Login, Places
 from sublane_desktop.accounts.sources.tool_files import read_json, write_json_atomically
+from sublane_desktop.core import json_text
 
 KIND = "claude-code-file"
 
@@ -33,7 +33,7 @@ def account_uuid(places: Places) -> str | None:
     directory = config_dir(places)
     for path in (directory / ".claude.json", places.home / ".claude.json"):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json_text.parse(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError):
             continue
         account = data.get("oauthAccount") if isinstance(data, dict) else None

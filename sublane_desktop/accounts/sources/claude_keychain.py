@@ -20,6 +20,7 @@ from sublane_desktop.accounts.credentials import CredentialError
 from sublane_desktop.accounts.sources import Login, Places, macos_keychain
 from sublane_desktop.accounts.sources.claude_code_file import config_dir, login_of, updated
 from sublane_desktop.accounts.sources.tool_files import NotThere
+from sublane_desktop.core import json_text
 
 KIND = "claude-code-keychain"
 SERVICE = "Claude Code-credentials"
@@ -60,7 +61,7 @@ class ClaudeKeychain:
         except macos_keychain.ItemMissing:
             raise NotThere(f"no Claude Code login in the Keychain item {self.location!r}") from None
         try:
-            return json.loads(text)
+            return json_text.parse(text)
         except ValueError:
             raise CredentialError(
                 f"the Keychain item {self.location!r} does not hold Claude Code's login JSON"

@@ -19,6 +19,7 @@ from sublane_desktop.accounts.credentials import CredentialError
 from sublane_desktop.accounts.sources import Login, Places, os_keyring
 from sublane_desktop.accounts.sources.codex_file import codex_home, login_of, updated
 from sublane_desktop.accounts.sources.tool_files import NotThere
+from sublane_desktop.core import json_text
 
 KIND = "codex-keyring"
 SERVICE = "Codex Auth"
@@ -57,7 +58,7 @@ class CodexKeyring:
         if not text:
             raise NotThere(f"no Codex login in the keyring item {self.location!r}")
         try:
-            return json.loads(text)
+            return json_text.parse(text)
         except ValueError:
             raise CredentialError(
                 f"the keyring item {self.location!r} is not Codex's login JSON"

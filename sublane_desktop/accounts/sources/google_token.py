@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Any
 
 from sublane_desktop.accounts.credentials import CredentialError, expiry_of, validate_secret
+from sublane_desktop.core import json_text
 
 GO_KEYRING_PREFIX = "go-keyring-base64:"
 
@@ -23,7 +23,7 @@ def unwrap(text: str, where: str) -> Any:
         except (binascii.Error, ValueError):
             raise CredentialError(f"{where} is not readable (bad base64)") from None
     try:
-        return json.loads(text)
+        return json_text.parse(text)
     except ValueError:
         raise CredentialError(f"{where} is not valid JSON") from None
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sublane_desktop.accounts.credentials import CredentialError
+from sublane_desktop.core import json_text
 
 
 class NotThere(CredentialError):
@@ -34,7 +35,11 @@ def read_json(path: Path, what: str) -> Any:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
         raise CredentialError(f"cannot read {path}: {reason}") from None
     try:
-        return json.loads(text)
+        return json_text.parse(text)
+    except json_text.TooDeep:
+        raise CredentialError(
+            f"{path} is not a login file: its JSON is nested too deeply"
+        ) from None
     except ValueError:
         raise CredentialError(f"{path} is not valid JSON") from None
 

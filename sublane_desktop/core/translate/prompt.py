@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sublane_desktop.core.json_text import parse as parse_json
+
 
 @dataclass
 class Text:
@@ -119,7 +121,7 @@ def json_object(text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = parse_json(text)
     except ValueError:
         return {"_raw": text}
     return value if isinstance(value, dict) else {"_value": value}
