@@ -67,6 +67,8 @@ class Harness:
     def __init__(self, service: Service, upstream: FakeAnthropic) -> None:
         self.service = service
         self.upstream = upstream
+        # A test that breaks the store on purpose says so; every other one loses no record.
+        self.records_may_drop = False
 
     @property
     def url(self) -> str:
@@ -235,7 +237,9 @@ async def started_harness(
         await service.stop(drain_timeout=2)
     # Reached only when the test body passed, so a real failure is never masked by this one.
     dropped = service.request_log.dropped
-    assert dropped == 0, f"{dropped} request records were dropped instead of saved"
+    assert h.records_may_drop or dropped == 0, (
+        f"{dropped} request records were dropped instead of saved"
+    )
 
 
 @pytest.fixture

@@ -225,6 +225,7 @@ async def test_persistence_failure_keeps_the_cooldown(harness, caplog):
         raise OSError("disk full: sk-ant-secret-should-not-log")
 
     h.service.store.write = broken
+    h.records_may_drop = True  # the request's record cannot be saved either, by design here
     h.upstream.script("tok-a", Reply(status=529, error_type="overloaded_error"))
     with pytest.raises(anthropic.APIStatusError):
         await sdk(h, key).messages.create(**BODY)
