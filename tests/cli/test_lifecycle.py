@@ -15,6 +15,7 @@ import sqlite3
 import stat
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -384,6 +385,38 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
             upstream.url,
             input=json.dumps({"api_key": token}),
         )
+    # R-OBS-2: in a group of their own (no traffic of the default group lands there), two
+    # subscription logins whose quota traffic reads: the usage endpoint answers one with nothing
+    # (the 5-minute floor holds it) and refuses the other with a 3600 s retry-after; and a
+    # Codex account a person will pin.
+    side = {"poll": "sk-ant-oat01-poll-k9", "held": "sk-ant-oat01-held-k9"}
+    for name, token in side.items():
+        sublane.ok(
+            "account", "add", "--provider", "anthropic", "--name", name, "--group", "side",
+            "--base-url", upstream.url,
+            input=json.dumps(
+                {"access_token": token, "refresh_token": f"rt-{name}", "expires_at": 4e9}
+            ),
+        )  # fmt: skip
+    upstream.fake.usage_for[side["poll"]] = None  # no windows: the gauges stay cold
+    upstream.fake.usage_for[side["held"]] = 429  # with retry-after: 3600
+    sublane.ok(
+        "account", "add", "--provider", "codex", "--name", "pinned", "--group", "side",
+        "--base-url", upstream.url, input=json.dumps({"api_key": "sk-proj-pinned-k9"}),
+    )  # fmt: skip
+    # The forecast trail: a's 5-hour window read 30 % forty minutes ago and 40 % twenty
+    # minutes ago (an earlier run's history); this run's responses say 50 %, reset in 4 h.
+    now = time.time()
+    with sqlite3.connect(sublane.data_dir / "sublane.db") as db:
+        db.executemany(
+            "INSERT INTO quota_history (account_id, window, utilization, observed_at)"
+            " VALUES (1, 'five_hour', ?, ?)",
+            [(0.30, now - 2400), (0.40, now - 1200)],
+        )
+    upstream.fake.headers_for[tokens["a"]] = {
+        "anthropic-ratelimit-unified-5h-utilization": "0.5",
+        "anthropic-ratelimit-unified-5h-reset": str(int(now + 4 * 3600)),
+    }
     key = sublane.ok("key", "create", "--name", "load").stdout.strip()
     admin = sublane.ok("admin-token").stdout.strip()
     server = sublane.serve()
@@ -429,6 +462,13 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
     upstream.script(tokens["e"], Reply(status=429, error_type="rate_limit_error"))
     assert message(server.url, key, "f1", "claude-fable-5") == 429
     assert served_by("claude-fable-5") == "e"
+    # A person pins the Codex account (after e's 429, which would have released a pin on e).
+    sublane.ok("account", "switch", "pinned")
+    pinned = runtime(server)
+    assert pinned["pinned"]["pinned_until"] is not None
+    assert set(pinned["a"]["forecast"]) == {"five_hour"}
+    # The traffic so far read each side login's quota once: the floor and the back-off hold.
+    assert sorted(upstream.fake.usage_reads) == sorted(side.values())
     # State is saved by one writer thread in order: once this lever's own write is done, the
     # rest saved before it is on disk too (a kill -9 can only lose writes still in flight).
     admin_call(server, "PATCH", f"/api/accounts/{before['e']['id']}/limits", {"max_concurrency": 3})
@@ -444,6 +484,14 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
             " ON accounts.id = account_runtime.account_id WHERE accounts.name = 'e'"
         ).fetchone()
     assert len(old_ids) >= 3 and fable_rest is not None
+    with sqlite3.connect(sublane.data_dir / "sublane.db") as db:
+        polls = dict(
+            db.execute(
+                "SELECT name, quota_polls.blocked_until IS NOT NULL FROM quota_polls"
+                " JOIN accounts ON accounts.id = quota_polls.account_id"
+            ).fetchall()
+        )
+    assert polls == {"poll": 0, "held": 1}  # on disk before the kill
 
     server = sublane.serve()  # the lock died with the process; the stale server.json is replaced
     # Bindings: asked in the other order, a fresh rotation would put s2 on a and s1 on b.
@@ -466,6 +514,12 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
     assert sublane.ok("settings", "scheduler.five_hour_max").stdout == (
         "scheduler.five_hour_max = 0.8\n"
     )
+    # R-OBS-2: the pin keeps its deadline (not a fresh 5 minutes, not lost); the forecast trail
+    # reloaded (a's forecast needs the readings of forty and twenty minutes ago); and all of
+    # this run's traffic read neither side login again, inside the floor and the back-off.
+    assert after["pinned"]["pinned_until"] == pinned["pinned"]["pinned_until"]
+    assert set(after["a"]["forecast"]) == {"five_hour"}
+    assert sorted(upstream.fake.usage_reads) == sorted(side.values())
 
     assert server.interrupt() == 0  # a clean stop writes every record still queued
     with sqlite3.connect(sublane.data_dir / "sublane.db") as db:
