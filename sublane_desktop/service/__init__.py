@@ -465,6 +465,10 @@ class Service:
     def refresh_quotas(self) -> int:
         return self.quota.refresh_all()
 
+    def read_quota_now(self, ref: str | int) -> None:
+        """A person just added, imported or enabled this account: read its quota now."""
+        self.quota.read_new(self.pool.find(ref).id)
+
     # --- records --------------------------------------------------------------------------------
 
     def record(self, record: RequestRecord) -> None:
@@ -493,11 +497,22 @@ class Service:
 
     def account_view(self, account_id: int) -> dict[str, Any]:
         return account_view(
-            self.pool, self.clock, self.usage_trail, self.credential_problems, account_id
+            self.pool,
+            self.clock,
+            self.usage_trail,
+            self.credential_problems,
+            account_id,
+            self.refresher.floor_seconds,
         )
 
     def accounts_runtime(self) -> dict[str, Any]:
-        return pool_view(self.pool, self.clock, self.usage_trail, self.credential_problems)
+        return pool_view(
+            self.pool,
+            self.clock,
+            self.usage_trail,
+            self.credential_problems,
+            self.refresher.floor_seconds,
+        )
 
     # --- operator levers (R-ARCH-2) -------------------------------------------------------------
 

@@ -232,6 +232,13 @@ class QuotaFeed:
         if stale:
             self.refresher.want(stale)
 
+    def read_new(self, account_id: int) -> None:
+        """A person just brought this account in (added, imported, enabled in the desktop app):
+        read its quota now, in the background, so its gauges do not say "no quota data yet"
+        until traffic comes and the poll floor allows (R-UI-14). A browser sign-in reads it
+        itself, awaited. Skipped for an account whose quota cannot be read (API key, paused)."""
+        self.refresher.want([a for a in self.candidates() if a.id == account_id], force=True)
+
     def refresh_all(self) -> int:
         """A person asked (Refresh button, opening the Accounts window): skip the poll floor."""
         return len(self.refresher.want(self.candidates(), force=True))

@@ -7,12 +7,32 @@ from typing import Any
 from sublane_desktop.accounts.problems import CredentialProblems
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.forecast import UsageTrail, forecast
-from sublane_desktop.core.gauges import windows_for
+from sublane_desktop.core.gauges import FRESH_SECONDS, Gauge, windows_for
 from sublane_desktop.core.pool import AccountState, Pool
+from sublane_desktop.core.quota import POLL_FLOOR_SECONDS
+
+# A reading is shown as stale once it is older than the poll cadence in force plus this: a poll
+# is taken when traffic comes after the floor, and takes a moment (R-UI-14).
+SHOWN_STALE_GRACE_S = 60.0
+
+
+def shown_stale(gauge: Gauge, now: float, cadence: float) -> bool:
+    """Whether a person should read this gauge as out of date (R-UI-14): judged against how
+    often readings come (the poll floor), not against the 2 minutes for which the scheduler
+    trusts a reading to exclude an account, so a healthy account never looks stale between
+    polls. Cold, or past its reset (the number no longer holds), is stale."""
+    if gauge.observed_at is None or gauge.past_reset(now):
+        return True
+    return now - gauge.observed_at > max(FRESH_SECONDS, cadence + SHOWN_STALE_GRACE_S)
 
 
 def account_view(
-    pool: Pool, clock: Clock, trail: UsageTrail, problems: CredentialProblems, account_id: int
+    pool: Pool,
+    clock: Clock,
+    trail: UsageTrail,
+    problems: CredentialProblems,
+    account_id: int,
+    cadence: float = POLL_FLOOR_SECONDS,
 ) -> dict[str, Any]:
     account = pool.accounts[account_id]
     now = clock.now()
@@ -36,13 +56,16 @@ def account_view(
         "failure_streak": account.failure_streak,
         "current": pool.scheduler.is_current(account),
         "fable_current": pool.scheduler.is_fable_current(account),
-        "gauges": gauges.to_json(now, windows_for(account.provider)),
+        "gauges": {
+            window: shown | {"stale": shown_stale(gauges.get(window), now, cadence)}
+            for window, shown in gauges.to_json(now, windows_for(account.provider)).items()
+        },
         # Antigravity families resting after a spent quota, until their reset (R-WF-5)
         "family_cooldowns": {
             f: until for f, until in account.family_cooldowns.items() if until > now
         },
         "kind": account.kind,
-        "forecast": forecasts(trail, account, now),
+        "forecast": forecasts(trail, account, now, cadence),
         # What holds the account and until when, in words (R-OBS-3): `hold` is the first of
         # `holds` (the account-wide one when there is one), None when nothing holds it.
         "hold": holds[0] if holds else None,
@@ -50,12 +73,15 @@ def account_view(
     }
 
 
-def forecasts(trail: UsageTrail, account: AccountState, now: float) -> dict[str, dict[str, Any]]:
-    """R-UI-7: fresh windows that would run out before their reset, at the last hour's pace."""
+def forecasts(
+    trail: UsageTrail, account: AccountState, now: float, cadence: float = POLL_FLOOR_SECONDS
+) -> dict[str, dict[str, Any]]:
+    """R-UI-7: fresh windows that would run out before their reset, at the last hour's pace
+    (fresh as a person reads it: a forecast does not vanish between two polls)."""
     out: dict[str, dict[str, Any]] = {}
     for window in windows_for(account.provider):
         gauge = account.gauges.get(window)
-        if gauge.stale(now):
+        if shown_stale(gauge, now, cadence):
             continue
         found = forecast(trail.points(account.id, window), gauge.resets_at, now)
         if found is not None:
@@ -68,10 +94,16 @@ def forecasts(trail: UsageTrail, account: AccountState, now: float) -> dict[str,
 
 
 def pool_view(
-    pool: Pool, clock: Clock, trail: UsageTrail, problems: CredentialProblems
+    pool: Pool,
+    clock: Clock,
+    trail: UsageTrail,
+    problems: CredentialProblems,
+    cadence: float = POLL_FLOOR_SECONDS,
 ) -> dict[str, Any]:
     return {
-        "accounts": [account_view(pool, clock, trail, problems, a) for a in sorted(pool.accounts)],
+        "accounts": [
+            account_view(pool, clock, trail, problems, a, cadence) for a in sorted(pool.accounts)
+        ],
         "in_flight": pool.in_flight,
         "cap": pool.cap,
     }

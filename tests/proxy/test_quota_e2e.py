@@ -270,7 +270,7 @@ async def test_poll_429_retry_after_is_honoured_and_last_good_observation_kept(c
     reads = len(h.upstream.usage_reads)
     assert h.service.refresh_quotas() == 0  # inside the endpoint's retry-after: no read
     assert len(h.upstream.usage_reads) == reads
-    h.clock.advance(121)
+    h.clock.advance(361)  # past the 5-minute poll cadence and its grace (R-UI-14)
     assert h.service.account_view(acc)["gauges"]["five_hour"]["stale"] is True
 
 

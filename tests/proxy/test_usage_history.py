@@ -103,7 +103,8 @@ async def test_no_forecast_when_the_window_resets_first_or_the_reading_is_stale(
 
     await burn(h, client, 0.50, 0.05, 3, h.clock.now() + 4 * H)
     assert "five_hour" in h.service.account_view(acc)["forecast"]
-    h.clock.advance(5 * MIN)  # no traffic: the gauge goes stale, the forecast goes
+    # no traffic past the poll cadence and its grace (R-UI-14): stale, the forecast goes
+    h.clock.advance(6 * MIN + 1)
     assert h.service.account_view(acc)["forecast"] == {}
 
 
