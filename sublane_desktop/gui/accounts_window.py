@@ -518,6 +518,12 @@ class AccountsWindow(QWidget):
             self.cards[int(account["id"])] = card
             self.list_layout.insertWidget(index, card)
         self.placeholder.setVisible(not accounts)
+        # One label column for every gauge of every card, as wide as the widest label, so
+        # the bars line up (R-UI-12) and no family name is cut.
+        bars = [bar for card in self.cards.values() for bar in card.gauges.values()]
+        width = max((bar.natural_label_width() for bar in bars), default=0)
+        for bar in bars:
+            bar.set_label_width(width)
         QTimer.singleShot(0, self, self.grow_to_fit)  # once the new cards are laid out
 
     def card_named(self, name: str) -> AccountCard:

@@ -57,6 +57,7 @@ class GaugeBar(QWidget):
         self.look = GaugeLook.COLD
         self.stale = False
         self.caption = gauge_caption(None, 0.0)
+        self.label_width = 0  # set by the window so bars line up across rows and cards
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def set_reading(self, gauge: Mapping[str, Any] | None, ceiling: float, now: float) -> None:
@@ -84,8 +85,21 @@ class GaugeBar(QWidget):
 
     # geometry -------------------------------------------------------------------------------
 
+    def natural_label_width(self) -> int:
+        """Room for this gauge's own label: "Gemini Flash" was cut to "Gemir" in a column
+        sized for "Fable" (issue 25, fault 6)."""
+        fm = self.fontMetrics()
+        return max(fm.horizontalAdvance("Fable"), fm.horizontalAdvance(self.label)) + 10
+
+    def set_label_width(self, width: int) -> None:
+        """Align this bar with others (the widest label of them all)."""
+        if width != self.label_width:
+            self.label_width = width
+            self.updateGeometry()
+            self.update()
+
     def _label_width(self) -> int:
-        return self.fontMetrics().horizontalAdvance("Fable") + 10
+        return max(self.label_width, self.natural_label_width())
 
     def _caption_width(self) -> int:
         return self.fontMetrics().horizontalAdvance(CAPTION_SAMPLE) + 10

@@ -358,3 +358,25 @@ def test_the_window_grows_to_show_five_accounts_where_the_screen_allows(qtbot, s
         qtbot.waitUntil(lambda: not window.list_area.verticalScrollBar().isVisible(), timeout=2000)
     else:  # a small screen: as tall as it allows, and the rest scrolls
         assert window.frameGeometry().height() >= area.height() - 2
+
+
+def test_family_names_are_whole_and_bars_line_up_across_cards(qtbot, service):
+    """Fault 6: Antigravity's "Gemini Pro" / "Gemini Flash" were cut to "Gemir" in a label
+    column sized for "Fable"; every card's bars start at one x, so they line up."""
+    claude = account("work", id=1) | {
+        "gauges": {w: {"utilization": 0.4} for w in ("five_hour", "seven_day", "fable")}
+    }
+    google = account("google", id=2) | {
+        "provider": "antigravity",
+        "gauges": {w: {"utilization": 0.2} for w in ("claude", "gemini_pro", "gemini_flash")},
+    }
+    service.set_accounts([claude, google])
+    window = make_window(qtbot, Bridge(service))
+    window.show()
+    qtbot.waitExposed(window)
+    bars = [bar for card in window.cards.values() for bar in card.gauges.values()]
+    assert {bar.label for bar in bars} >= {"Gemini Pro", "Gemini Flash", "Fable"}
+    for bar in bars:
+        room = bar.bar_rect().left() - 4  # the label is drawn left of the bar
+        assert bar.fontMetrics().horizontalAdvance(bar.label) <= room, bar.label
+    assert len({bar.mapTo(window, bar.bar_rect().topLeft()).x() for bar in bars}) == 1
