@@ -632,9 +632,17 @@ class RequestsWindow(QWidget):
         selected = {r.get("id") for r in self.selected_records()}
         current = self.table.currentIndex()
         current_id = self.model.record(current.row()).get("id") if current.isValid() else None
+        shown_before = set(self.model.request_ids())
         self.model.set_records(page["items"])
         if not live or was_empty:
             self._fit_columns()
+        else:
+            arrived = [
+                row
+                for row, request_id in enumerate(self.model.request_ids())
+                if request_id not in shown_before
+            ]
+            self._widen_for(arrived)
         self._next_cursor = page["next_cursor"]
         self._reselect(selected, current_id)
         self._finish_page(problem=None)
@@ -643,6 +651,24 @@ class RequestsWindow(QWidget):
         for column in range(self.model.columnCount()):
             if column != Column.MODEL:
                 self.table.resizeColumnToContents(column)
+
+    def _widen_for(self, rows: list[int]) -> None:
+        """A live record whose words need more room than its column has ("upstream_un…",
+        "⇄ account …": issue 25, fault 6) widens that column; only the new rows are measured,
+        so a burst stays cheap, and a column is never narrowed under the person."""
+        grid = 1 if self.table.showGrid() else 0
+        for column in range(self.model.columnCount()):
+            if column == Column.MODEL:
+                continue  # it stretches into what is left
+            need = max(
+                (
+                    self.table.sizeHintForIndex(self.model.index(row, column)).width() + grid
+                    for row in rows
+                ),
+                default=0,
+            )
+            if need > self.table.columnWidth(column):
+                self.table.setColumnWidth(column, need)
 
     def _finish_page(self, *, problem: str | None) -> None:
         self._loading = False

@@ -330,6 +330,31 @@ def test_a_hidden_window_catches_up_when_shown(desk: Desk) -> None:
     )
 
 
+def test_a_live_record_with_longer_words_widens_its_columns(desk: Desk) -> None:
+    """Fault 6: a record that arrives while the window is open, with an error code or a miss
+    cause longer than the page had, was elided ("upstream_un…", "⇄ account …")."""
+    desk.seed(3)
+    window = open_window(desk, show=True)
+    fresh = desk.record(
+        1000,
+        request_id="req_fresh00000000000000000002",
+        outcome="error",
+        error_code="upstream_unreachable",
+        upstream_status=None,
+        cache_miss="account_switch",
+        reread_tokens=48_213,
+        started_at=desk.clock.now(),
+    )
+    with desk.qtbot.waitSignal(window.pageLoaded, timeout=WAIT_MS):
+        desk.service.record(fresh)
+    desk.qtbot.waitUntil(lambda: ids(window)[:1] == [fresh.request_id], timeout=WAIT_MS)
+    assert window.model.index(0, Column.OUTCOME).data() == "error\nupstream_unreachable"
+    assert window.model.index(0, Column.CACHE_HIT).data().endswith("⇄ account switch")
+    for column in (Column.OUTCOME, Column.CACHE_HIT):
+        need = window.table.sizeHintForIndex(window.model.index(0, column)).width()
+        assert window.table.columnWidth(column) >= need, column
+
+
 def test_a_burst_of_records_is_one_reload_without_resizing_columns(desk: Desk) -> None:
     """Issue 14: GUI work per request must not reach the proxy's loop. However many records a
     burst writes, the window reads one page, and a live reload keeps the column widths."""
