@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox
 from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.gui.dialogs.add_account import AddAccountDialog, secret_from_text
 from sublane_desktop.gui.dialogs.client_keys import ClientKeysDialog
+from sublane_desktop.gui.dialogs.common import show_error
 from sublane_desktop.gui.dialogs.settings import SettingsDialog
 from sublane_desktop.gui.dialogs.setup_tool import SetupToolDialog
 from sublane_desktop.gui.tool_setup import KEY_PLACEHOLDER
@@ -269,3 +270,28 @@ async def test_settings_say_their_choices_in_words(qtbot, live):
     assert "worth the cached input" in dialog.mode_note.text()
     assert dialog.cap_note.isVisible() and "at once, across all accounts" in dialog.cap_note.text()
     assert dialog.poll_note.isVisible() and "at most this often" in dialog.poll_note.text()
+
+
+async def test_an_error_in_add_account_squashes_no_field(qtbot, live):
+    """Fault 6: a two-line error pushed the form, and the fields shrank below their height."""
+    from PySide6.QtWidgets import QAbstractSpinBox, QComboBox
+
+    dialog = shown(qtbot, AddAccountDialog(live.bridge))
+    qtbot.waitExposed(dialog)
+    show_error(
+        dialog.error,
+        "work already exists, and needs a new credential (its sign-in no longer works: the "
+        "refresh token was revoked). Replace its credential with this one? It keeps its history "
+        "and settings.",
+    )
+    dialog.replace_button.show()
+    fields = [
+        f for kind in (QLineEdit, QComboBox, QAbstractSpinBox) for f in dialog.findChildren(kind)
+    ]
+    qtbot.waitUntil(
+        lambda: dialog.error.height() >= dialog.error.heightForWidth(dialog.error.width())
+    )
+    for field in fields:
+        inner = isinstance(field.parent(), (QComboBox, QAbstractSpinBox))  # their own edit
+        if field.isVisible() and not inner:
+            assert field.height() >= field.minimumSizeHint().height(), field.accessibleName()

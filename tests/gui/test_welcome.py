@@ -208,6 +208,20 @@ def test_not_now_on_the_keyring_dialog_still_leads_a_first_run_to_the_welcome(fi
     assert welcome is not None and welcome.isVisible()
 
 
+def test_a_long_login_path_is_shown_whole(first_run, qtbot, monkeypatch):
+    """Fault 6: a login found deep in the file system was cut off at its second line."""
+    home, _service, _bridge, windows, _upstream, _run = first_run
+    deep = home / "a-rather-long-folder-name" / "and-another-folder-inside-it" / "home"
+    monkeypatch.setenv("HOME", str(deep))
+    path = write_claude_code_login(deep)
+    welcome = windows.show_welcome()
+    qtbot.waitExposed(welcome)
+    status = welcome.import_status["claude-code"]
+    assert status.text() == f"found at {path}"
+    qtbot.waitUntil(lambda: status.height() >= status.heightForWidth(status.width()))
+    assert status.heightForWidth(status.width()) > status.fontMetrics().lineSpacing() * 2
+
+
 def test_no_login_found_offers_adding_by_hand(first_run, qtbot):
     _home, _service, _bridge, windows, _upstream, _run = first_run
     welcome = windows.show_welcome()
