@@ -33,11 +33,13 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QHeaderView,
     QLabel,
+    QMenu,
     QRadioButton,
     QStyledItemDelegate,
     QTabBar,
     QTableView,
     QWidget,
+    QWidgetAction,
 )
 
 from sublane_desktop.gui.colours import TEXT_CONTRAST, contrast, over
@@ -65,6 +67,8 @@ def text_problems(window: QWidget) -> list[str]:
     found += _cut_widgets(window, elided)
     found += _cut_cells(window)
     found += _faint_widgets(window, image)
+    if isinstance(window, QMenu):
+        found += _faint_menu_items(window, image)
     found += _painted(window, image, painted, elided)
     return sorted(set(found), key=found.index)
 
@@ -317,6 +321,48 @@ def _faint_cells(view: QAbstractItemView, window: QWidget, image: QImage) -> lis
             seen.add(key)
             found.append(_faint(f"{_name(view)} cell", text, colour, ground, ratio))
     return found
+
+
+def _faint_menu_items(menu: QMenu, image: QImage) -> list[str]:
+    """A menu's plain items, drawn by the style. Disabled ones count too: a menu that shows a
+    reading as a greyed-out item asks the person to read it, and this app offers no lever that
+    does not apply (R-UI-12), so a grey item is information. The text colour is read from the
+    picture (the pixel that stands out most from the item's ground), whatever role drew it."""
+    found: list[str] = []
+    for action in menu.actions():
+        if action.isSeparator() or not action.isVisible() or not action.text().strip():
+            continue
+        if isinstance(action, QWidgetAction) and action.defaultWidget() is not None:
+            continue  # a widget row: its painted text is watched
+        box = menu.actionGeometry(action)
+        ground = _ground(image, box)
+        ink = _ink(image, box, ground) if ground is not None else None
+        if ground is None or ink is None:
+            continue
+        ratio = contrast(ink, ground)
+        if ratio < TEXT_CONTRAST:
+            text = action.text().replace("&", "")
+            found.append(_faint("menu item", text, ink, ground, ratio))
+    return found
+
+
+def _ink(image: QImage, box: QRect, ground: QColor) -> QColor | None:
+    """The colour in `box` farthest from the ground: the core of the glyphs' strokes."""
+    ratio = image.devicePixelRatio() or 1.0
+    box = QRect(
+        int(box.x() * ratio),
+        int(box.y() * ratio),
+        int(box.width() * ratio),
+        int(box.height() * ratio),
+    ).intersected(image.rect())
+    best, best_ratio = None, 1.0
+    for y in range(box.top(), box.bottom() + 1):
+        for x in range(box.left(), box.right() + 1):
+            colour = QColor.fromRgba(image.pixel(x, y))
+            r = contrast(colour, ground)
+            if r > best_ratio:
+                best, best_ratio = colour, r
+    return best
 
 
 # --- helpers ----------------------------------------------------------------------------------

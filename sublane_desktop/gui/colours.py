@@ -138,11 +138,28 @@ def on_base(colour: QColor, palette: QPalette | None = None) -> QColor:
 
 
 def readable_palette(palette: QPalette) -> QPalette | None:
-    """The desktop's palette with its selection and link colours made readable, or None when
-    they already are. A selected row is white on the highlight in most themes, and Fusion's
-    default blue gives 3.7:1; the highlight is deepened (or lightened) until it reads."""
+    """The desktop's palette with its selection, link, placeholder and greyed-out text colours
+    made readable, or None when they already are.
+
+    A selected row is white on the highlight in most themes, and Fusion's default blue gives
+    3.7:1: the highlight is deepened (or lightened) until it reads. Greyed-out text is a reading
+    here, not only a dead control (the tray's pool lines are disabled items so the keyboard
+    skips them, R-UI-12), and placeholders are hints a person must read: both reach 4.5:1,
+    still well apart from the full-strength text."""
     out = QPalette(palette)
     changed = False
+    disabled = QPalette.ColorGroup.Disabled
+    grounds = [palette.color(disabled, r) for r in (Role.Window, Role.Base, Role.Button)]
+    for role in (Role.WindowText, Role.Text, Role.ButtonText):
+        colour = palette.color(disabled, role)
+        if any(contrast(colour, g) < TEXT_CONTRAST for g in grounds):
+            out.setColor(disabled, role, readable(colour, *grounds))
+            changed = True
+    for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive, disabled):
+        hint, base = palette.color(group, Role.PlaceholderText), palette.color(group, Role.Base)
+        if contrast(hint, base) < TEXT_CONTRAST:
+            out.setColor(group, Role.PlaceholderText, readable(hint, base))
+            changed = True
     for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
         text = palette.color(group, Role.HighlightedText)
         highlight = palette.color(group, Role.Highlight)
@@ -151,11 +168,25 @@ def readable_palette(palette: QPalette) -> QPalette | None:
             changed = True
         for role in (Role.Link, Role.LinkVisited):
             colour = palette.color(group, role)
-            grounds = (palette.color(group, Role.Base), palette.color(group, Role.Window))
+            grounds = [palette.color(group, Role.Base), palette.color(group, Role.Window)]
             if any(contrast(colour, g) < TEXT_CONTRAST for g in grounds):
                 out.setColor(group, role, readable(colour, *grounds))
                 changed = True
     return out if changed else None
+
+
+def on_highlight(palette: QPalette) -> QPalette:
+    """The palette as seen on a highlighted (hovered, selected) row: the highlight is the
+    ground and the highlighted text the ink, so a bar drawn there keeps its track and fill
+    apart from the ground (a highlight-blue fill on the highlight vanishes)."""
+    out = QPalette(palette)
+    ground, ink = palette.color(Role.Highlight), palette.color(Role.HighlightedText)
+    for role in (Role.Window, Role.Base, Role.AlternateBase):
+        out.setColor(role, ground)
+    for role in (Role.WindowText, Role.Text, Role.Highlight):
+        out.setColor(role, ink)
+    out.setColor(QPalette.ColorGroup.Disabled, Role.WindowText, ink)
+    return out
 
 
 def track_colour(palette: QPalette) -> QColor:

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget, QWidgetAction
 from sublane_desktop.gui.colours import (
     dim_text,
     fill_colour,
+    on_highlight,
     tone_colour,
     track_colour,
     with_alpha,
@@ -78,10 +79,9 @@ class Columns:
 def _bar(painter: QPainter, rect: QRect, line: WindowLine, palette: QPalette, muted: bool) -> None:
     barf = QRectF(rect).adjusted(0.5, 0.5, -0.5, -0.5)
     radius = barf.height() / 2
-    mid = palette.color(QPalette.ColorRole.Mid)
     painter.setPen(Qt.PenStyle.NoPen)
-    if line.fraction is None:
-        painter.setBrush(with_alpha(mid, 60))
+    if line.fraction is None:  # no reading yet: the track alone, still visible (R-UI-16)
+        painter.setBrush(track_colour(palette))
         painter.drawRoundedRect(barf, radius, radius)
         return
     painter.setBrush(track_colour(palette))
@@ -286,7 +286,8 @@ class AccountRowWidget(QWidget):
         x += c.label
         bar_h = max(4, int(em * BAR_HEIGHT_EM))
         muted = not self.row.serving
-        _bar(painter, QRect(x, y + (h - bar_h) // 2, c.bar, bar_h), line, palette, muted)
+        ground = on_highlight(palette) if self._active() else palette
+        _bar(painter, QRect(x, y + (h - bar_h) // 2, c.bar, bar_h), line, ground, muted)
         x += c.bar
         painter.setPen(text if line.fraction is not None else self._dim(palette))
         if line.fraction is not None:

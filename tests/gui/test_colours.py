@@ -99,4 +99,54 @@ def test_selected_rows_and_links_read_once_the_app_palette_is_made_readable(qapp
         text, ground = fixed.color(group, Role.HighlightedText), fixed.color(group, Role.Highlight)
         assert colours.contrast(text, ground) >= 4.5
         assert colours.contrast(fixed.color(group, Role.Link), fixed.color(group, Role.Base)) >= 4.5
+    for group in QPalette.ColorGroup.Active, QPalette.ColorGroup.Disabled:
+        hint = fixed.color(group, Role.PlaceholderText)
+        assert colours.contrast(hint, fixed.color(group, Role.Base)) >= 4.5
+    disabled = QPalette.ColorGroup.Disabled
+    for role in (Role.WindowText, Role.Text, Role.ButtonText):
+        for ground in (Role.Window, Role.Base, Role.Button):
+            grey, under = fixed.color(disabled, role), fixed.color(disabled, ground)
+            assert colours.contrast(grey, under) >= 4.5, (role, ground)
     assert colours.readable_palette(fixed) is None  # nothing left to change: no loop
+
+
+def _runs(image, y):
+    """(colour, length) of each run of one colour along line y."""
+    out, start = [], 0
+    for x in range(1, image.width() + 1):
+        if x == image.width() or image.pixel(x, y) != image.pixel(start, y):
+            out.append((QColor.fromRgba(image.pixel(start, y)), x - start))
+            start = x
+    return out
+
+
+@pytest.mark.parametrize("name", PALETTES)
+def test_a_highlighted_tray_row_keeps_its_bars_apart_from_the_highlight(qtbot, service, name):
+    """The hovered row is painted on the highlight: a highlight-blue fill vanished there and
+    the dark track read as the filled part."""
+    from gui_fakes import account
+    from PySide6.QtCore import QPoint
+
+    from sublane_desktop.gui.bridge import Bridge
+    from sublane_desktop.gui.tray import Tray
+
+    now = service.clock.now()
+    five = {"utilization": 0.5, "resets_at": now + 3600, "observed_at": now - 20, "cold": False}
+    service.set_accounts([account("work", current=True) | {"gauges": {"five_hour": five}}])
+    bridge = Bridge(service)
+    tray = Tray(bridge)
+    tray.menu.setPalette(PALETTES[name]())
+    tray.menu.aboutToShow.emit()
+    tray.menu.popup(QPoint(10, 10))
+    row = tray.rows["work"]
+    qtbot.waitUntil(row.isVisible, timeout=2000)
+    tray.menu.setActiveAction(row.action)
+    qtbot.waitUntil(lambda: tray.menu.activeAction() is row.action, timeout=2000)
+    image = row.grab().toImage()
+    highlight = row.palette().color(Role.Highlight)
+    runs = [run for y in range(image.height()) for run in _runs(image, y) if run[1] >= 15]
+    ratios = [colours.contrast(colour, highlight) for colour, _ in runs]
+    assert any(r >= colours.FILL_CONTRAST for r in ratios), ratios  # the fill
+    assert any(colours.TRACK_CONTRAST - 0.1 <= r < colours.FILL_CONTRAST for r in ratios), ratios
+    tray.menu.hide()
+    bridge.close()
