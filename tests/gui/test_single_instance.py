@@ -1,7 +1,12 @@
 import uuid
 from pathlib import Path
 
-from sublane_desktop.gui.single_instance import Answer, SingleInstance, instance_name
+from sublane_desktop.gui.single_instance import (
+    Answer,
+    PreviousInstanceWait,
+    SingleInstance,
+    instance_name,
+)
 
 
 def unique_name():
@@ -54,3 +59,32 @@ def test_an_instance_that_is_quitting_says_so_and_shows_nothing(qtbot):
         first.close()
     assert SingleInstance(name).ask_to_show() is Answer.NOBODY
     assert not SingleInstance(name).still_running()
+
+
+def test_waiting_for_a_quitting_instance_is_bounded_and_says_so(qtbot):
+    """If the old one never goes, the wait ends: the window says what happened and what to do,
+    and Close gives up (the launch then exits with an error)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    name = unique_name()
+    stuck = SingleInstance(name)
+    assert stuck.listen(lambda: None, quitting=lambda: True)
+    try:
+        waiting = PreviousInstanceWait(SingleInstance(name), timeout_s=0)
+        qtbot.addWidget(waiting)
+        said = []
+
+        def close_when_told():
+            if not waiting.timed_out:
+                QTimer.singleShot(10, close_when_told)
+                return
+            said.append(waiting.message.text())
+            waiting.buttons.button(QDialogButtonBox.StandardButton.Close).click()
+
+        QTimer.singleShot(0, close_when_told)
+        assert waiting.wait() is False
+        assert waiting.timed_out
+        assert "has not finished after 0 seconds" in said[0]
+    finally:
+        stuck.close()
