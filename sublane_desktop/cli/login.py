@@ -105,8 +105,12 @@ def _accounts(ctx: Context) -> list[dict[str, Any]]:
 
 def _check_new_name(name: str, accounts: list[dict[str, Any]]) -> None:
     """Refused before any browser opens: the sign-in would be wasted."""
-    if not name.strip():
-        raise CliError("--name must not be empty")
+    from sublane_desktop.core.names import BadInput, check_name
+
+    try:
+        check_name(name, "account")
+    except BadInput as exc:  # the same rule the store applies, said before the browser opens
+        raise CliError(str(exc)) from None
     if any(a["name"] == name for a in accounts):
         raise CliError(
             f"account {name!r} already exists; sign it in again with `sublane account login {name}`"

@@ -110,6 +110,19 @@ def test_a_blank_name_is_refused_for_accounts_keys_and_users(sublane: Sublane, n
     assert not sublane.keyring_file.exists() or "bad-input" not in sublane.keyring_file.read_text()
 
 
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [("", "must not be empty"), ("two\nlines", "must be one line of visible text")],
+)
+def test_a_browser_sign_in_refuses_a_bad_name_before_any_browser_opens(
+    sublane: Sublane, name: str, words: str
+) -> None:
+    result = sublane.run("account", "login", "claude", "--name", name, "--no-browser")
+    assert one_error_line(result) == f"sublane: error: account name {words}"
+    assert result.stdout == ""  # no sign-in address was offered
+    assert sublane.accounts() == []
+
+
 def test_a_name_on_two_lines_or_with_outer_spaces_is_refused(sublane: Sublane) -> None:
     two_lines = sublane.run("key", "create", "--name", "lap\ntop")
     assert one_error_line(two_lines) == "sublane: error: key name must be one line of visible text"
