@@ -8,6 +8,7 @@ from requests_fixtures import Desk
 from requests_fixtures import desk_fixture as desk_fixture  # provides the `desk` fixture
 from test_requests_window import choose, open_window, settle
 
+from sublane_desktop.gui.colours import on_base
 from sublane_desktop.gui.requests_model import MISS_COLOR, Column
 
 WAIT_MS = 3000
@@ -76,7 +77,7 @@ def test_the_cache_cell_marks_the_cause_and_says_why_in_words(desk: Desk) -> Non
     assert cell("switch") == "0%\n⇄ account switch"
     assert cell("expired") == "0%\n⏱ cache expired"
     assert cell("hit") == "97%"  # a hit carries no mark; the gauges' percent format
-    assert cell("switch", Qt.ItemDataRole.ForegroundRole) == MISS_COLOR
+    assert cell("switch", Qt.ItemDataRole.ForegroundRole) == on_base(MISS_COLOR)  # readable
     assert cell("hit", Qt.ItemDataRole.ForegroundRole) is None
     assert cell("switch", Qt.ItemDataRole.ToolTipRole) == (
         "Moved from work to home 40 s after the previous turn: 48,213 tokens read again\n"
