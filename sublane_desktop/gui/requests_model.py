@@ -156,11 +156,50 @@ def account(record: Record) -> str:
     return record.get("account_name") or NONE
 
 
+# What went wrong, in a few words for the table's second line (R-UI-16: no internal ids); the
+# details dialog says it in a sentence with the code, for a search or a bug report.
+CAUSE_WORDS = {
+    "upstream_unreachable": "provider unreachable",
+    "upstream_dropped": "connection dropped",
+    "upstream_error": "provider error",
+    "upstream_timeout": "provider timed out",
+    "credential_unavailable": "credential unreadable",
+    "auth_failed": "sign-in needed",
+    "client_disconnected": "client went away",
+    "gateway_error": "SubLane failed",
+    "account_busy": "all accounts busy",
+    "account_cooling": "all accounts cooling",
+    "quota_exhausted": "quota used up",
+    "capacity_exhausted": "pool cap reached",
+    "no_account": "no account for it",
+    "invalid_request": "invalid request",
+    "unknown_model": "unknown model",
+    "request_too_large": "request too large",
+    "unauthorized": "wrong client key",
+    "forbidden": "not allowed",
+    "rate_limit_error": "rate limited",
+    "overloaded_error": "provider overloaded",
+    "authentication_error": "credential refused",
+    "permission_error": "not permitted",
+    "api_error": "provider failed",
+    "claude_code_only": "Claude Code only",
+    "third_party_extra_usage": "sent to extra usage",
+}
+
+
+def cause_words(code: str) -> str:
+    if code in CAUSE_WORDS:
+        return CAUSE_WORDS[code]
+    if code.startswith("http_") and code[5:].isdigit():
+        return f"HTTP {code[5:]}"
+    return code.replace("_", " ")
+
+
 def outcome(record: Record) -> str:
-    """Outcome, with the sanitized error code on a second line when there is one."""
+    """Outcome, with what went wrong in words on a second line when there is an error code."""
     text = record.get("outcome") or NONE
     if record.get("error_code"):
-        text += "\n" + record["error_code"]
+        text += "\n" + cause_words(record["error_code"])
     return text
 
 
@@ -282,6 +321,8 @@ class RequestsModel(QAbstractTableModel):
             return f"{record.get('request_id')}\n{full_time(record.get('started_at'))}"
         if column == Column.CACHE_HIT:
             return cache_tooltip(record)
+        if column == Column.OUTCOME and record.get("error_code"):
+            return f"{cause_words(record['error_code'])} [{record['error_code']}]"
         return None
 
     # Ours

@@ -107,7 +107,9 @@ def test_missing_values_read_as_a_dash() -> None:
         "Account",
     ):
         assert shown[column] == "—", column
-    assert shown["Outcome"] == "rejected\naccount_busy"
+    assert shown["Outcome"] == "rejected\nall accounts busy"  # words, not the code (R-UI-16)
+    tip = model.index(0, Column.OUTCOME).data(Qt.ItemDataRole.ToolTipRole)
+    assert tip == "all accounts busy [account_busy]"  # the code, for a search or a report
     assert model.index(0, Column.OUTCOME).data(Qt.ItemDataRole.ForegroundRole) is not None
 
 
@@ -192,3 +194,12 @@ def test_details_say_the_cause_not_only_the_code() -> None:
     )
     assert cause_text("claude_code_only").endswith("would serve it [claude_code_only]")
     assert cause_text(None) == "—"
+
+
+def test_every_known_error_code_has_words_for_the_table() -> None:
+    from sublane_desktop.gui.request_details import CAUSES
+    from sublane_desktop.gui.requests_model import CAUSE_WORDS, cause_words
+
+    assert set(CAUSES) <= set(CAUSE_WORDS)
+    assert cause_words("http_502") == "HTTP 502"
+    assert cause_words("some_new_code") == "some new code"

@@ -300,7 +300,7 @@ def test_a_new_record_appears_on_the_first_page(desk: Desk) -> None:
     # Within a second of being written (R-REC-4 / R-UI-3).
     desk.qtbot.waitUntil(lambda: ids(window)[:1] == [fresh.request_id], timeout=1000)
     assert window.model.rowCount() == PAGE_SIZE
-    assert window.model.index(0, Column.OUTCOME).data() == "rejected\naccount_busy"
+    assert window.model.index(0, Column.OUTCOME).data() == "rejected\nall accounts busy"
     desk.qtbot.waitUntil(lambda: window.outcome_filter.findData("rejected") > 0, timeout=WAIT_MS)
 
 
@@ -348,7 +348,7 @@ def test_a_live_record_with_longer_words_widens_its_columns(desk: Desk) -> None:
     with desk.qtbot.waitSignal(window.pageLoaded, timeout=WAIT_MS):
         desk.service.record(fresh)
     desk.qtbot.waitUntil(lambda: ids(window)[:1] == [fresh.request_id], timeout=WAIT_MS)
-    assert window.model.index(0, Column.OUTCOME).data() == "error\nupstream_unreachable"
+    assert window.model.index(0, Column.OUTCOME).data() == "error\nprovider unreachable"
     assert window.model.index(0, Column.CACHE_HIT).data().endswith("⇄ account switch")
     for column in (Column.OUTCOME, Column.CACHE_HIT):
         need = window.table.sizeHintForIndex(window.model.index(0, column)).width()
