@@ -29,6 +29,20 @@ RESET_DROP = 0.005
 
 Point = tuple[float, float]  # (observed_at, utilization 0..1)
 
+# Which readings a trail keeps, in memory (UsageTrail) and in the database's history alike
+# (store.quota): one a minute per window is plenty for a 7-day chart and an hour's burn rate,
+# and a reading that moved by at least TRAIL_STEP is kept even sooner (a reset, a burst). A
+# busy account gets a reading with every response (R-GAUGE-2), saved in 0.1 s batches: kept
+# whole, an hour of them was up to 36,000 points per window, megabytes that grew for the first
+# hour of steady traffic and say no more about a burn rate than these 60 do.
+TRAIL_SPACING_S = 60.0
+TRAIL_STEP = 0.01
+
+
+def adds_to_trail(last: Point, observed_at: float, utilization: float) -> bool:
+    """Whether a reading after `last` is worth keeping (see TRAIL_SPACING_S)."""
+    return observed_at - last[0] >= TRAIL_SPACING_S or abs(utilization - last[1]) >= TRAIL_STEP
+
 
 @dataclass(frozen=True)
 class Forecast:
@@ -96,7 +110,8 @@ def approx_duration(seconds: float) -> str:
 
 
 class UsageTrail:
-    """The last hour of readings per (account, window), oldest first, in memory."""
+    """The last hour of readings per (account, window), oldest first, in memory: those worth
+    keeping (`adds_to_trail`), as the database keeps them, so a restart reads back the same."""
 
     def __init__(self, keep_s: float = BURN_WINDOW_S) -> None:
         self._keep_s = keep_s
@@ -108,6 +123,8 @@ class UsageTrail:
             return  # an older reading arriving late: the freshest already won (R-GAUGE-1)
         if trail and observed_at == trail[-1][0]:
             trail.pop()
+        elif trail and not adds_to_trail(trail[-1], observed_at, utilization):
+            return
         trail.append((observed_at, utilization))
         while trail and trail[0][0] < observed_at - self._keep_s:
             trail.popleft()

@@ -5,15 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sublane_desktop.core.forecast import adds_to_trail
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.store.models import Account, QuotaHistory, QuotaObservation, QuotaPoll
 
 # The chart shows 7 days; a day more lets it start with a full first day.
 HISTORY_RETENTION_S = 8 * 86400.0
-# One row a minute per window is plenty for a 7-day chart and an hour's burn rate; a reading
-# that moved by at least HISTORY_STEP is kept even sooner (a reset, a burst).
-HISTORY_SPACING_S = 60.0
-HISTORY_STEP = 0.01
 
 
 def save_observations(account_id: int, revision: int, observations: Iterable[Observation]) -> bool:
@@ -60,9 +57,9 @@ def _append_history(account_id: int, obs: Observation) -> None:
     if last is not None:
         if obs.observed_at <= last.observed_at:
             return
-        if (
-            obs.observed_at - last.observed_at < HISTORY_SPACING_S
-            and abs(obs.utilization - last.utilization) < HISTORY_STEP
+        # the rule the in-memory trail keeps too: one row a minute unless utilization moves
+        if not adds_to_trail(
+            (last.observed_at, last.utilization), obs.observed_at, obs.utilization
         ):
             return
     QuotaHistory.insert(

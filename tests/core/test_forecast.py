@@ -90,6 +90,21 @@ def test_trail_keeps_an_hour_and_ignores_late_readings():
     assert trail.points(1, "five_hour") == []
 
 
+def test_trail_keeps_a_reading_a_minute_while_utilization_holds():
+    """A busy account's readings come every 0.1 s; an hour of them kept whole was 36,000
+    points per window (bench_soak: serve's RSS grew ~1.3 MB per 5,000 requests)."""
+    trail = UsageTrail()
+    for tenth in range(600):  # a minute of readings, the same utilization
+        trail.add(1, "five_hour", NOW + tenth / 10, 0.40 + 0.001 * (tenth % 3))
+    assert trail.points(1, "five_hour") == [(NOW, 0.40)]
+    trail.add(1, "five_hour", NOW + 61, 0.402)  # a minute on: kept
+    trail.add(1, "five_hour", NOW + 62, 0.413)  # moved by a point: kept at once
+    trail.add(1, "five_hour", NOW + 63, 0.416)
+    assert trail.points(1, "five_hour") == [(NOW, 0.40), (NOW + 61, 0.402), (NOW + 62, 0.413)]
+    trail.add(1, "five_hour", NOW + 62, 0.5)  # the same moment again: the newer reading wins
+    assert trail.points(1, "five_hour")[-1] == (NOW + 62, 0.5)
+
+
 def test_the_period_starts_after_a_real_drop_only():
     steady = [(0.0, 0.1), (60.0, 0.2)]
     assert current_period(steady) == steady  # no reset: the first reading counts

@@ -128,6 +128,9 @@ async def test_history_is_thinned_kept_for_its_retention_and_survives_a_restart(
     first = h.clock.now()
     history = await h.service.usage_history(acc, 0)
     assert len(history["five_hour"]) == 1
+    # and the trail the forecasts read keeps the same one (it kept all three, growing with
+    # traffic for an hour: a reading comes with every response)
+    assert h.service.usage_trail.points(acc, "five_hour") == history["five_hour"]
 
     h.clock.advance(HISTORY_RETENTION_S + MIN)
     h.upstream.headers_for["tok-a"] = headers(h, 0.20, 4 * H)
