@@ -170,3 +170,17 @@ def test_a_saved_size_bigger_than_the_screen_is_not_used(qtbot, placement_settin
     window = placed(qtbot, saved, placement_settings)
     assert window.size().width() <= area.width() and window.size().height() <= area.height()
     assert area.contains(window.geometry())
+
+
+async def test_enter_in_the_key_name_creates_one_key(qtbot, live):
+    """Enter in Client keys' name box creates the key, once (the box and the default button
+    used to both create one)."""
+    dialog = shown_active(qtbot, ClientKeysDialog(live.bridge))
+    await live.bridge.wait_idle()
+    dialog.name.setFocus()
+    QTest.keyClicks(dialog.name, "laptop-enter")
+    QTest.keyClick(dialog.name, Qt.Key.Key_Return)
+    await live.bridge.wait_idle()
+    qtbot.waitUntil(lambda: bool(dialog.new_key.text()), timeout=2000)
+    keys = await live.service.list_keys()
+    assert [k["name"] for k in keys].count("laptop-enter") == 1
