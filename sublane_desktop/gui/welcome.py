@@ -120,7 +120,10 @@ class WelcomeWindow(QWidget):
         self.key_button.clicked.connect(self.create_key)
         self.key_field, key_row = secret_field("Client key")
         self.key_field.setReadOnly(True)
-        self.key_field.setPlaceholderText("your tools use this key instead of your logins")
+        # Short enough for the box at its default width (the longer hint was cut off, R-UI-16);
+        # the why is in the tooltip.
+        self.key_field.setPlaceholderText("no key yet")
+        self.key_field.setToolTip("Your tools use this key instead of your logins")
         self.copy_key = QPushButton("Copy")
         self.copy_key.setEnabled(False)
         self.copy_key.clicked.connect(lambda: copy_text(self.key or ""))

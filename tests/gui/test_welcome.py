@@ -267,3 +267,13 @@ def test_welcome_names_every_place_a_tool_keeps_a_login(first_run, qtbot, monkey
         " (CLAUDE_CODE_OAUTH_TOKEN); the import takes the one above."
     ]
     assert "sk-ant-oat01-setup-welcome" not in "".join(label.text() for label in welcome.also_found)
+
+
+def test_the_key_box_hint_fits_its_box(first_run, qtbot):
+    """R-UI-16: the placeholder of the empty key box was cut ("your tools use this key i…")."""
+    _home, _service, _bridge, windows, _upstream, _run = first_run
+    welcome = windows.show_welcome()
+    qtbot.waitExposed(welcome)
+    box = welcome.key_field
+    room = box.contentsRect().width() - box.textMargins().left() - box.textMargins().right()
+    assert box.fontMetrics().horizontalAdvance(box.placeholderText()) + 8 <= room
