@@ -741,7 +741,9 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(existing, QApplication):
         app = existing
     else:
-        os.environ["QT_QPA_PLATFORM"] = "offscreen"  # render, never show
+        # render, never show; "offscreen:configfile=…" (a screen of a given size) is kept
+        if not os.environ.get("QT_QPA_PLATFORM", "").startswith("offscreen"):
+            os.environ["QT_QPA_PLATFORM"] = "offscreen"
         app = QApplication([sys.argv[0]])
         app.setApplicationName("SubLane")
     import qasync

@@ -54,8 +54,21 @@ VARIANTS["200%-dark"] = ("2", True)
 KNOWN: dict[str, tuple[set[str], str]] = {}
 
 
+# A 1920×1080 screen: at 200 % that is 960×540 logical pixels, the tightest common HiDPI desk.
+# (Qt's offscreen default, 800×800, is 400×400 at 200 %: no real screen is that small, and
+# menus and windows are clamped to it.)
+SCREEN = {"screens": [{"name": "1080p", "x": 0, "y": 0, "width": 1920, "height": 1080}]}
+
+
 def render(tmp_path: Path, scale: str, dark: bool = False) -> dict:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", QT_SCALE_FACTOR=scale, PYTHONPATH=str(ROOT))
+    config = tmp_path / "screen.json"
+    config.write_text(json.dumps(SCREEN))
+    env = dict(
+        os.environ,
+        QT_QPA_PLATFORM=f"offscreen:configfile={config}",
+        QT_SCALE_FACTOR=scale,
+        PYTHONPATH=str(ROOT),
+    )
     args = [sys.executable, "-m", "tools.screenshots", str(tmp_path / "shots")]
     if dark:
         args.append("--dark")
@@ -223,3 +236,49 @@ def test_audit_finds_cut_words_and_faint_text(qtbot):
     assert "column 'Code' cuts 1 cell(s), e.g. 'upstream_unreachable'" in found, found
     plain = layout_audit.problems(window, text=False)
     assert not any("faint" in p or " cut" in p for p in plain), plain
+
+
+def test_an_antigravity_account_reads_whole_in_the_accounts_window_and_the_menu(qtbot, service):
+    """Fault 6: its model families came out as 'Claude / Gemir / Gemir'. The demo pool of the
+    screenshots has no Antigravity account, so it is audited here."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QApplication
+
+    from sublane_desktop.gui.accounts_window import AccountsWindow
+    from sublane_desktop.gui.bridge import Bridge
+    from sublane_desktop.gui.main import use_readable_palette
+    from sublane_desktop.gui.tray import Tray
+    from tests.gui.gui_fakes import account
+
+    now = service.clock.now()
+
+    def gauge(utilization):
+        return {"utilization": utilization, "resets_at": now + 3600, "observed_at": now - 20}
+
+    families = {"claude": gauge(0.5), "gemini_pro": gauge(0.2), "gemini_flash": gauge(0.1)}
+    service.set_accounts(
+        [
+            account("work", current=True)
+            | {"gauges": {"five_hour": gauge(0.4), "seven_day": gauge(0.6), "fable": gauge(0.3)}},
+            account("gemini-team", id=2) | {"provider": "antigravity", "gauges": families},
+        ]
+    )
+    app = QApplication.instance()
+    before = app.palette()
+    use_readable_palette(app)  # as the app does at start
+    try:
+        bridge = Bridge(service)
+        window = AccountsWindow(bridge)
+        qtbot.addWidget(window)
+        window.show()
+        qtbot.waitExposed(window)
+        assert layout_audit.problems(window) == []
+        tray = Tray(bridge)
+        tray.menu.aboutToShow.emit()
+        tray.menu.popup(QPoint(10, 10))
+        qtbot.waitUntil(lambda: tray.rows["gemini-team"].isVisible(), timeout=2000)
+        assert layout_audit.problems(tray.menu) == []
+        tray.menu.hide()
+        bridge.close()
+    finally:
+        app.setPalette(before)
