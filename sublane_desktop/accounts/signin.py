@@ -31,6 +31,7 @@ from aiohttp import web
 from sublane_desktop.accounts import pkce
 from sublane_desktop.accounts.login_flow import LoginFlow, TokenAnswerError
 from sublane_desktop.core import json_text
+from sublane_desktop.providers.unreachable import why_unreachable
 
 DEFAULT_TIMEOUT = 300.0  # a person signing in, perhaps with a second factor
 PORT_ENV = "SUBLANE_LOGIN_PORT"  # listen here instead of the flow's own port(s)
@@ -238,7 +239,7 @@ async def exchange(
                 text = await resp.text()
     except (TimeoutError, aiohttp.ClientError) as exc:
         raise SignInError(
-            f"could not reach {flow.label}'s sign-in server ({type(exc).__name__}); "
+            f"could not reach {flow.label}'s sign-in server: {why_unreachable(exc)}; "
             "nothing was changed"
         ) from None
     answer = _json(text)
@@ -304,8 +305,8 @@ async def settle(service: Any, account_id: int) -> dict[str, Any]:
             await service.quota.publish(account, account.revision, observations)
         except QuotaReadError as exc:
             quota = f"not read yet ({exc})"
-        except Exception as exc:  # the account is signed in; the next poll reads it
-            quota = f"not read yet ({type(exc).__name__})"
+        except Exception:  # the account is signed in; the next poll reads it
+            quota = "not read yet (the next poll reads it)"
     else:
         quota = "not read (the credential did not verify)"
     return {"verdict": verdict, "quota": quota, "account": service.account_view(account_id)}

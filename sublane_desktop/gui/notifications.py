@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject
 
 from sublane_desktop.core.forecast import approx_duration
 from sublane_desktop.gui.pool_status import (
+    OFF_STATES,
     READY_STATES,
     ceilings_for,
     clock_time,
@@ -55,7 +56,10 @@ def transitions(
         if old is None or old == new:
             continue
         name = account.get("name", "?")
-        if new == "cooling":
+        # Enabling or resuming is the person's own move: a cooldown still running that it
+        # comes back to is not news ("is cooling down — upstream errors" on Enable, fault 9).
+        back = old in OFF_STATES
+        if new == "cooling" and not back:
             until = account.get("cooldown_until")
             when = f"until {clock_time(until)}" if until else "for a while"
             notices.append(
@@ -66,7 +70,7 @@ def transitions(
                     f"Upstream errors: new requests go to other accounts {when}.",
                 )
             )
-        elif new == "quota_exhausted":
+        elif new == "quota_exhausted" and not back:
             notices.append(
                 Notice(
                     account["id"],

@@ -33,6 +33,7 @@ from sublane_desktop.core.gauges import (
 )
 from sublane_desktop.core.numbers import finite_float, iso_seconds
 from sublane_desktop.core.quota import QuotaReadError
+from sublane_desktop.providers.unreachable import why_unreachable
 
 DAILY = "https://daily-cloudcode-pa.googleapis.com"
 SANDBOX = "https://daily-cloudcode-pa.sandbox.googleapis.com"
@@ -425,7 +426,7 @@ async def discover_project(
         else:
             raise ProjectUnknown("onboarding this login did not finish; try again later")
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        raise ProjectUnknown(f"could not reach Code Assist ({type(exc).__name__})") from None
+        raise ProjectUnknown(f"could not reach Code Assist: {why_unreachable(exc)}") from None
     response = operation.get("response") if isinstance(operation, dict) else None
     project = project_of(response)
     if project is None:
@@ -487,7 +488,7 @@ async def read_available(
             version,
         )
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        raise QuotaReadError(f"fetchAvailableModels unreachable ({type(exc).__name__})") from None
+        raise QuotaReadError(f"fetchAvailableModels unreachable: {why_unreachable(exc)}") from None
     if status == 429:
         retry = read_google_error(json.dumps(body).encode(), status, now).retry_after
         raise QuotaReadError("fetchAvailableModels rate-limited", retry_after=retry or 600.0)

@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 
 from sublane_desktop.providers.antigravity import refresh_form
+from sublane_desktop.providers.unreachable import why_unreachable
 
 ANTHROPIC_CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
 CODEX_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"
@@ -81,7 +82,7 @@ async def refresh(
                 raise RefreshFailed(f"token refresh failed (HTTP {resp.status})")
             body = await resp.json(content_type=None)
     except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-        raise RefreshFailed(f"token refresh failed ({type(exc).__name__})") from None
+        raise RefreshFailed(f"token refresh failed: {why_unreachable(exc)}") from None
     token = body.get("access_token") if isinstance(body, dict) else None
     if not isinstance(token, str) or not token:
         raise RefreshFailed("token refresh answer had no access_token")

@@ -8,6 +8,7 @@ import aiohttp
 
 from sublane_desktop.core.numbers import finite_float
 from sublane_desktop.core.quota import QuotaReadError
+from sublane_desktop.providers.unreachable import why_unreachable
 
 DEFAULT_BACKOFF_SECONDS = 600.0
 
@@ -35,4 +36,4 @@ async def fetch_usage(http: aiohttp.ClientSession, url: str, headers: dict[str, 
             except ValueError:
                 raise QuotaReadError("usage endpoint sent invalid JSON") from None
     except (TimeoutError, aiohttp.ClientError) as exc:
-        raise QuotaReadError(f"usage endpoint unreachable ({type(exc).__name__})") from None
+        raise QuotaReadError(f"usage endpoint unreachable: {why_unreachable(exc)}") from None

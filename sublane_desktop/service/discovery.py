@@ -27,6 +27,7 @@ from sublane_desktop.core.catalog import OWNERS, ModelCatalog, model_ids
 from sublane_desktop.core.pool import AccountState
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.providers import anthropic, antigravity, codex
+from sublane_desktop.providers.unreachable import why_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +205,7 @@ class ModelDiscovery:
                     self.service.antigravity.learn_models(account, models)
                 return Answer(resp.status, body)
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            return Answer(None, detail=f"could not reach the upstream ({type(exc).__name__})")
+            return Answer(None, detail=f"could not reach the upstream: {why_unreachable(exc)}")
 
     def _call(
         self, account: AccountState, credential: Any, verify: bool = False

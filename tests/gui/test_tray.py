@@ -2,6 +2,7 @@ from gui_fakes import account
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.notifications import transitions
 from sublane_desktop.gui.pool_status import PoolHealth
 from sublane_desktop.gui.tray import Tray
 from tests.fake_upstream import Reply
@@ -336,3 +337,33 @@ def test_messages_queue_instead_of_replacing_each_other(qtbot, service):
     qtbot.waitUntil(lambda: len(shown) == 2, timeout=2000)
     assert [m[1] for m in shown] == ["first", "second"]
     assert not tray._messages  # nothing more is waiting
+
+
+def test_enabling_or_resuming_into_a_running_cooldown_is_not_announced():
+    """Fault 9: Enable popped "… is cooling down — Upstream errors" (the person just acted)."""
+    before = [account("b", "disabled", id=2), account("p", "paused", id=3)]
+    after = [
+        account("b", "cooling", id=2) | {"cooldown_until": 1e10},
+        account("p", "quota_exhausted", id=3),
+    ]
+    assert transitions(before, after) == []
+    # from serving, the same states are news
+    news = transitions([account("b", id=2), account("p", id=3)], after)
+    assert [n.kind for n in news] == ["cooling", "exhausted"]
+
+
+async def test_an_unreachable_upstream_is_said_in_words_not_an_exception_name(qtbot, live):
+    account_id = await live.add_account("a", "tok-a")
+    live.service.pool.accounts[account_id].base_url = "http://127.0.0.1:1"  # nothing listens
+    tray = Tray(live.bridge)
+    tray.show()
+    tray.message_ms = 10
+    shown = shown_messages(tray)
+    tray.menu.aboutToShow.emit()
+    action(tray.account_menu("a"), "Verify login").trigger()
+    await live.bridge.wait_idle()
+    qtbot.waitUntil(lambda: len(shown) == 1, timeout=2000)
+    title, body, icon = shown[0]
+    assert title == "a: could not check" and icon is MessageIcon.Warning
+    assert body == "could not reach the upstream: the connection was refused or the network is down"
+    assert "Error" not in body  # "(ClientConnectorError)" told a person nothing
