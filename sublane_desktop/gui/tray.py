@@ -28,8 +28,13 @@ from sublane_desktop.gui.dashboard import (
     updated_line,
     verdict_words,
 )
-from sublane_desktop.gui.icons import health_icon
-from sublane_desktop.gui.pool_status import PoolHealth, pool_health, tooltip_text
+from sublane_desktop.gui.icons import health_icon, percent_icon
+from sublane_desktop.gui.pool_status import (
+    PoolHealth,
+    pool_health,
+    tightest_gauge,
+    tooltip_text,
+)
 from sublane_desktop.gui.tray_rows import AccountRowWidget, Columns, row_action
 
 MessageIcon = QSystemTrayIcon.MessageIcon
@@ -56,6 +61,7 @@ class Tray(QObject):
         self._bridge = bridge
         self.requests_available = requests_available
         self.health = PoolHealth.DOWN
+        self.icon_percent: int | None = None  # the percent the icon carries, None: none
         # The menu has no parent widget; keep it on self so Python owns and keeps it alive.
         self.menu = QMenu()
         self.menu.setToolTipsVisible(True)  # the levers' tooltips say what they do
@@ -91,9 +97,11 @@ class Tray(QObject):
         self.icon.hide()
 
     def refresh(self) -> None:
-        health = pool_health(self._bridge.snapshot())
-        if health is not self.health or self.icon.icon().isNull():
-            self.health = health
+        snapshot = self._bridge.snapshot()
+        health = pool_health(snapshot)
+        shown = self._icon_percent(snapshot)
+        if health is not self.health or shown != self.icon_percent or self.icon.icon().isNull():
+            self.health, self.icon_percent = health, shown
             self.icon.setIcon(self.current_icon())
         self._refresh_tooltip()
         self._tick_menu()
@@ -112,7 +120,19 @@ class Tray(QObject):
             self.icon.setToolTip(text)
 
     def current_icon(self) -> QIcon:
+        if self.icon_percent is not None:
+            return percent_icon(self.health, self.icon_percent)
         return health_icon(self.health)
+
+    def _icon_percent(self, snapshot: list[dict[str, Any]]) -> int | None:
+        """The tightest window's percent among the accounts in use, when the setting is on."""
+        settings = self._bridge.settings()
+        if not settings.get("tray.icon_percent", True):
+            return None
+        tight = tightest_gauge(snapshot, settings)
+        if tight is None:
+            return None
+        return round(float(tight[2]["utilization"]) * 100)
 
     # messages ---------------------------------------------------------------------------------
 

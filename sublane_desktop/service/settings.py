@@ -54,6 +54,10 @@ SCHEDULER_SETTINGS = {
     "proxy.max_body_bytes": 32 * 1024 * 1024,
     "server.port": 8765,
     "app.start_at_login": False,
+    # The tray icon carries the tightest window's percent (R-UI-12): on, because "how close
+    # am I to a limit" is the one number a person looks at the tray for, and the icon's shape
+    # and colour still say the pool's health under it.
+    "tray.icon_percent": True,
     # GET /metrics without a credential, on a server that listens on loopback only (R-OBS-1):
     # the metrics hold no secret and no content, and a local Prometheus agent then needs no
     # copy of the administrator token. A server reachable from other machines always asks.
@@ -124,7 +128,11 @@ def validate_settings(changes: Any) -> dict[str, Any]:
                 raise ValueError(f"{key} must be an integer from {low} to {high}")
         elif key in timeouts.DEFAULTS:
             value = timeouts.validate(key, value)
-        elif key in ("app.start_at_login", "metrics.allow_loopback_without_token"):
+        elif key in (
+            "app.start_at_login",
+            "metrics.allow_loopback_without_token",
+            "tray.icon_percent",
+        ):
             if not isinstance(value, bool):
                 raise ValueError(f"{key} must be true or false")
         elif key == "notify.thresholds":

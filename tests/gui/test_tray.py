@@ -2,9 +2,11 @@ from gui_fakes import account
 from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 
 from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.icons import health_icon
 from sublane_desktop.gui.notifications import transitions
 from sublane_desktop.gui.pool_status import PoolHealth
 from sublane_desktop.gui.tray import Tray
+from sublane_desktop.service.settings import validate_settings
 from tests.fake_upstream import Reply
 
 MessageIcon = QSystemTrayIcon.MessageIcon
@@ -367,3 +369,33 @@ async def test_an_unreachable_upstream_is_said_in_words_not_an_exception_name(qt
     assert title == "a: could not check" and icon is MessageIcon.Warning
     assert body == "could not reach the upstream: the connection was refused or the network is down"
     assert "Error" not in body  # "(ClientConnectorError)" told a person nothing
+
+
+def test_the_icon_carries_the_tightest_percent_unless_switched_off(qtbot, service):
+    def reading(utilization):
+        now = service.clock.now()
+        gauge = {
+            "utilization": utilization,
+            "resets_at": now + 600,
+            "observed_at": now,
+            "cold": False,
+            "stale": False,
+        }
+        return [account("work", current=True) | {"gauges": {"five_hour": gauge}}]
+
+    service.set_accounts(reading(0.93))
+    tray = Tray(Bridge(service))
+    plain = image_of(health_icon(PoolHealth.OK))
+    assert tray.icon_percent == 93  # on by default
+    at_93 = image_of(tray.icon.icon())
+    assert at_93 != plain
+
+    service.set_accounts(reading(0.5))
+    qtbot.waitUntil(lambda: tray.icon_percent == 50, timeout=1000)
+    assert image_of(tray.icon.icon()) not in (plain, at_93)
+
+    service.settings["tray.icon_percent"] = False
+    service.bus.publish("accounts.settings")
+    qtbot.waitUntil(lambda: tray.icon_percent is None, timeout=1000)
+    assert image_of(tray.icon.icon()) == plain
+    assert validate_settings({"tray.icon_percent": False}) == {"tray.icon_percent": False}
