@@ -582,6 +582,16 @@ async def _tray_menu(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[An
     await settle()
     shots.audit(menu, "tray-menu")
     shots.audit(sub, "tray-menu", "submenu: ")
+    for name, other in getattr(tray, "rows", {}).items():  # every account's levers, audited
+        lever_menu = other.action.menu() if other.action is not None else None
+        if lever_menu is None or lever_menu is sub:
+            continue
+        lever_menu.adjustSize()
+        lever_menu.popup(menu.pos())
+        await settle()
+        shots.audit(lever_menu, "tray-menu", f"{name} submenu: ")
+        lever_menu.hide()
+    menu.setActiveAction(opened)
     main, side = menu.grab(), sub.grab()
     top = max(0, menu.actionGeometry(opened).top() - 4)
     canvas = QPixmap(main.width() + side.width() - 4, max(main.height(), top + side.height()))
