@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sublane_desktop.core.forecast import BURN_WINDOW_S
 from sublane_desktop.service.settings import validate_settings
 from sublane_desktop.store import quota as quota_store
 from sublane_desktop.store import repositories as repo
@@ -56,9 +57,12 @@ class OperatorLevers:
         service.refresher.lift_floor()
         service.usage_trail.clear()
 
+        since = service.clock.now() - BURN_WINDOW_S  # all a forecast could still look at
+
         def forget() -> None:
             quota_store.clear_observations()
             quota_store.lift_poll_floors()
+            quota_store.void_history_for_forecasts(since)
 
         await service.db.write(forget)
 

@@ -63,7 +63,9 @@ class QuotaFeed:
                     pool.accounts[account_id].gauges.apply(obs)
         self.refresher.restore(await self.service.db.read(quota_store.load_polls))
         now = self.service.clock.now()
-        recent = await self.service.db.read(lambda: quota_store.load_history(now - BURN_WINDOW_S))
+        recent = await self.service.db.read(
+            lambda: quota_store.load_history(now - BURN_WINDOW_S, trail=True)
+        )
         for account_id, windows in recent.items():
             for window, points in windows.items():
                 for at, utilization in points:

@@ -130,6 +130,11 @@ STEPS: dict[int, list[str]] = {
         "CREATE TABLE quota_polls (account_id INTEGER PRIMARY KEY REFERENCES accounts(id)"
         " ON DELETE CASCADE, started_at REAL, blocked_until REAL)",
     ],
+    # reset-usage voids the readings so far for the forecast (R-LANE-8) but not for the chart,
+    # which shows what really happened; marked so a restart does not bring them back (R-OBS-2).
+    13: [
+        "ALTER TABLE quota_history ADD COLUMN voided INTEGER NOT NULL DEFAULT 0",
+    ],
 }
 LATEST = max(STEPS)
 

@@ -193,6 +193,7 @@ class QuotaHistory(BaseModel):
     window = TextField()
     utilization = FloatField()
     observed_at = FloatField()
+    voided = BooleanField(default=False)  # read before a reset-usage: chart only, no forecast
 
     class Meta:
         table_name = "quota_history"

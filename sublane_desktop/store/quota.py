@@ -75,9 +75,10 @@ def _append_history(account_id: int, obs: Observation) -> None:
 
 
 def load_history(
-    since: float, account_id: int | None = None
+    since: float, account_id: int | None = None, *, trail: bool = False
 ) -> dict[int, dict[str, list[tuple[float, float]]]]:
-    """Readings since `since`, per account and window, oldest first."""
+    """Readings since `since`, per account and window, oldest first. `trail`: only those a
+    forecast may use, i.e. none from before the last reset-usage."""
     query: Any = QuotaHistory.select(
         QuotaHistory.account,
         QuotaHistory.window,
@@ -86,6 +87,8 @@ def load_history(
     ).where(QuotaHistory.observed_at >= since)
     if account_id is not None:
         query = query.where(QuotaHistory.account == account_id)
+    if trail:
+        query = query.where(QuotaHistory.voided == False)
     found: dict[int, dict[str, list[tuple[float, float]]]] = {}
     for aid, window, at, util in query.order_by(QuotaHistory.observed_at).tuples():
         found.setdefault(aid, {}).setdefault(window, []).append((at, util))
@@ -114,6 +117,15 @@ def load_observations() -> dict[int, list[Observation]]:
 
 def clear_observations() -> int:
     return QuotaObservation.delete().execute()
+
+
+def void_history_for_forecasts(since: float) -> int:
+    """reset-usage: readings since `since` stay on the chart but no longer feed a forecast."""
+    return (
+        QuotaHistory.update(voided=True)
+        .where((QuotaHistory.observed_at >= since) & (QuotaHistory.voided == False))
+        .execute()
+    )
 
 
 # --- when the next read may go (R-GAUGE-3), across a restart (R-OBS-2) ------------------------

@@ -239,3 +239,36 @@ async def test_the_forecast_trail_reloads_so_the_forecast_is_the_same_after_a_re
     h = await runs.restart()
     after = h.service.account_view(acc)["forecast"]
     assert after == before
+
+
+async def test_after_reset_usage_a_restart_brings_back_no_forecast_from_before_it(runs):
+    """reset-usage voids the readings so far for forecasts (R-LANE-8); a restart must not load
+    them back into the trail, while the chart keeps showing them (R-UI-11)."""
+    h = await runs.start()
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = 429
+    resets_at = runs.clock.now() + 4 * H
+    for i in range(4):
+        h.upstream.headers_for["tok-a"] = {
+            P + "5h-utilization": str(0.30 + 0.05 * i),
+            P + "5h-reset": str(int(resets_at)),
+        }
+        await ask(h, key, f"s{i}")
+        await h.service._obs_flush
+        runs.clock.advance(10 * MIN)
+    await h.service.levers.reset_usage()
+    runs.clock.advance(MIN)
+    h.upstream.headers_for["tok-a"] = {
+        P + "5h-utilization": "0.48",
+        P + "5h-reset": str(int(resets_at)),
+    }
+    await ask(h, key, "after-reset")  # one fresh reading: too little for a forecast
+    await h.service._obs_flush
+    assert h.service.account_view(acc)["forecast"] == {}
+
+    h = await runs.restart()
+    assert h.service.usage_trail.points(acc, "five_hour") == [(runs.clock.now(), 0.48)]
+    assert h.service.account_view(acc)["forecast"] == {}
+    chart = await h.service.usage_history(acc, runs.clock.now() - H)
+    assert [u for _, u in chart["five_hour"]] == pytest.approx([0.30, 0.35, 0.40, 0.45, 0.48])
