@@ -360,6 +360,11 @@ class Attempt:
                     )
                 record.duration_ms = self.ms()
                 self.service.record(record)
+            if err.code in ("account_cooling", "quota_exhausted"):
+                refresh = getattr(self.service, "refresh_stale_quota", None)
+                if refresh is not None:
+                    for provider in (self.route.provider, *self.route.spill):
+                        refresh(provider)
             self.closed = True
             raise
         self.record.account_id = self.lease.account.id

@@ -437,6 +437,11 @@ class Service:
 
     # --- quota: signals from traffic, reads on demand -------------------------------------------
 
+    def refresh_stale_quota(self, provider: str) -> None:
+        """Traffic the pool turned away is traffic too (R-GAUGE-3): a held account's stale
+        gauges are read, and a read that shows headroom ends its quota hold (R-OBS-3)."""
+        self.quota.refresh_stale(provider)
+
     def observe_headers(self, account: AccountState, headers: Any) -> None:
         self.quota.observe_headers(account, headers)
 

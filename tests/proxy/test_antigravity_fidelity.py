@@ -278,8 +278,11 @@ async def test_a_spent_quota_rests_only_its_family_until_the_reset_it_names(cloc
     claude = next(w for w in row.windows if w.window == "claude")
     assert claude.text.startswith("Claude 100% · resets in 4h 39m")  # the tray's family line
     assert row.can_clear  # "Clear cooldown" lifts the rest, as it does an account cooldown
-    # 15 minutes on, Google names the same reset
-    h.google.exhausted["claude-sonnet-4-6"] = ("4h39m56.87563923s", iso(resets))
+    # The refused request read the stale account (R-GAUGE-3), and Google listed the family as
+    # spent: that fresh reading gates on its own for two minutes, whatever the operator clears.
+    h.clock.advance(3 * 60)
+    # 18 minutes on, Google names the same reset
+    h.google.exhausted["claude-sonnet-4-6"] = ("4h36m56.87563923s", iso(resets))
     await h.service.clear_cooldown(account)  # the operator lifts it: Claude goes upstream
     with pytest.raises(anthropic.RateLimitError):
         await ask(h, "claude-sonnet-4-6")

@@ -130,6 +130,33 @@ async def test_b_a_usage_read_with_headroom_ends_a_quota_hold(clocked):
     await sdk(h, key).messages.create(**MAIN)
 
 
+async def test_b_a_request_turned_away_reads_the_held_account_and_the_read_lifts_it(clocked):
+    """With every account held, traffic reaches no upstream; the requests the pool turns
+    away still start a usage read of the stale held account (R-GAUGE-3), and its headroom
+    ends the hold before the window's reset."""
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = {"five_hour": {"utilization": 100.0, "resets_at": None}}
+    h.upstream.script("tok-a", spent_5h(h.clock, resets_in=3 * H))
+    client = sdk(h, key)
+    with pytest.raises(anthropic.RateLimitError):
+        await client.messages.create(**MAIN)
+    # (the 429 itself started a read of the cold Fable gauge: the window was still spent)
+    await until(lambda: len(h.upstream.usage_reads) == 1, "the read the 429 started")
+    await until(lambda: not h.service.quota.refresher._running, "that read landed")
+    assert h.service.account_view(acc)["state"] == "cooling"
+    h.upstream.usage_for["*"] = {"five_hour": {"utilization": 20.0, "resets_at": None}}
+    reads = len(h.upstream.usage_reads)
+    h.clock.advance(6 * 60)  # stale readings, past the 5-minute poll floor
+    with pytest.raises(anthropic.RateLimitError) as err:
+        await client.messages.create(**MAIN)
+    assert err.value.body["error"]["code"] == "account_cooling"
+    await until(lambda: h.service.account_view(acc)["hold"] is None, "the read lifts the hold")
+    assert len(h.upstream.usage_reads) == reads + 1
+    await client.messages.create(**MAIN)  # hours before the 5h reset
+
+
 async def test_c_a_response_saying_allowed_ends_a_fable_quota_hold(clocked):
     h = clocked
     acc = await h.add_account("a", "tok-a")
