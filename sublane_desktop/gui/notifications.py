@@ -21,6 +21,7 @@ from sublane_desktop.core.forecast import approx_duration
 from sublane_desktop.gui.pool_status import (
     OFF_STATES,
     READY_STATES,
+    account_hold,
     ceilings_for,
     clock_time,
     percent,
@@ -60,16 +61,7 @@ def transitions(
         # comes back to is not news ("is cooling down — upstream errors" on Enable, fault 9).
         back = old in OFF_STATES
         if new == "cooling" and not back:
-            until = account.get("cooldown_until")
-            when = f"until {clock_time(until)}" if until else "for a while"
-            notices.append(
-                Notice(
-                    account["id"],
-                    "cooling",
-                    f"{name} is cooling down",
-                    f"Upstream errors: new requests go to other accounts {when}.",
-                )
-            )
+            notices.append(Notice(account["id"], "cooling", *_cooling_words(account, name)))
         elif new == "quota_exhausted" and not back:
             notices.append(
                 Notice(
@@ -98,6 +90,25 @@ def transitions(
                 Notice(account["id"], "recovered", f"{name} recovered", "It takes requests again.")
             )
     return notices
+
+
+def _cooling_words(account: Mapping[str, Any], name: str) -> tuple[str, str]:
+    """Title and body of a cooldown, in the service's words for what holds it (R-OBS-3): a
+    window's limit is not "upstream errors", and pacing is never "ran out of quota"."""
+    hold = account_hold(account)
+    if hold is not None:
+        words = str(hold["words"])
+        title = f"{name}: limit reached" if words.startswith("Limit reached") else None
+        return (
+            title or f"{name} is cooling down",
+            f"{words}. New requests go to other accounts meanwhile.",
+        )
+    until = account.get("cooldown_until")
+    when = f"until {clock_time(until)}" if until else "for a while"
+    return (
+        f"{name} is cooling down",
+        f"Upstream errors: new requests go to other accounts {when}.",
+    )
 
 
 # Which switch (a `notify.*` setting) each kind answers to.

@@ -248,3 +248,22 @@ def test_settings_dialog_switches_each_kind_and_saves_only_changes(qtbot, servic
 
 def test_a_window_already_past_a_threshold_at_start_has_not_crossed_it():
     assert run(Rules(), [gauged(five=0.85), gauged(five=0.86), gauged(five=0.9)]) == [[], [], []]
+
+
+def test_a_cooldown_says_what_holds_it_in_the_services_words():
+    """R-OBS-3: a 429 that names a window is a limit, not "upstream errors"; pacing is not a
+    spent quota."""
+
+    def cooling(hold_words):
+        after = snap(work="cooling")
+        after[0]["hold"] = {"scope": "account", "words": hold_words, "until": NOW + 75}
+        (notice,) = transitions(snap(work="ok"), after)
+        return notice
+
+    limit = cooling("Limit reached (5h), resets 14:05")
+    assert limit.title == "work: limit reached"
+    assert limit.body.startswith("Limit reached (5h), resets 14:05.")
+    assert "Upstream errors" not in limit.body
+    pacing = cooling("Cooling until 14:05 — upstream 429 (pacing)")
+    assert pacing.title == "work is cooling down"
+    assert "pacing" in pacing.body and "quota" not in pacing.body
