@@ -33,6 +33,7 @@ from sublane_desktop.gui.pool_status import (
     is_api_key,
     percent,
     pin_remaining,
+    scoped_holds,
     state_text,
     window_label,
 )
@@ -175,6 +176,8 @@ class AccountRow:
     disabled: bool = False
     status: Status | None = None  # None: serving as usual
     provider: str = ""
+    # parts resting while the rest serves, in words (its Fable bucket: R-OBS-3)
+    part_holds: tuple[str, ...] = ()
 
     @property
     def serving(self) -> bool:
@@ -209,6 +212,7 @@ class AccountRow:
             lines.append(
                 self.status.words + (f": {self.status.detail}" if self.status.detail else "")
             )
+        lines.extend(self.part_holds)
         lines.extend(w.text for w in self.windows)
         if not self.windows and self.note:
             lines.append(self.note)
@@ -291,6 +295,7 @@ def account_row(account: Account, settings: Mapping[str, Any], now: float) -> Ac
         disabled=state == "disabled",
         status=status_of(account, now),
         provider=str(account.get("provider") or ""),
+        part_holds=tuple(str(h["words"]) for h in scoped_holds(account)),
     )
 
 

@@ -189,6 +189,9 @@ async def test_c_a_response_saying_allowed_ends_a_fable_quota_hold(clocked):
     # the Accounts row: "ok" for what it serves, and a badge for the bucket that rests
     badges = [text for text, _ in pool_status.badges(view, h.clock.now())]
     assert badges == ["ok", f"{view['hold']['words']} ({pool_status.countdown(30 * H)})"]
+    # the tray row serves on, and its tooltip names the resting bucket
+    row = dashboard.account_row(view, h.service.settings, h.clock.now())
+    assert row.serving and view["hold"]["words"] in row.description.splitlines()
     h.clock.advance(20 * 60)  # past any ladder rung: still held
     with pytest.raises(anthropic.RateLimitError):
         await client.messages.create(**FABLE)
