@@ -120,6 +120,8 @@ def hold_words(evidence: Evidence | None, scope: str, until: float, now: float) 
         assert evidence is not None
         told = evidence.resets_at is not None and abs(evidence.resets_at - until) < 1.0
         verb = "resets" if told else "rechecking at"  # no reset named: the ladder's recheck
+        if evidence.window is None:  # a usage limit that named no window (Codex's body)
+            return f"Usage limit reached, {verb} {at}"
         return f"Limit reached ({window_label(evidence.window)}), {verb} {at}"
     prefix = "Cooling" if scope == "account" else f"{window_label(scope)} cooling"
     return f"{prefix} until {at} — {hold_cause(kind)}"

@@ -185,6 +185,25 @@ def test_a_hold_without_a_known_reset_falls_back_to_the_ladder_but_stays_quota()
     assert hold["words"].startswith("Limit reached (5h), rechecking at ")
 
 
+def test_a_usage_limit_that_names_no_window_says_so_and_needs_both_windows_open():
+    pool, clock, _ = make_pool(2)
+    account = quota_429(pool, None, H)
+    (hold,) = pool.holds_of(account)
+    assert (
+        hold["words"]
+        == f"Usage limit reached, resets {clock_minutes(clock.now() + H, clock.now())}"
+    )
+    clock.advance(1)
+    pool.note_readings(
+        account, [reading(clock, "five_hour", 0.2), reading(clock, "seven_day", 1.0)]
+    )
+    assert pool.state_of(account) == "cooling"
+    pool.note_readings(
+        account, [reading(clock, "five_hour", 0.2), reading(clock, "seven_day", 0.5)]
+    )
+    assert pool.state_of(account) == "ok"
+
+
 def test_holds_survive_the_stored_form():
     pool, clock, rec = make_pool(2)
     account = quota_429(pool, "seven_day", 20 * H)
