@@ -69,6 +69,9 @@ def text_problems(window: QWidget) -> list[str]:
     found += _faint_widgets(window, image)
     if isinstance(window, QMenu):
         found += _faint_menu_items(window, image)
+        need = window.sizeHint().width()
+        if need > window.width() + SLACK:  # a small screen clamps a menu: its items are cut
+            found.append(f"menu is cut: its widest item needs {need} px, has {window.width()}")
     found += _painted(window, image, painted, elided)
     return sorted(set(found), key=found.index)
 

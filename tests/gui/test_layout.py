@@ -282,3 +282,18 @@ def test_an_antigravity_account_reads_whole_in_the_accounts_window_and_the_menu(
         bridge.close()
     finally:
         app.setPalette(before)
+
+
+def test_audit_finds_a_menu_narrower_than_its_items(qtbot):
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QMenu
+
+    menu = QMenu()
+    qtbot.addWidget(menu)
+    menu.addAction("Claude pool left: 5h 52% · 7d 50% · Fable 38% · Gemini 12%")
+    menu.popup(QPoint(0, 0))
+    qtbot.waitUntil(menu.isVisible, timeout=2000)
+    assert layout_audit.problems(menu) == []
+    menu.setFixedWidth(120)
+    found = layout_audit.problems(menu)
+    assert any(p.startswith("menu is cut: its widest item needs ") for p in found), found
