@@ -17,7 +17,13 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon
-from PySide6.QtWidgets import QApplication, QMenu, QMessageBox, QSystemTrayIcon
+from PySide6.QtWidgets import (
+    QApplication,
+    QMenu,
+    QMessageBox,
+    QSystemTrayIcon,
+    QWidgetAction,
+)
 
 from sublane_desktop.core.miss_words import switch_warning, switched_today
 from sublane_desktop.gui.bridge import Bridge, Reply
@@ -35,7 +41,13 @@ from sublane_desktop.gui.pool_status import (
     tightest_gauge,
     tooltip_text,
 )
-from sublane_desktop.gui.tray_rows import AccountRowWidget, Columns, row_action
+from sublane_desktop.gui.tray_rows import (
+    AccountRowWidget,
+    Columns,
+    PoolLineWidget,
+    reading_action,
+    row_action,
+)
 
 MessageIcon = QSystemTrayIcon.MessageIcon
 # How long a tray message stays, and so how long the next one waits behind it: a message
@@ -188,8 +200,7 @@ class Tray(QObject):
         if snapshot:
             self.menu.addSeparator()
             for line in pool_left(snapshot):
-                said = QAction(line, self.menu)
-                said.setEnabled(False)  # a reading, not a keyboard stop
+                said = reading_action(self.menu, line, columns.indent)  # not a keyboard stop
                 self.menu.addAction(said)
                 self.pool_actions.append(said)
             self.updated_action = self._add(updated_line(snapshot, now), self._refresh_quotas)
@@ -221,6 +232,9 @@ class Tray(QObject):
             self.updated_action.setText(updated_line(snapshot, now))
         for action, line in zip(self.pool_actions, pool_left(snapshot), strict=False):
             action.setText(line)
+            reading = action.defaultWidget() if isinstance(action, QWidgetAction) else None
+            if isinstance(reading, PoolLineWidget):
+                reading.set_text(line)
 
     def _refresh_quotas(self) -> None:
         reply = self._bridge.refresh_quotas()

@@ -316,3 +316,49 @@ def row_action(menu: QMenu, widget: AccountRowWidget) -> QWidgetAction:
     action.setToolTip(widget.row.description)
     widget.action = action
     return action
+
+
+class PoolLineWidget(QWidget):
+    """A line of the menu that is a reading, not an item ("Claude pool left: 5h 52% · …").
+
+    Its action is disabled, so the keyboard does not stop on it and a click does nothing; but
+    painted as a disabled item it would be grey on grey (R-UI-16), so it paints itself in the
+    palette's active text colour, indented like the items' text."""
+
+    def __init__(self, text: str, indent: int) -> None:
+        super().__init__()
+        self.text = text
+        self.indent = indent
+        self.setAccessibleName(text)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def set_text(self, text: str) -> None:
+        if text != self.text:
+            self.text = text
+            self.setAccessibleName(text)
+            self.updateGeometry()
+            self.update()
+
+    def sizeHint(self) -> QSize:
+        fm = self.fontMetrics()
+        return QSize(self.indent + fm.horizontalAdvance(self.text) + PAD, int(fm.height() * 1.5))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        palette = self.palette()
+        painter.setPen(palette.color(QPalette.ColorGroup.Active, QPalette.ColorRole.Text))
+        painter.drawText(
+            QRect(self.indent, 0, self.width() - self.indent, self.height()),
+            Qt.AlignmentFlag.AlignVCenter,
+            self.text,
+        )
+        painter.end()
+
+
+def reading_action(menu: QMenu, text: str, indent: int) -> QWidgetAction:
+    """A disabled action showing `text` readably (PoolLineWidget)."""
+    action = QWidgetAction(menu)
+    action.setDefaultWidget(PoolLineWidget(text, indent))
+    action.setText(text)
+    action.setEnabled(False)
+    return action

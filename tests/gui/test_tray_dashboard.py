@@ -332,3 +332,26 @@ def test_submenu_holds_only_levers_so_the_keyboard_stops_on_each(qtbot, service)
         levers = [a for a in sub.actions() if not a.isSeparator()]
         assert levers and all(a.isEnabled() and not a.menu() for a in levers)
         assert not any(isinstance(a, QWidgetAction) for a in levers)
+
+
+def test_the_pool_line_is_no_keyboard_stop_yet_reads_as_text(qtbot, service):
+    now = service.clock.now()
+    reading = {"five_hour": gauge(0.4) | {"observed_at": now - 5, "resets_at": now + 3600}}
+    service.set_accounts([account("work") | {"gauges": reading}])
+    tray = Tray(Bridge(service))
+    tray.menu.popup(QPoint(10, 10))
+    [line] = tray.pool_actions
+    assert line.text() == "Claude pool left: 5h 60%" and not line.isEnabled()
+    widget = line.defaultWidget()
+    qtbot.waitUntil(widget.isVisible, timeout=2000)
+    # painted in the active text colour, not the grey of a disabled item (R-UI-16)
+    image = widget.grab().toImage()
+    text = widget.palette().color(QPalette.ColorGroup.Active, QPalette.ColorRole.Text)
+    inked = [
+        QColor(image.pixel(x, y))
+        for x in range(image.width())
+        for y in range(image.height())
+        if _close(QColor(image.pixel(x, y)), text)
+    ]
+    assert len(inked) > 20
+    tray.menu.hide()
