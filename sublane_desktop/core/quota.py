@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 
 MAX_CONCURRENT_READS = 2
 POLL_FLOOR_SECONDS = 300.0
+# An endpoint's retry-after is believed up to a day. It is kept across restarts (R-OBS-2), so a
+# nonsense value (or a wall clock put back while we were closed) must not stop reads for good.
+MAX_ENDPOINT_BACKOFF_SECONDS = 86400.0
 
 
 class QuotaReadError(Exception):
@@ -68,14 +71,14 @@ class QuotaRefresher:
 
         A start time in the future means the wall clock went back since it was written; it
         counts as now, so the floor holds for at most its own length instead of until the clock
-        catches up. A back-off that already ended is left out.
+        catches up; a back-off holds at most a day from now. One that already ended is left out.
         """
         now = self.clock.now()
         for account_id, (started, blocked) in polls.items():
             if started is not None:
                 self._last_start[account_id] = min(started, now)
             if blocked is not None and blocked > now:
-                self._blocked_until[account_id] = blocked
+                self._blocked_until[account_id] = min(blocked, now + MAX_ENDPOINT_BACKOFF_SECONDS)
 
     def _save(self, account_id: int) -> None:
         self._remember(
@@ -139,7 +142,8 @@ class QuotaRefresher:
         except QuotaReadError as exc:
             # The last good observation stays, and still expires at its own deadline.
             if exc.retry_after:
-                self._blocked_until[account.id] = self.clock.now() + exc.retry_after
+                wait = min(exc.retry_after, MAX_ENDPOINT_BACKOFF_SECONDS)
+                self._blocked_until[account.id] = self.clock.now() + wait
                 self._save(account.id)
             log.warning("quota read for account %s failed: %s", account.id, exc)
             return False

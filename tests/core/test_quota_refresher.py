@@ -12,7 +12,11 @@ from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.errors import GatewayError
 from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
-from sublane_desktop.core.quota import QuotaReadError, QuotaRefresher
+from sublane_desktop.core.quota import (
+    MAX_ENDPOINT_BACKOFF_SECONDS,
+    QuotaReadError,
+    QuotaRefresher,
+)
 from sublane_desktop.core.routing import route_model
 
 CLAUDE = route_model("claude-sonnet-4-5")
@@ -313,3 +317,75 @@ async def test_reset_usage_while_a_read_waits_for_the_cap_does_not_break_that_re
     assert up.reads == [] and refresher.running == 0
     lease.release(Outcome.SUCCESS)
     assert await settle(refresher.want([Acc(1)])) == [True]
+
+
+async def test_an_endpoint_retry_after_is_believed_for_at_most_a_day():
+    refresher, up, clock = make()
+    a = Acc(1)
+    up.fail = QuotaReadError("rate limited", retry_after=1e12)  # nonsense from the endpoint
+    await settle(refresher.want([a], force=True))
+    up.fail = None
+    clock.advance(MAX_ENDPOINT_BACKOFF_SECONDS - 1)
+    assert refresher.want([a], force=True) == []
+    clock.advance(1)
+    assert await settle(refresher.want([a], force=True)) == [True]
+    assert up.reads == [1, 1]
+
+
+async def test_what_it_remembers_and_restores_across_a_restart():
+    """R-OBS-2: every change of an account's floor start or back-off is told to `remember`;
+    a new refresher given those values holds the same floor and back-off."""
+    clock = FakeClock()
+    up = Upstream(clock)
+    pool = Pool(clock)
+    saved: dict[int, tuple[float | None, float | None]] = {}
+
+    def remember(account_id, started, blocked):
+        saved[account_id] = (started, blocked)
+
+    def refresher() -> QuotaRefresher:
+        return QuotaRefresher(
+            clock,
+            read=up.read,
+            publish=up.publish,
+            take_slot=pool.try_metadata_slot,
+            give_slot=pool.release_metadata_slot,
+            remember=remember,
+        )
+
+    first = refresher()
+    read, held = Acc(1), Acc(2)
+    start = clock.now()
+    await settle(first.want([read]))
+    up.fail = QuotaReadError("rate limited", retry_after=3600)
+    await settle(first.want([held]))
+    up.fail = None
+    assert saved == {1: (start, None), 2: (start, start + 3600)}
+
+    clock.advance(200)
+    second = refresher()
+    second.restore(dict(saved))
+    assert second.want([read, held]) == []  # inside the floor, inside the back-off
+    clock.advance(100)
+    await settle(second.want([read, held]))  # the floor is over; the back-off is not
+    assert up.reads == [1, 2, 1]
+    clock.advance(3300)
+    await settle(second.want([held]))
+    assert up.reads == [1, 2, 1, 2]
+
+
+def test_restored_deadlines_that_the_clock_left_behind_are_bounded():
+    """A wall clock put back while SubLane was closed: the floor holds at most its own 5
+    minutes from now, a back-off at most a day; ended ones are dropped."""
+    refresher, _up, clock = make()
+    now = clock.now()
+    refresher.restore(
+        {
+            1: (now + 7 * 86400, None),  # a read "started" a week from now
+            2: (None, now + 30 * 86400),  # a back-off a month long
+            3: (now - 600, now - 1),  # both over
+        }
+    )
+    assert not refresher.due(Acc(1), now + 299) and refresher.due(Acc(1), now + 300)
+    assert not refresher.due(Acc(2), now + 86399) and refresher.due(Acc(2), now + 86400)
+    assert refresher.due(Acc(3), now)
