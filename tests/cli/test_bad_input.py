@@ -193,3 +193,18 @@ def test_good_base_urls_are_kept_as_given(sublane: Sublane) -> None:
         ]
     finally:
         db.close()
+
+
+# --- notification settings (R-UI-13) ---------------------------------------------------------------
+
+
+def test_notification_settings_from_the_command_line(sublane: Sublane) -> None:
+    assert sublane.ok("settings", "notify.thresholds", "[0.9, 0.7]").stdout == (
+        "notify.thresholds = [0.7, 0.9]\n"
+    )
+    line = one_error_line(sublane.run("settings", "notify.thresholds", "[0.7, 1.5]"))
+    assert "notify.thresholds must be 1 to 3 different fractions in (0, 1)" in line
+    line = one_error_line(sublane.run("settings", "notify.forecast", "maybe"))
+    assert "notify.forecast must be true or false" in line
+    assert sublane.ok("settings", "notify.thresholds").stdout == "notify.thresholds = [0.7, 0.9]\n"
+    assert sublane.ok("settings", "notify.forecast").stdout == "notify.forecast = true\n"
