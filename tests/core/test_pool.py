@@ -497,3 +497,52 @@ def test_one_fable_rest_healed_and_a_failure_are_stored_for_their_account():
     assert rec.runtime[-1] == (1, {**pool.accounts[1].runtime_fields(), "fable_streak": 0})
     pool.acquire(conv(None)).release(Outcome.FAILURE)
     assert rec.runtime[-1][0] == 1 and rec.runtime[-1][1]["failure_streak"] == 1
+
+
+def saved_pin(rec: Recorder, account_id: int) -> object:
+    """The pin end last written for the account (R-OBS-2), or a marker when none was."""
+    writes = [fields for aid, fields in rec.runtime if aid == account_id]
+    return writes[-1]["pinned_until"] if writes else "never written"
+
+
+def test_a_switch_saves_the_new_pin_and_the_end_of_the_old_one():
+    pool, clock, rec = make_pool(2, 2)
+    pool.switch("acc1")
+    assert saved_pin(rec, 1) == clock.now() + 300
+    clock.advance(60)
+    pool.switch("acc2")
+    assert saved_pin(rec, 2) == clock.now() + 300
+    assert saved_pin(rec, 1) is None  # a restart must not bring the first pin back
+
+
+def test_a_pin_released_by_a_429_is_saved_even_when_the_outcome_itself_is_ignored():
+    """The lease began before a resume (older runtime revision): its 429 changes no cooldown,
+    but it still releases the pin (R-LANE-2), and that release must outlive a restart."""
+    pool, _clock, rec = make_pool(2, 2)
+    lease = pool.acquire(conv(None))
+    pool.switch(lease.account.name)
+    pool.resume(lease.account.name)  # outcomes admitted before this are ignored (R-POOL-9)
+    lease.release(Outcome.FAILURE, status=429)
+    assert lease.account.pinned_until is None
+    assert saved_pin(rec, lease.account.id) is None
+
+
+def test_disabling_a_pinned_account_saves_the_released_pin():
+    pool, _clock, rec = make_pool(2, 2)
+    pool.switch("acc2")
+    pool.set_enabled("acc2", False)
+    assert saved_pin(rec, 2) is None
+
+
+def test_a_loaded_pin_keeps_its_end_but_never_more_than_5_minutes_from_now():
+    clock = FakeClock()
+    pool = Pool(clock)
+    now = clock.now()
+    pool.sync_accounts(
+        [
+            AccountState(id=1, name="a", provider="anthropic", pinned_until=now + 120),
+            AccountState(id=2, name="b", provider="codex", pinned_until=now + 86400),
+        ]
+    )
+    assert pool.accounts[1].pinned_until == now + 120  # what was left, not a fresh 5 minutes
+    assert pool.accounts[2].pinned_until == now + 300  # a clock put back cannot stretch it
