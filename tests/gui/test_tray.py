@@ -207,6 +207,8 @@ async def test_switch_pause_and_clear_cooldown_from_the_menu(qtbot, live):
     await live.add_account("b", "tok-b")
     key = await live.create_key()
     tray = Tray(live.bridge)
+    tray.message_ms = 10  # each lever's answer has its turn quickly
+    shown = shown_messages(tray)
 
     # Switch to b: pinned for 5 minutes on both lanes, as GET /api/accounts/runtime says.
     tray.menu.aboutToShow.emit()
@@ -241,6 +243,7 @@ async def test_switch_pause_and_clear_cooldown_from_the_menu(qtbot, live):
     assert clear.isEnabled()
     clear.trigger()
     await live.bridge.wait_idle()
+    qtbot.waitUntil(lambda: bool(shown) and shown[-1][0] == "a is back", timeout=2000)
     view = await live.runtime("a")
     assert view["state"] == "ok" and view["cooldown_until"] is None
     assert view["failure_streak"] == 0

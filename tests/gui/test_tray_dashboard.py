@@ -150,13 +150,16 @@ def test_rows_are_painted_with_a_bar_and_hovering_opens_the_submenu(qtbot, servi
 
 async def test_refresh_line_polls_quotas(qtbot, service):
     calls = []
-    service.refresh_quotas = lambda: calls.append(1) or 0
+    service.refresh_quotas = lambda: calls.append(1) or 2
     bridge = Bridge(service)
     tray = Tray(bridge)
+    shown: list = []
+    tray.icon.showMessage = lambda title, body, icon, ms: shown.append(title)
     tray.menu.aboutToShow.emit()
     tray.updated_action.trigger()
     await bridge.wait_idle()
     assert calls == [1]
+    assert shown == ["Reading 2 accounts' quotas"]  # the lever answers (fault 9)
 
 
 def _close(a: QColor, b: QColor) -> bool:
