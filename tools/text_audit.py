@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QPoint, QRect, QRectF, Qt
+from PySide6.QtCore import QModelIndex, QPoint, QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QImage, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -58,6 +58,7 @@ class Painted:
     colour: QColor
     room: int | None  # the width of the box it was drawn into (None: drawn at a point)
     clipped: bool  # Qt clips to the box (no TextDontClip), so overflow is lost
+    need: int  # the text's width in the painter's font
 
 
 def text_problems(window: QWidget) -> list[str]:
@@ -131,16 +132,19 @@ def _record(painter: QPainter, args: tuple[Any, ...], out: list[Painted]) -> Non
         room = box.width()
         clipped = True
     else:  # at a point: the baseline's start
-        point = first if isinstance(first, (QPoint,)) else QPoint(int(args[0]), int(args[1]))
-        if hasattr(first, "toPoint"):
+        if isinstance(first, QPoint):
+            point = QPoint(first)
+        elif isinstance(first, QPointF):
             point = first.toPoint()
+        else:
+            point = QPoint(int(args[0]), int(args[1]))
         bounds = fm.boundingRect(text)
         box = bounds.translated(point)
     colour = QColor(painter.pen().color())
     colour.setAlphaF(colour.alphaF() * painter.opacity())
-    # A painter with a pen but no colour brush (a gradient) is not judged.
     rect = painter.transform().mapRect(box)
-    out.append(Painted(device, rect, text, colour, room, clipped))
+    need = max(fm.horizontalAdvance(line) for line in text.split("\n"))
+    out.append(Painted(device, rect, text, colour, room, clipped, need))
 
 
 def _painted(
@@ -153,16 +157,13 @@ def _painted(
         where = _name(item.widget)
         if item.text in elided:
             found.append(f"{where} cuts {elided[item.text]!r} to {item.text!r}")
-        elif item.room is not None and item.clipped:
-            need = item.widget.fontMetrics().horizontalAdvance(item.text)
-            if need > item.room + SLACK and "\n" not in item.text:
-                found.append(f"{where} cuts {item.text!r} (needs {need} px, has {item.room})")
+        elif item.room is not None and item.clipped and item.need > item.room + SLACK:
+            found.append(f"{where} cuts {item.text!r} (needs {item.need} px, has {item.room})")
         origin = item.widget.mapTo(window, QPoint(0, 0))
         box = item.rect.translated(origin)
         if item.room is not None:
             # the box the text was given is wider than the glyphs: look where they are
-            fm = item.widget.fontMetrics()
-            box.setWidth(min(box.width(), fm.horizontalAdvance(item.text) + 2))
+            box.setWidth(min(box.width(), item.need + 2))
         ground = _ground(image, box)
         if ground is None:
             continue
