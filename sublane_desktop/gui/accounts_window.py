@@ -445,8 +445,11 @@ class AccountsWindow(QWidget):
         self.misses_label = QLabel()
         self.misses_label.setWordWrap(True)
         self.error_label = QLabel()
+        # Failures in the alarm colour; a verify that worked is news, not an error (fault 9).
+        self._plain_palette = QPalette(self.error_label.palette())
         error_palette = self.error_label.palette()
         error_palette.setColor(QPalette.ColorRole.WindowText, tone_colour(Tone.BAD, error_palette))
+        self._error_palette = error_palette
         self.error_label.setPalette(error_palette)
         self.quit_button = QPushButton("Quit")
         self.quit_button.setToolTip("Stop the proxy (in-flight requests finish first)")
@@ -531,11 +534,14 @@ class AccountsWindow(QWidget):
 
     def _show_verdict(self, verdict: Any) -> None:
         if isinstance(verdict, dict):
+            good = verdict.get("result") == "ok"
+            self.error_label.setPalette(self._plain_palette if good else self._error_palette)
             self.error_label.setText(
                 f"{verdict.get('name')}: {verdict_words(verdict)} — {verdict.get('detail', '')}"
             )
 
     def _lever_failed(self, method: str, message: str) -> None:
+        self.error_label.setPalette(self._error_palette)
         self.error_label.setText(f"{method.replace('_', ' ')} failed: {message}")
 
     # actions ----------------------------------------------------------------------------------

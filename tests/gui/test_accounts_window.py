@@ -4,11 +4,14 @@ import asyncio
 from datetime import UTC, datetime
 
 from gui_fakes import account
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from sublane_desktop.gui.accounts_window import AccountsWindow
 from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.colours import tone_colour
 from sublane_desktop.gui.gauge import GaugeLook
+from sublane_desktop.gui.pool_status import Tone
 from tests.fake_upstream import Reply
 
 
@@ -340,6 +343,16 @@ async def test_disable_enable_and_verify_from_the_more_menu(qtbot, live):
     card.verify_action.trigger()
     await live.bridge.wait_idle()
     qtbot.waitUntil(lambda: window.error_label.text().startswith("a: login works"), timeout=1000)
+    # a login that works is not said in the alarm colour (fault 9: it was red)
+    said = window.error_label.palette().color(QPalette.ColorRole.WindowText)
+    assert said == window.palette().color(QPalette.ColorRole.WindowText)
+    live.upstream.expired.add("tok-a")
+    live.upstream.refresh_grants.clear()
+    card.verify_action.trigger()
+    await live.bridge.wait_idle()
+    qtbot.waitUntil(lambda: window.error_label.text().startswith("a: login refused"), timeout=1000)
+    said = window.error_label.palette().color(QPalette.ColorRole.WindowText)
+    assert said == tone_colour(Tone.BAD, window.palette())
 
 
 def test_the_window_grows_to_show_five_accounts_where_the_screen_allows(qtbot, service):
