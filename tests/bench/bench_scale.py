@@ -13,8 +13,8 @@ bytes. Printed per proxy and count:
 - RSS per stream: (RSS with every stream open, highest reading) - (RSS idle after a warm-up),
   divided by the count. Target: under 100 KB per idle stream (a stream waiting for its next
   token is idle 99 % of the time).
-- CPU: the proxy's CPU time while every stream is open, as a share of one core and per 1,000
-  tokens relayed.
+- CPU: the proxy's CPU time with every stream open and nothing else asked of it (the first 3 s
+  after the last stream began), as a share of one core and per 1,000 tokens relayed.
 - The short request's first-output latency p50/p99, and `serve`'s added to the bare relay's at
   the same count. Target: added p99 under 20 ms at 256 streams.
 
@@ -148,9 +148,13 @@ async def phase(target: fleet.Target, n: int, seconds: float) -> dict[str, Any]:
         except TimeoutError:
             pass
         ramp = time.perf_counter() - started
+        # First the streams alone: their CPU, with no short request to pay for.
         open_at = fleet.read(target.pid)
         t_open = time.perf_counter()
-        highest = open_at.rss_mb
+        await asyncio.sleep(min(3.0, seconds / 6))
+        quiet = fleet.read(target.pid)
+        window = time.perf_counter() - t_open
+        highest = max(open_at.rss_mb, quiet.rss_mb)
         firsts: list[float] = []
         refusals: dict[str, int] = {}
         end_by = started + seconds - 1.5
@@ -162,10 +166,8 @@ async def phase(target: fleet.Target, n: int, seconds: float) -> dict[str, Any]:
                 refusals[result] = refusals.get(result, 0) + 1
             highest = max(highest, fleet.read(target.pid).rss_mb)
             await asyncio.sleep(PROBE_GAP_S)
-        closing = fleet.read(target.pid)
-        window = time.perf_counter() - t_open
         await asyncio.gather(*tasks)
-    cpu = closing.cpu_s - open_at.cpu_s
+    cpu = quiet.cpu_s - open_at.cpu_s
     tokens = n * 10 * window  # a token per stream every 100 ms
     return {
         "streams": n,

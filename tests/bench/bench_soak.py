@@ -368,9 +368,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for target in order:
                     before = fleet.read(target.pid)
                     wall = await run_block(target, done, count, tallies[target.name])
-                    if target.proc.returncode is not None:
-                        raise RuntimeError(f"{target.name} exited ({target.proc.returncode})")
-                    reading = await fleet.settled(target.pid)
+                    try:
+                        reading = await fleet.settled(target.pid)
+                    except (ProcessLookupError, FileNotFoundError):
+                        code = await target.proc.wait()
+                        name = target.name.split()[0]
+                        kept = Path(tempfile.gettempdir()) / f"sublane-bench-soak-{name}.err"
+                        kept.write_bytes((tmp / f"{name}.err").read_bytes())
+                        text = kept.read_text(errors="replace")
+                        at = max(0, text.find("Fatal Python error"))
+                        raise RuntimeError(
+                            f"{target.name} exited ({code}) after {done} requests; its stderr"
+                            f" is kept in {kept}:\n" + text[max(0, at - 3000) : at + 1500]
+                        ) from None
                     sample = {
                         "requests": done + count,
                         "rss_mb": reading.rss_mb,

@@ -57,6 +57,8 @@ def read(pid: int) -> Reading:
         name, _, value = line.partition(":")
         if name in ("VmRSS", "VmHWM"):
             status[name] = int(value.split()[0]) / 1024.0
+    if "VmRSS" not in status:
+        raise ProcessLookupError(f"process {pid} has exited")  # a zombie has no memory left
     fds = len(os.listdir(f"/proc/{pid}/fd"))
     return Reading(status["VmRSS"], status["VmHWM"], fds, cpu_seconds(pid))
 
