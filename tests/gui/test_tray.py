@@ -402,3 +402,16 @@ def test_the_icon_carries_the_tightest_percent_unless_switched_off(qtbot, servic
     qtbot.waitUntil(lambda: tray.icon_percent is None, timeout=1000)
     assert image_of(tray.icon.icon()) == plain
     assert validate_settings({"tray.icon_percent": False}) == {"tray.icon_percent": False}
+
+
+async def test_the_icon_percent_is_switched_in_settings(qtbot, live):
+    from sublane_desktop.gui.dialogs.settings import SettingsDialog
+
+    dialog = SettingsDialog(live.bridge)
+    qtbot.addWidget(dialog)
+    assert dialog.icon_percent.isChecked() and dialog.changes() == {}
+    dialog.icon_percent.setChecked(False)
+    assert dialog.changes() == {"tray.icon_percent": False}
+    dialog.buttons.accepted.emit()
+    await live.bridge.wait_idle()
+    assert live.service.settings["tray.icon_percent"] is False

@@ -106,6 +106,7 @@ class SettingsDialog(QDialog):
         self.poll_floor.setToolTip(POLL_HELP)
         self.poll_note = _note(POLL_HELP)
         self.start_at_login = QCheckBox("Start SubLane when I log in")
+        self.icon_percent = QCheckBox("Show the tightest window's percent on the tray icon")
 
         form = QFormLayout()
         form.addRow("Port", self.port)
@@ -119,6 +120,7 @@ class SettingsDialog(QDialog):
         form.addRow("Quota poll floor", self.poll_floor)
         form.addRow("", self.poll_note)
         form.addRow("", self.start_at_login)
+        form.addRow("", self.icon_percent)
 
         self.error = error_label()
         self.buttons = QDialogButtonBox(
@@ -146,6 +148,7 @@ class SettingsDialog(QDialog):
         self.cap.setValue(int(s.get("pool.cap", 8)))
         self.poll_floor.setValue(int(s.get("quota.poll_floor_seconds", 300)))
         self.start_at_login.setChecked(bool(s.get("app.start_at_login", False)))
+        self.icon_percent.setChecked(bool(s.get("tray.icon_percent", True)))
         self.notify.load(s)
         show_error(self.error, "")
         self._port_changed(self.port.value())
@@ -158,6 +161,7 @@ class SettingsDialog(QDialog):
             "pool.cap": self.cap.value(),
             "quota.poll_floor_seconds": self.poll_floor.value(),
             "app.start_at_login": self.start_at_login.isChecked(),
+            "tray.icon_percent": self.icon_percent.isChecked(),
         }
         for key, box in self.ceilings.items():
             out[key] = round(box.value() / 100, 4)
