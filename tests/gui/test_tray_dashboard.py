@@ -5,8 +5,9 @@ levers; the "updated … ago · Refresh" line."""
 from __future__ import annotations
 
 from gui_fakes import account
-from PySide6.QtCore import QPoint, QPointF
+from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QEnterEvent, QPalette
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QWidgetAction
 
 from sublane_desktop.gui.bridge import Bridge
@@ -357,4 +358,24 @@ def test_the_pool_line_is_no_keyboard_stop_yet_reads_as_text(qtbot, service):
         if _close(QColor(image.pixel(x, y)), text)
     ]
     assert len(inked) > 20
+    tray.menu.hide()
+
+
+def test_the_keyboard_goes_from_a_row_straight_to_its_levers(qtbot, service):
+    """Fault 2: with the keyboard the window lines were stops that showed nothing selected."""
+    tray = Tray(Bridge(service))
+    tray.menu.popup(QPoint(10, 10))
+    qtbot.waitUntil(lambda: "work" in tray.rows and tray.rows["work"].isVisible(), timeout=2000)
+    QTest.keyClick(tray.menu, Qt.Key.Key_Down)
+    assert tray.menu.activeAction() is tray.rows["work"].action
+    QTest.keyClick(tray.menu, Qt.Key.Key_Right)
+    sub = tray.account_menu("work")
+    qtbot.waitUntil(sub.isVisible, timeout=2000)
+    assert sub.activeAction().text() == "Switch to (pin for 5 minutes)"
+    QTest.keyClick(sub, Qt.Key.Key_Down)
+    assert sub.activeAction().text() == "Pause"
+    QTest.keyClick(sub, Qt.Key.Key_Left)
+    qtbot.waitUntil(lambda: not sub.isVisible(), timeout=2000)
+    QTest.keyClick(tray.menu, Qt.Key.Key_Down)
+    assert tray.menu.activeAction() is tray.rows["home"].action
     tray.menu.hide()
