@@ -88,6 +88,7 @@ class Tray(QObject):
         # Tray messages, one at a time (fault 17): (title, body, icon)
         self.message_ms = MESSAGE_MS
         self._messages: deque[tuple[str, str, MessageIcon]] = deque()
+        self._showing: tuple[str, str, MessageIcon] | None = None
         self._message_timer = QTimer(self)
         self._message_timer.setSingleShot(True)
         self._message_timer.timeout.connect(self._next_message)
@@ -152,18 +153,19 @@ class Tray(QObject):
         self, title: str, body: str, icon: MessageIcon = MessageIcon.Information
     ) -> None:
         """Show a tray message now, or after the one on screen has had its time (fault 17).
-        The same message twice in a row is shown once."""
+        A message already on screen or waiting is not added again."""
         message = (title, body, icon)
-        if self._messages and self._messages[-1] == message:
-            return
+        if message == self._showing or message in self._messages:
+            return  # a lever's answer and the notification of the same change: said once
         self._messages.append(message)
         if not self._message_timer.isActive():
             self._next_message()
 
     def _next_message(self) -> None:
+        self._showing = None
         if not self._messages:
             return
-        title, body, icon = self._messages.popleft()
+        title, body, icon = self._showing = self._messages.popleft()
         self.icon.showMessage(title, body, icon, self.message_ms)
         self._message_timer.start(self.message_ms)
 
@@ -343,7 +345,8 @@ class Tray(QObject):
         self._answer(
             self._bridge.clear_cooldown(ref),
             f"Could not clear {name}'s cooldown",
-            lambda _: self.show_message(f"{name} is back", "It takes requests again now."),
+            # the words of the "recovered" notification, so the two show as one message
+            lambda _: self.show_message(f"{name} recovered", "It takes requests again."),
         )
 
     def _set_enabled(self, ref: int, name: str, enabled: bool) -> None:

@@ -243,7 +243,7 @@ async def test_switch_pause_and_clear_cooldown_from_the_menu(qtbot, live):
     assert clear.isEnabled()
     clear.trigger()
     await live.bridge.wait_idle()
-    qtbot.waitUntil(lambda: bool(shown) and shown[-1][0] == "a is back", timeout=2000)
+    qtbot.waitUntil(lambda: bool(shown) and shown[-1][0] == "a recovered", timeout=2000)
     view = await live.runtime("a")
     assert view["state"] == "ok" and view["cooldown_until"] is None
     assert view["failure_streak"] == 0
@@ -338,6 +338,7 @@ def test_messages_queue_instead_of_replacing_each_other(qtbot, service):
     tray.show_message("work is cooling down", "first")
     tray.show_message("home ran out of quota", "second")
     tray.show_message("home ran out of quota", "second")  # the same news once
+    tray.show_message("work is cooling down", "first")  # still on screen: not again
     assert [m[1] for m in shown] == ["first"]  # the second waits for the first's time
     qtbot.waitUntil(lambda: len(shown) == 2, timeout=2000)
     assert [m[1] for m in shown] == ["first", "second"]
