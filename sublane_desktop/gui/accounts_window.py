@@ -291,6 +291,11 @@ class AccountCard(QFrame):
         self.pause_button.setText("Resume" if paused else "Pause")
         self.enable_action.setText("Enable" if account.get("state") == "disabled" else "Disable")
         self.signin_action.setVisible(account.get("state") == "auth_failed")
+        # Only the levers that apply (R-UI-12), as in the tray: a paused, disabled or signed-out
+        # account is not one to switch to and has no cooldown worth clearing.
+        usable = not paused and account.get("state") not in ("disabled", "auth_failed")
+        self.switch_button.setVisible(usable)
+        self.clear_button.setVisible(usable)
         self.clear_button.setEnabled(has_cooldown(account))
         ceilings = ceilings_for(settings, account.get("name"))
         gauges = account.get("gauges") or {}

@@ -393,3 +393,30 @@ def test_family_names_are_whole_and_bars_line_up_across_cards(qtbot, service):
         room = bar.bar_rect().left() - 4  # the label is drawn left of the bar
         assert bar.fontMetrics().horizontalAdvance(bar.label) <= room, bar.label
     assert len({bar.mapTo(window, bar.bar_rect().topLeft()).x() for bar in bars}) == 1
+
+
+def test_only_the_levers_that_apply_show_on_a_card(qtbot, service):
+    """R-UI-12, as in the tray: no Switch to or Clear cooldown on an account that cannot serve."""
+    window = make_window(qtbot, Bridge(service))
+    service.set_accounts(
+        [
+            account("serving", "ok", id=1),
+            account("resting", "paused", id=2),
+            account("off", "disabled", id=3),
+            account("signed-out", "auth_failed", id=4),
+        ]
+    )
+    qtbot.waitUntil(lambda: len(window.cards) == 4, timeout=1000)
+    shown = {
+        name: (
+            window.card_named(name).switch_button.isVisibleTo(window),
+            window.card_named(name).clear_button.isVisibleTo(window),
+        )
+        for name in ("serving", "resting", "off", "signed-out")
+    }
+    assert shown == {
+        "serving": (True, True),
+        "resting": (False, False),
+        "off": (False, False),
+        "signed-out": (False, False),
+    }
