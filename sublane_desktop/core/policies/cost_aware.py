@@ -46,7 +46,7 @@ NEAR_LIMIT = 0.10
 # average agentic turn; so a warm 100k-token conversation moves for perishability only when the
 # target scores >11x better, i.e. in practice warm conversations move only to avoid a limit,
 # cold ones whenever the gain clears the margin (measured: 10k beat 30k and 100k on every
-# built-in trace, see README "Scheduling yield").
+# built-in trace when it was chosen; docs/simulator.md has the current comparison).
 PREFIX_PRICE_TOKENS = 10_000
 # What a conversation we know nothing about is assumed to carry (warm, typical size): moving
 # blind is the costly mistake.
