@@ -34,7 +34,7 @@ def beats_both_seeds(week: dict[str, RunResult]) -> bool:
     return all(no_worse(week["cost_aware"], week[seed]) for seed in SEEDS)
 
 
-@pytest.mark.parametrize("trace", TRACES)
+@pytest.mark.parametrize("trace", ["solo", "team", "bursty"])
 def test_cost_aware_beats_both_seeds(weeks, trace):
     week = weeks[trace]
     assert beats_both_seeds(week), {p: r.to_json() for p, r in week.items()}
@@ -42,20 +42,20 @@ def test_cost_aware_beats_both_seeds(weeks, trace):
     assert week["cost_aware"].served > max(week[s].served for s in SEEDS)
 
 
-def test_on_fable_heavy_cost_aware_wins_by_a_hair(weeks):
-    """Fable demand outruns every Fable bucket until acct-b's resets on Friday, so the Fable
-    turns served are that quota over what a turn costs. cost_aware wins only because a long
-    Fable conversation waits on its spent bucket instead of re-reading its context on another
-    scarce one (cost_aware rule 6): 8627 turns against 8625, 1868 refusals against 1872,
-    19.92 % wasted against 20.23 %. Without rule 6 it served 8602 (docs/simulator.md)."""
+def test_on_fable_heavy_cost_aware_serves_fewer_turns(weeks):
+    """Fable demand outruns every Fable bucket until acct-b's resets on Friday; the main-lane
+    turns served are the same, the 23 lost are Fable turns: cost_aware keeps conversations
+    going instead of stranding them (R-SIM-4), and their later, longer turns cost 13,498 quota
+    units each against the seeds' 13,369. 8602 turns against 8625, 1972 refusals against 1872
+    (docs/simulator.md)."""
     week = weeks["fable-heavy"]
     cost_aware, score = week["cost_aware"], week["score"]
-    assert (cost_aware.served, cost_aware.refused) == (8627, 1868)
+    assert (cost_aware.served, cost_aware.refused) == (8602, 1972)
     assert (score.served, score.refused) == (8625, 1872)
+    assert not beats_both_seeds(week)
 
 
 def test_the_default_is_cost_aware_only_when_it_wins_every_built_in_trace(weeks):
     wins_everywhere = all(beats_both_seeds(week) for week in weeks.values())
     assert (SCHEDULER_SETTINGS["scheduler.mode"] == "cost_aware") is wins_everywhere
     assert SCHEDULER_SETTINGS["scheduler.mode"] in ("cost_aware", "score")
-    assert wins_everywhere  # R-OBS-4: and so cost_aware is the default

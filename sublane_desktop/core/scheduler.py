@@ -100,15 +100,6 @@ def fable_score(gauges: GaugeSet, ceilings: Ceilings, now: float) -> float:
     return servable_now * fable_urgency(gauges, now)
 
 
-def fable_perishability(gauges: GaugeSet, ceilings: Ceilings, now: float) -> float:
-    """The Fable bucket's own headroom x its urgency. At 1 or more the bucket holds at least
-    the share of a week left before its reset, so at a bucket-a-week pace some of it would
-    reset unused; below 1 it is scarce: what one turn spends there another cannot."""
-    return headroom(ceilings.fable_weekly_max, _util(gauges, "fable", now)) * fable_urgency(
-        gauges, now
-    )
-
-
 def main_score(gauges: GaugeSet, ceilings: Ceilings, now: float) -> float:
     servable_now = min(
         headroom(ceilings.five_hour_max, _util(gauges, "five_hour", now)),
@@ -309,9 +300,6 @@ class Scheduler:
             # family has left is what the account can serve now.
             return headroom(ceilings.five_hour_max, _util(account.gauges, family, now))
         return main_score(account.gauges, ceilings, now)
-
-    def fable_perishability(self, account: AccountState, now: float) -> float:
-        return fable_perishability(account.gauges, self.ceilings_for(account), now)
 
     # 6. anchoring and the lanes -----------------------------------------------------------------
 

@@ -43,9 +43,7 @@ NOTIFY_SETTINGS: dict[str, Any] = {
 MAX_THRESHOLDS = 3
 
 SCHEDULER_SETTINGS = {
-    # cost_aware beats both seed policies on every built-in trace (R-OBS-4, R-SIM-4;
-    # tests/test_policy_comparison.py, docs/simulator.md).
-    "scheduler.mode": "cost_aware",
+    "scheduler.mode": "score",
     "scheduler.fable_weekly_max": 0.98,
     "scheduler.five_hour_max": 0.90,
     "scheduler.seven_day_max": 0.99,
@@ -79,8 +77,7 @@ def put_in_force(settings: dict[str, Any], pool: Pool, refresher: QuotaRefresher
     """Put stored settings in force: the cap, the scheduler mode and ceilings, the poll floor."""
     s = settings
     pool.cap = int(s["pool.cap"])
-    mode = s["scheduler.mode"]
-    pool.scheduler.mode = mode if mode in MODES else SCHEDULER_SETTINGS["scheduler.mode"]
+    pool.scheduler.mode = s["scheduler.mode"] if s["scheduler.mode"] in MODES else "score"
     pool.scheduler.ceilings = Ceilings(
         five_hour_max=float(s["scheduler.five_hour_max"]),
         seven_day_max=float(s["scheduler.seven_day_max"]),

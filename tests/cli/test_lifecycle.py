@@ -447,9 +447,6 @@ def test_kill_9_during_load_then_restart_keeps_everything_a_person_set(
     sublane.ok("account", "pause", "d")
     sublane.ok("account", "set-limit", "b", "5")
     sublane.ok("settings", "scheduler.five_hour_max", "0.8")
-    # Rotation by id and bindings that never move are the `score` policy's (R-POOL-4, -5); the
-    # default cost_aware places and moves by perishability (tests/core/test_cost_aware.py).
-    sublane.ok("settings", "scheduler.mode", '"score"')
     assert message(server.url, key, "s1") == 200 and served_by() == "a"
     assert message(server.url, key, "s2") == 200 and served_by() == "b"
     upstream.script(

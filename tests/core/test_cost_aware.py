@@ -235,36 +235,3 @@ def test_a_prefix_is_warm_only_where_the_last_turn_left_it_and_only_within_the_t
     assert warm_chance(last(ago=CACHE_TTL + 1), 1, now) == 0.0
     assert warm_chance(last(account_id=2), 1, now) == 0.0
     assert warm_chance(last(warm=0), 1, now) == 0.0
-
-
-def test_a_long_fable_conversation_moves_only_to_a_bucket_that_would_reset_unused():
-    """Rule 6: under a spent Fable quota a long conversation waits on its bucket (as under the
-    seeds) instead of re-reading its context on another scarce bucket; a short one moves, and
-    a long one moves once the other bucket holds more than its reset can take."""
-    pool, clock = make(4, 4)
-    a = turn(pool, clock, "long", total_input=100_000, route=FABLE)
-    b = pool.accounts[2] if a.id == 1 else pool.accounts[1]
-    observe(a, clock, "fable", 0.99, 20 * H)  # a is over its Fable ceiling
-    # b: 0.48 left, 6 days to its reset: 0.48 x 7/6 = 0.56 < 1, scarce.
-    observe(b, clock, "fable", 0.5, 6 * 86400)
-    with pytest.raises(GatewayError) as err:
-        pool.acquire(Demand(group_id=1, route=FABLE, conversation="long"))
-    assert err.value.code == "quota_exhausted"
-    assert pool.bindings[(1, "long")] == a.id
-    pool.bindings[(1, "short")] = a.id
-    remember(pool, "short", a.id, clock.now(), 10_000, FABLE)
-    assert turn(pool, clock, "short", total_input=10_000, route=FABLE).id == b.id
-    # b's bucket resets in 2 days with 0.48 left: 0.48 x 3.5 = 1.7, it would reset unused.
-    observe(b, clock, "fable", 0.5, 2 * 86400)
-    assert turn(pool, clock, "long", total_input=100_000, route=FABLE).id == b.id
-
-
-def test_new_fable_conversations_rotate_over_the_buckets():
-    """Rule 6: new Fable conversations are placed as the seeds place them, in turn, not all on
-    the bucket that resets soonest (main-lane ones still go there, see above)."""
-    pool, clock = make(4, 4, 4)
-    observe(pool.accounts[3], clock, "fable", 0.1, 2 * H)  # resets soon, nearly unused
-    for acc in (pool.accounts[1], pool.accounts[2]):
-        observe(acc, clock, "fable", 0.1, 6 * 86400)
-    placed = [turn(pool, clock, f"f{i}", route=FABLE).id for i in range(3)]
-    assert placed == [1, 2, 3]

@@ -110,9 +110,7 @@ async def test_limit_reached_excludes_while_fresh_and_is_not_a_failure(codex_har
     # Clear cooldown does not erase subscription quota.
     await h.service.clear_cooldown("spent")
     assert h.service.account_view(spent)["state"] == "quota_exhausted"
-    # A conversation already bound there gets quota_exhausted with a recheck hint (under the
-    # seed policies, R-POOL-4; the default cost_aware moves it, tests/core/test_cost_aware.py).
-    await h.service.update_settings({"scheduler.mode": "score"})
+    # A conversation already bound there gets quota_exhausted with a recheck hint.
     from sublane_desktop.core.affinity import conversation_digest
 
     h.service.pool.bindings[(1, conversation_digest("c:thread-x", "codex"))] = spent

@@ -141,9 +141,6 @@ async def test_management_guards(harness):
 
 async def test_upstream_429_cools_the_account_and_bound_conversation_waits(harness):
     h = harness
-    # The seed policies' contract (R-POOL-4); the default cost_aware moves the conversation
-    # instead (tests/core/test_cost_aware.py).
-    await h.service.update_settings({"scheduler.mode": "score"})
     acc = await h.add_account("a", "tok-a")
     await h.add_account("b", "tok-b")
     key = await h.create_key()
@@ -194,9 +191,6 @@ async def test_restart_keeps_bindings_and_cooldowns(tmp_path, upstream, secret_s
     service = fresh()
     await service.start()
     h = Harness(service, upstream)
-    # Rotation by id and bindings that never move: the `score` policy (R-POOL-4, -5), kept
-    # across the restart with the other settings.
-    await service.update_settings({"scheduler.mode": "score"})
     await h.add_account("a", "tok-a")
     b = await h.add_account("b", "tok-b")
     key = await h.create_key()

@@ -177,9 +177,6 @@ async def test_quota_headers_reach_the_service(ready):
 
 async def test_usage_limit_429_cools_the_account_until_it_resets(codex_harness):
     h = codex_harness
-    # A bound conversation waits on its cooling account under the seed policies (R-POOL-4);
-    # the default cost_aware moves it instead (tests/core/test_cost_aware.py).
-    await h.service.update_settings({"scheduler.mode": "score"})
     a = await h.add_codex_account("a", "tok-a")
     await h.add_codex_account("b", "tok-b")
     key = await h.create_key()

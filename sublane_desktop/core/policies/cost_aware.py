@@ -4,9 +4,9 @@ What it decides, on top of the scheduler's own gates (which it never relaxes):
 
 1. Hard gates and capacity are the scheduler's: a gated or full account never serves.
 2. A live manual pin wins: new conversations go to it, and nothing moves away from it.
-3. A new main-lane conversation has no warm cache anywhere, so perishability alone decides: it
-   rotates among the admissible accounts whose score (the main lane's ramp) is within
-   SWITCH_MARGIN of the best, instead of among all of them. (New Fable ones: see 6.)
+3. A new conversation has no warm cache anywhere, so perishability alone decides: it rotates
+   among the admissible accounts whose score (the main lane's ramp, the Fable lane's urgency) is
+   within SWITCH_MARGIN of the best, instead of among all of them.
 4. A bound conversation is stranded on an account that is gated, busy while its cache is cold,
    or about to hit a limit: it moves to the best admissible account. "About to" is the
    preemptive ceiling for a warm conversation and NEAR_LIMIT below it for a cold one, so cold
@@ -14,18 +14,9 @@ What it decides, on top of the scheduler's own gates (which it never relaxes):
 5. Otherwise a move must pay: the target's score must beat the bound account's by SWITCH_MARGIN
    plus the price of what the move re-reads (prefix tokens x the chance the cache is still warm,
    in units of PREFIX_PRICE_TOKENS).
-6. The Fable lane is scarce quota shared by everyone's Fable turns, so there a move must also
-   not spend what others need: a Fable conversation moves (for any of 4. and 5.) only to a
-   bucket that would otherwise reset unused (`Gates.fable_perishability` >= 1), or while it is
-   short (under FABLE_SHORT_PREFIX_TOKENS). A long one on a spent bucket waits for its reset as
-   it does under the seeds: carried to another bucket, each of its turns re-reads a long
-   context there and spends what would serve several turns of new conversations. New Fable
-   conversations rotate as the seeds place them (measured, docs/simulator.md).
 
 This mode departs from R-POOL-4 on purpose ("a bound conversation never moves by itself"): that
-rule is what `score` and `round_robin` keep, and what the simulator measures against. 6. departs
-from R-SIM-4's "never strands a conversation" for long Fable conversations while no other Fable
-bucket would reset unused; it strands fewer than the seeds, which strand every one. Nothing
+rule is what `score` and `round_robin` keep, and what the simulator measures against. Nothing
 here awaits; the pool calls it inside its atomic select-and-reserve step. Independent requests
 (no conversation) follow the `score` policy's anchor.
 """
@@ -35,7 +26,7 @@ from __future__ import annotations
 from sublane_desktop.core.account_state import AccountState, Demand
 from sublane_desktop.core.cache_miss import DEFAULT_TTL, PreviousTurn
 from sublane_desktop.core.policies.base import SWITCH_MARGIN, Gates
-from sublane_desktop.core.policies.seeds import best_scoring, rotation
+from sublane_desktop.core.policies.seeds import best_scoring
 
 CACHE_TTL = DEFAULT_TTL  # the prompt cache's default lifetime after the last use (5 min)
 # A window this close below its ceiling is "about to hit a limit" for a cold conversation; it
@@ -51,13 +42,6 @@ PREFIX_PRICE_TOKENS = 10_000
 # What a conversation we know nothing about is assumed to carry (warm, typical size): moving
 # blind is the costly mistake.
 UNKNOWN_PREFIX_TOKENS = 50_000
-# 6. A Fable conversation this short (little more than a system prompt and a few turns) is cheap
-# to carry to a scarce bucket; a longer one moves only to a bucket that would reset unused.
-# Measured on fable-heavy, seeds 1-6: 20k-30k win every seed; 15k and 35k each lose one.
-FABLE_SHORT_PREFIX_TOKENS = 25_000
-# 6. At this perishability a Fable bucket holds at least the share of the week left before
-# its reset (Gates.fable_perishability).
-PERISHABLE = 1.0
 
 
 def warm_chance(facts: PreviousTurn | None, account_id: int, now: float) -> float:
@@ -126,16 +110,6 @@ def place(
     )
 
 
-def fable_move_spends_nothing_needed(
-    gates: Gates, target: AccountState, facts: PreviousTurn | None, now: float
-) -> bool:
-    """6. A Fable conversation may go to `target`: its bucket would reset unused, or the
-    conversation is short enough that carrying it there costs others little."""
-    if gates.fable_perishability(target, now) >= PERISHABLE:
-        return True
-    return facts is not None and facts.warm_tokens < FABLE_SHORT_PREFIX_TOKENS
-
-
 def move_target(
     gates: Gates,
     bound: AccountState,
@@ -163,8 +137,6 @@ def move_target(
     best = max(targets, key=lambda a: (gates.score(a, demand, now), -a.id))
     if pinned:
         return best  # a switch sends every conversation of the provider to the pinned account
-    if demand.route.fable and not fable_move_spends_nothing_needed(gates, best, facts, now):
-        return None
     warm = warm_chance(facts, bound.id, now)
     if gates.hard_gate(bound, demand, now) is not None:
         return best
@@ -199,8 +171,6 @@ class CostAware:
     def place(
         self, gates: Gates, ordered: list[AccountState], demand: Demand, start: int, now: float
     ) -> tuple[AccountState, str] | None:
-        if demand.route.fable:
-            return rotation(gates, ordered, demand, start, now)  # 6.
         best = place(gates, ordered, demand, start, now)
         return None if best is None else (best, "best score (cost aware)")
 

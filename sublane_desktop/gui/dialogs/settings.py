@@ -28,7 +28,7 @@ from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text
 from sublane_desktop.gui.dialogs.common import error_label, main_action, show_error
 from sublane_desktop.gui.sizing import keep_wrapped_text_whole
-from sublane_desktop.service.settings import NOTIFY_SETTINGS, SCHEDULER_SETTINGS
+from sublane_desktop.service.settings import NOTIFY_SETTINGS
 
 CEILINGS = (
     ("scheduler.five_hour_max", "5-hour ceiling"),
@@ -142,11 +142,7 @@ class SettingsDialog(QDialog):
         s = dict(settings if settings is not None else self._bridge.settings())
         self._loaded = s
         self.port.setValue(int(s.get("server.port", 8765)))
-        self.mode.setCurrentIndex(
-            max(
-                0, self.mode.findData(s.get("scheduler.mode", SCHEDULER_SETTINGS["scheduler.mode"]))
-            )
-        )
+        self.mode.setCurrentIndex(max(0, self.mode.findData(s.get("scheduler.mode", "score"))))
         for key, box in self.ceilings.items():
             box.setValue(round(float(s.get(key, 1.0)) * 100, 1))
         self.cap.setValue(int(s.get("pool.cap", 8)))
