@@ -328,6 +328,32 @@ def test_submenu_stays_open_on_the_way_to_its_levers(qtbot, service):
     tray.menu.hide()
 
 
+def test_the_click_that_opened_the_menu_opens_no_submenu(qtbot, service):
+    """Found by hand on a real X server with a tray host: the tray icon pops the menu up on the
+    press of a click, so the release lands on the row under the pointer. A row that opened its
+    levers on any release opened the first submenu by itself (fault 17), and that submenu,
+    made active from outside QMenu's hover logic, closed as the pointer headed into it
+    (fault 2). tests/gui/hover_probe.py walks the same path with a real pointer."""
+    tray = Tray(Bridge(service))
+    tray.menu.popup(QPoint(10, 10))
+    qtbot.waitUntil(lambda: "work" in tray.rows and tray.rows["work"].isVisible(), timeout=2000)
+    work = tray.rows["work"]
+    QTest.mouseRelease(work, Qt.MouseButton.RightButton, pos=QPoint(20, 5))
+    assert tray.menu.activeAction() is None
+    assert not tray.account_menu("work").isVisible()
+    tray.menu.hide()
+
+
+def test_a_click_on_a_row_opens_its_levers(qtbot, service):
+    tray = Tray(Bridge(service))
+    tray.menu.popup(QPoint(10, 10))
+    qtbot.waitUntil(lambda: "work" in tray.rows and tray.rows["work"].isVisible(), timeout=2000)
+    QTest.mouseClick(tray.rows["work"], Qt.MouseButton.LeftButton, pos=QPoint(20, 5))
+    qtbot.waitUntil(tray.account_menu("work").isVisible, timeout=2000)
+    assert tray.menu.activeAction() is tray.rows["work"].action
+    tray.menu.hide()
+
+
 def test_submenu_holds_only_levers_so_the_keyboard_stops_on_each(qtbot, service):
     tray = Tray(Bridge(service))
     tray.menu.aboutToShow.emit()
