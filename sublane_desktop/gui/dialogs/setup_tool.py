@@ -135,7 +135,7 @@ class SetupToolDialog(QDialog):
         layout.addWidget(buttons)
         main_action(self, None)  # nothing to submit: Enter must not press a Copy or Create
         keep_wrapped_text_whole(self)
-        set_default_size(self, 640, 560)  # the Claude Code tab shows three variables
+        set_default_size(self, 640, 600)  # the Codex CLI tab: a config file and a variable
 
     def use_key(self, key: str) -> None:
         """The welcome window's key, already made: every tool's lines use it (fault 11)."""
