@@ -214,7 +214,10 @@ class Placement(QObject):
             window.resize(rect.size())  # the size the person chose still fits: keep it
         frame = window.frameGeometry()
         frame.moveCenter(area.center())
-        window.move(frame.topLeft())
+        # A window bigger than the screen (its minimum size on a small screen at 200 %) would
+        # centre with its title bar above the top edge, where it can be neither moved nor
+        # closed: its top-left corner stays on the screen.
+        window.move(max(frame.left(), area.left()), max(frame.top(), area.top()))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.Hide and isinstance(watched, QWidget):

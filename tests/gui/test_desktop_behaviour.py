@@ -172,6 +172,18 @@ def test_a_saved_size_bigger_than_the_screen_is_not_used(qtbot, placement_settin
     assert area.contains(window.geometry())
 
 
+def test_a_window_bigger_than_the_screen_keeps_its_title_bar_on_it(qtbot, placement_settings):
+    """Found by hand at 200 % on a small screen: the Accounts window's minimum size exceeds
+    the screen, and centred it opened with its title bar above the top edge, out of reach."""
+    area = _area()
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.setMinimumSize(area.width() + 200, area.height() + 200)
+    Placement().place(window, "probe")
+    frame = window.frameGeometry()
+    assert frame.left() >= area.left() and frame.top() >= area.top(), frame
+
+
 async def test_enter_in_the_key_name_creates_one_key(qtbot, live):
     """Enter in Client keys' name box creates the key, once (the box and the default button
     used to both create one)."""
