@@ -252,6 +252,17 @@ class Bridge(QObject):
     def reset_usage(self) -> Reply | None:
         return self._launch("reset_usage")
 
+    def read_stale_quotas(self) -> None:
+        """Someone is looking at the gauges (the tray menu opened): read the ones gone stale,
+        within the poll floor (R-UI-14). Stale readings are otherwise read only on traffic, so
+        an idle pool showed "Updated 13m ago" and "· stale" on every bar of a healthy account.
+        The reads run in the background; the open menu's tick shows them as they land."""
+        read = getattr(self._service, "refresh_stale", None)
+        if read is None:
+            return
+        for provider in sorted({a["provider"] for a in self._snapshot}):
+            read(provider)
+
     def refresh_quotas(self) -> Reply | None:
         """A person asked (the Refresh button, opening the Accounts window): poll quotas."""
         return self._launch("refresh_quotas")

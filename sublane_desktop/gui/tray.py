@@ -186,6 +186,7 @@ class Tray(QObject):
         # Rebuilt on open rather than kept in sync: accounts come and go, states change often.
         # Read the runtime now (memory only) rather than wait for the coalesced refresh.
         self._bridge.refresh_snapshot()
+        self._bridge.read_stale_quotas()
         self.menu.clear()
         for old in self._submenus:  # clear() drops actions, not the submenus it parented
             old.deleteLater()

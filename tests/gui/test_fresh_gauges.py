@@ -48,7 +48,9 @@ async def test_adding_an_account_reads_its_quota_at_once(qtbot, live):
 async def test_enabling_an_account_reads_its_quota_at_once(qtbot, live):
     await live.add_account("a", "tok-a")
     tray = Tray(live.bridge)
-    tray.menu.aboutToShow.emit()
+    tray.menu.aboutToShow.emit()  # opening the menu reads the cold gauges: let it finish
+    await reads_done(live)
+    live.upstream.usage_reads.clear()
     await live.service.disable("a")
     live.clock.advance(3600)
     live.upstream.usage_for["tok-a"] = usage(live, 55.0)
@@ -73,3 +75,24 @@ async def test_a_reading_between_two_polls_is_not_stale(qtbot, live):
     # The cadence in force: with polls every 15 minutes, 10 minutes is current too.
     await live.bridge.update_settings({"quota.poll_floor_seconds": 900})
     assert not row(live, "a").windows[0].stale
+
+
+async def test_opening_the_tray_menu_reads_gauges_gone_stale(qtbot, live):
+    """Found by hand: with no traffic nothing read the quotas again, so an idle healthy
+    account showed "· stale" on every bar and "Updated 13m ago" in the menu."""
+    await live.add_account("a", "tok-a")
+    live.upstream.usage_for["tok-a"] = usage(live, 40.0)
+    live.bridge.refresh_quotas()
+    await reads_done(live)
+    tray = Tray(live.bridge)
+    tray.menu.aboutToShow.emit()  # fresh: within the poll floor, nothing is read again
+    await reads_done(live)
+    assert live.upstream.usage_reads == ["tok-a"]
+    live.clock.advance(20 * 60)  # an idle pool: no request went through for 20 minutes
+    live.upstream.usage_for["tok-a"] = usage(live, 45.0)
+    assert row(live, "a").windows[0].stale
+    tray.menu.aboutToShow.emit()
+    await reads_done(live)
+    assert live.upstream.usage_reads == ["tok-a", "tok-a"]
+    assert not row(live, "a").windows[0].stale
+    assert row(live, "a").text.startswith("● a — 5h 45%")
