@@ -301,6 +301,9 @@ def summarize(samples: list[dict[str, Any]], requests: int) -> dict[str, Any]:
         "rss_end_mb": last["rss_mb"],
         "rss_growth_mb": last["rss_mb"] - base["rss_mb"],
         "rss_max_after_warmup_mb": max(s["rss_mb"] for s in after),
+        # RSS also counts pages of mapped files (the interpreter, Qt, extension modules) a new
+        # code path touches for the first time; the anonymous part is the heaps alone.
+        "anon_growth_mb": last["anon_mb"] - base["anon_mb"],
         "rss_slope_mb_per_10k": slope_per_10k([(s["requests"], s["rss_mb"]) for s in after]),
         "peak_rss_mb": last["peak_mb"],
         "fds_at_warmup": base["fds"],
@@ -384,6 +387,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     sample = {
                         "requests": done + count,
                         "rss_mb": reading.rss_mb,
+                        "anon_mb": reading.anon_mb,
                         "peak_mb": reading.peak_mb,
                         "fds": reading.fds,
                         "cpu_s": reading.cpu_s,
@@ -397,7 +401,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         await fleet.snapshot(target, trace, 1 if done + count == warmup else 2)
                     print(
                         f"  {target.name:<10} {done + count:>7} requests  RSS "
-                        f"{reading.rss_mb:7.1f} MB  fds {reading.fds:>4}  "
+                        f"{reading.rss_mb:7.1f} MB (anon {reading.anon_mb:6.1f})  fds {reading.fds:>4}  "
                         f"{count / wall:6.0f} req/s  load {sample['load']}",
                         flush=True,
                     )
@@ -441,14 +445,15 @@ def render(report: dict[str, Any]) -> str:
         f"  python {env['python']}, aiohttp {env['aiohttp']}; load average {env['loadavg_start']}"
         f" at start, {env['loadavg_end']} at end",
         "",
-        f"  {'proxy':<10} {'RSS@warm':>9} {'RSS end':>8} {'growth':>8} {'slope/10k':>10}"
+        f"  {'proxy':<10} {'RSS@warm':>9} {'RSS end':>8} {'growth':>8} {'anon':>7} {'slope/10k':>10}"
         f" {'fds@warm':>8} {'fds end':>7} {'max':>4} {'CPU ms/req':>10} {'req/s':>6}",
     ]
     for name, t in report["targets"].items():
         s = t["summary"]
         lines.append(
             f"  {name:<10} {s['rss_at_warmup_mb']:>7.1f}MB {s['rss_end_mb']:>6.1f}MB "
-            f"{s['rss_growth_mb']:>+6.1f}MB {s['rss_slope_mb_per_10k']:>+8.2f}MB "
+            f"{s['rss_growth_mb']:>+6.1f}MB {s['anon_growth_mb']:>+5.1f}MB "
+            f"{s['rss_slope_mb_per_10k']:>+8.2f}MB "
             f"{s['fds_at_warmup']:>8} {s['fds_end']:>7} {s['fds_max_after_warmup']:>4} "
             f"{s['cpu_ms_per_request']:>10.3f} {s['requests_per_s']:>6.0f}"
         )

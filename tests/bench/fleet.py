@@ -48,19 +48,23 @@ class Reading:
     peak_mb: float
     fds: int
     cpu_s: float
+    anon_mb: float = 0.0  # the anonymous part of RSS: heaps, not pages of mapped files
 
 
 def read(pid: int) -> Reading:
-    """RSS and peak RSS (MB), open descriptors and CPU seconds of a live process."""
+    """RSS, peak RSS and anonymous RSS (MB), open descriptors and CPU seconds of a live
+    process."""
     status: dict[str, float] = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         name, _, value = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
+        if name in ("VmRSS", "VmHWM", "RssAnon"):
             status[name] = int(value.split()[0]) / 1024.0
     if "VmRSS" not in status:
         raise ProcessLookupError(f"process {pid} has exited")  # a zombie has no memory left
     fds = len(os.listdir(f"/proc/{pid}/fd"))
-    return Reading(status["VmRSS"], status["VmHWM"], fds, cpu_seconds(pid))
+    return Reading(
+        status["VmRSS"], status["VmHWM"], fds, cpu_seconds(pid), status.get("RssAnon", 0.0)
+    )
 
 
 async def settled(pid: int, tries: int = 30) -> Reading:
