@@ -187,6 +187,7 @@ class WelcomeWindow(QWidget):
         return bool(self._bridge.snapshot())
 
     def _update_steps(self) -> None:
+        self._show_earlier_imports()
         ready = self._has_account() and self.key is not None
         self.test_button.setEnabled(ready)
         if self.requests_button.isVisible():
@@ -216,10 +217,23 @@ class WelcomeWindow(QWidget):
 
     def _imported(self, which: str, view: Any) -> None:
         name = view.get("name", which) if isinstance(view, dict) else which
-        self.import_status[which].setText(f"✓ imported as {name}")
-        self.import_buttons[which].setText("Imported")
+        self._mark_imported(which, name)
         self._bridge.refresh_snapshot()
         self._update_steps()
+
+    def _mark_imported(self, which: str, name: str) -> None:
+        self.import_status[which].setText(f"✓ imported as {name}")
+        self.import_buttons[which].setText("Imported")
+        self.import_buttons[which].setEnabled(False)
+
+    def _show_earlier_imports(self) -> None:
+        """A login imported before, in this run or an earlier one, reads as done, not as a step
+        still to take: reopened after a restart the welcome offered "Import Claude Code login"
+        for the account the pool already had. An import names the account after its tool."""
+        names = {account.get("name") for account in self._bridge.snapshot()}
+        for which, button in self.import_buttons.items():
+            if which in names and button.text() != "Imported":
+                self._mark_imported(which, which)
 
     def _import_failed(self, which: str, message: str) -> None:
         self.import_buttons[which].setEnabled(True)

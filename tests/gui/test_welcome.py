@@ -197,6 +197,20 @@ def test_the_welcome_can_be_opened_again(first_run, qtbot):
     assert welcome.isVisible()
 
 
+def test_a_login_imported_in_an_earlier_run_reads_as_imported(first_run, qtbot):
+    """Found by hand: after a restart, Welcome… offered "Import Claude Code login" (and
+    "found at …") for the login the pool already had, as a step still to take."""
+    home, service, bridge, windows, _upstream, run = first_run
+    write_claude_code_login(home)
+    run(service.import_login("claude-code"))
+    bridge.refresh_snapshot()
+    welcome = windows.show_welcome()
+    assert welcome.import_status["claude-code"].text() == "✓ imported as claude-code"
+    assert welcome.import_buttons["claude-code"].text() == "Imported"
+    assert not welcome.import_buttons["claude-code"].isEnabled()
+    assert welcome.test_result.text() == "Create a key first."
+
+
 def test_not_now_on_the_keyring_dialog_still_leads_a_first_run_to_the_welcome(first_run, qtbot):
     """Fault 11: with no account yet, saying "Not now" to the keyring offer must not leave
     the person with nothing on screen."""
