@@ -26,7 +26,7 @@ from __future__ import annotations
 from sublane_desktop.core.account_state import AccountState, Demand
 from sublane_desktop.core.cache_miss import DEFAULT_TTL, PreviousTurn
 from sublane_desktop.core.policies.base import SWITCH_MARGIN, Gates
-from sublane_desktop.core.policies.seeds import best_scoring
+from sublane_desktop.core.policies.seeds import Score
 
 CACHE_TTL = DEFAULT_TTL  # the prompt cache's default lifetime after the last use (5 min)
 # A window this close below its ceiling is "about to hit a limit" for a cold conversation; it
@@ -152,21 +152,11 @@ def move_target(
     return None
 
 
-class CostAware:
+class CostAware(Score):
+    """Independent requests follow `score`'s anchor (inherited); conversations are its own."""
+
     name = "cost_aware"
     moves_conversations = True
-
-    def choose_anchor(
-        self,
-        gates: Gates,
-        eligible: list[AccountState],
-        anchor: AccountState | None,
-        ordered: list[AccountState],
-        anchor_id: int | None,
-        demand: Demand,
-        now: float,
-    ) -> tuple[AccountState, str]:
-        return best_scoring(gates, eligible, anchor, demand, now)
 
     def place(
         self, gates: Gates, ordered: list[AccountState], demand: Demand, start: int, now: float
