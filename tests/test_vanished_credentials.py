@@ -30,6 +30,7 @@ from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.service import Service
 from tests.conftest import Harness, file_keyring, started_harness
 from tests.fake_upstream import CLAUDE_CODE_HEADERS
+from tests.offline_cli import offline_cli
 
 P = "anthropic-ratelimit-unified-"
 BODY = {
@@ -562,16 +563,12 @@ async def test_a_credential_written_by_another_process_mends_the_running_pool(
     """`sublane account add --replace` with the server running writes the database and the
     keyring itself; the server's watch picks the new revision up on its next look (its
     wake-ups shortened here), and the old reason no longer applies."""
-    from sublane_desktop.service.offline import OfflineService
-
     monkeypatch.setattr(keyring_watch, "LOOK_EVERY_S", 0.01)
     async with started_harness(tmp_path, secret_store, upstream, clock=FakeClock()) as h:
         h.upstream.usage_for["*"] = 429
         work, _, client = await vanished(h, tmp_path)
         revision = h.service.pool.accounts[work].revision
-        offline = OfflineService(h.service.data_dir)
-        offline._secrets = h.service.secrets  # the same keyring file, as the CLI's env says
-        try:
+        with offline_cli(h.service) as offline:  # what `sublane account …` opens
             await asyncio.to_thread(
                 offline.add_account,
                 "anthropic",
@@ -582,8 +579,6 @@ async def test_a_credential_written_by_another_process_mends_the_running_pool(
                 login(NEW_TOKEN, "rt-new"),
                 True,
             )
-        finally:
-            offline.close()
         await changed(h.service, lambda: h.service.account_view(work)["state"] == "ok")
         await assert_mended(h, work, revision, client)
 
@@ -593,8 +588,6 @@ async def test_a_refused_login_written_again_by_another_process_mends_too(
 ):
     """The reason of a refused token refresh belongs to the credential it was seen under, like
     a vanished one's: a credential the CLI writes again clears it in the running pool."""
-    from sublane_desktop.service.offline import OfflineService
-
     monkeypatch.setattr(keyring_watch, "LOOK_EVERY_S", 0.01)
     clock = FakeClock()
     async with started_harness(tmp_path, secret_store, upstream, clock=clock) as h:
@@ -605,9 +598,7 @@ async def test_a_refused_login_written_again_by_another_process_mends_too(
         await client.messages.create(**BODY)  # the refresh is refused: the login is spent
         view = h.service.account_view(work)
         assert (view["state"], view["auth_reason"]) == ("auth_failed", problems.REFUSED)
-        offline = OfflineService(h.service.data_dir)
-        offline._secrets = h.service.secrets
-        try:
+        with offline_cli(h.service) as offline:  # what `sublane account …` opens
             await asyncio.to_thread(
                 offline.add_account,
                 "anthropic",
@@ -618,8 +609,6 @@ async def test_a_refused_login_written_again_by_another_process_mends_too(
                 login(NEW_TOKEN, "rt-new"),
                 True,
             )
-        finally:
-            offline.close()
         await changed(h.service, lambda: h.service.account_view(work)["state"] == "ok")
         await client.messages.create(**BODY)
         assert h.upstream.tokens_served()[-1] == NEW_TOKEN
@@ -628,19 +617,13 @@ async def test_a_refused_login_written_again_by_another_process_mends_too(
 async def test_with_no_server_the_stored_view_says_which_credentials_are_gone(clocked, tmp_path):
     """`account list` with no server running builds the view from the database and reads the
     keyring itself: the same reasons, nothing stored changed."""
-    from sublane_desktop.service.offline import OfflineService
-
     h = clocked
     work, _ = await two_accounts(h)
     key = (await h.service.add_account("anthropic", "key", {"api_key": "sk-ant-api03-k"}))["id"]
     delete_entry(tmp_path, work)
     keyring_file(tmp_path).set_password(SERVICE, account_secret(key), "[]")
-    offline = OfflineService(h.service.data_dir)
-    offline._secrets = h.service.secrets
-    try:
+    with offline_cli(h.service) as offline:  # what `sublane account …` opens
         view = await asyncio.to_thread(offline.pool_view)
-    finally:
-        offline.close()
     reasons = {a["name"]: (a["state"], a["auth_reason"]) for a in view["accounts"]}
     assert reasons == {
         "work": ("auth_failed", MISSING),

@@ -26,6 +26,7 @@ from sublane_desktop.service.metrics import model_family
 from tests.conftest import Harness, started_harness
 from tests.fake_codex import LimitFamily, Window
 from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
+from tests.offline_cli import offline_cli
 from tests.openai_helpers import oai
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-sublane.json"
@@ -298,19 +299,13 @@ async def test_cache_misses_and_reread_tokens_are_counted_by_cause(harness):
 
 
 async def test_an_account_the_cli_adds_while_the_server_runs_is_in_the_next_scrape(harness):
-    from sublane_desktop.service.offline import OfflineService
-
     h = harness
     assert (await scrape(h)).value(
         "sublane_account_in_flight", account="late", provider="codex"
     ) is None
-    offline = OfflineService(h.service.data_dir)  # what `sublane account add` opens
-    offline._secrets = h.service.secrets  # the same keyring file, as the CLI's env says
-    try:
+    with offline_cli(h.service) as offline:  # what `sublane account …` opens
         secret = {"api_key": "sk-proj-late"}
         await asyncio.to_thread(offline.add_account, "codex", "late", "default", None, 3, secret)
-    finally:
-        offline.close()
     s = await scrape(h)
     assert s.value("sublane_account_max_concurrency", account="late", provider="codex") == 3
 
