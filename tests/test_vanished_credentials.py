@@ -583,6 +583,36 @@ async def test_a_credential_written_by_another_process_mends_the_running_pool(
         await assert_mended(h, work, revision, client)
 
 
+async def test_a_failure_the_running_pool_saves_after_the_cli_mended_the_login_stays_mended(
+    clocked, tmp_path
+):
+    """The race behind a flaky CI run: the CLI stores a new credential (revision + 1, auth
+    failure cleared), and before the server's next look its pool saves the account's runtime
+    with the old failure still in memory. The failure belongs to the old credential, so the
+    save must not write it over the repair: on its next look the pool takes the mended login."""
+    h = clocked
+    h.upstream.usage_for["*"] = 429
+    work, _, client = await vanished(h, tmp_path)
+    account = h.service.pool.accounts[work]
+    revision = account.revision
+    with offline_cli(h.service) as offline:
+        await asyncio.to_thread(
+            offline.add_account,
+            "anthropic",
+            "work",
+            "default",
+            None,
+            2,
+            login(NEW_TOKEN, "rt-new"),
+            True,
+        )
+    h.service.pool.mark_auth_failed(account)  # the old failure, saved again after the repair
+    await asyncio.sleep(0)  # the save is queued on the writer thread...
+    await h.service.db.write(lambda: None)  # ...which runs in order: it has landed now
+    await h.service.catalog.reload()
+    await assert_mended(h, work, revision, client)
+
+
 async def test_a_refused_login_written_again_by_another_process_mends_too(
     tmp_path, upstream, secret_store, monkeypatch
 ):

@@ -74,7 +74,9 @@ class StorePersistence:
         spawn(run(), name=f"persist-{what}")
 
     def save_runtime(self, account_id: int, fields: dict[str, Any]) -> None:
-        self._write("runtime", lambda: repo.save_runtime(account_id, **fields))
+        account = self.service.pool.accounts.get(account_id)
+        revision = account.revision if account is not None else None
+        self._write("runtime", lambda: repo.save_runtime(account_id, revision, **fields))
 
     def save_binding(self, group_id: int, digest: str, account_id: int) -> None:
         self._write("binding", lambda: repo.save_binding(group_id, digest, account_id))

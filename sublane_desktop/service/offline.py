@@ -31,6 +31,9 @@ __all__ = ["Conflict", "DatabaseError", "KeyringUnavailable", "NotFound", "Offli
 
 DatabaseError = PeeweeException  # any failure of the database file itself
 DB_FILE = "sublane.db"
+# Every transaction here begins IMMEDIATE (takes the write lock first): a running server writes
+# the same database, and a deferred transaction that read before its commit fails at once with
+# "database is locked" when it then writes (WAL's stale snapshot), with no busy wait.
 RUN_KEY = "run-client-key"  # keyring entry: the client key `sublane run` hands to commands
 
 
@@ -55,7 +58,7 @@ class OfflineService:
         """The database, opened (and migrated) on first use, with its administrator user."""
         if self._store is None:
             self._store = Store(self.db_path)
-            with self._store.db.atomic():
+            with self._store.db.atomic("IMMEDIATE"):
                 repo.ensure_admin()
         return self._store
 
@@ -94,7 +97,7 @@ class OfflineService:
         Raises credentials.CredentialError with a clear message."""
         from sublane_desktop.accounts import credentials
 
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             return credentials.store_account(
                 self.secrets, provider, name, group, base_url, limit, secret, replace=replace
             )
@@ -116,7 +119,7 @@ class OfflineService:
 
         places = Places.here()
         login = find_login(tool, file, places)
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             account_id, verb, kind = store_import(
                 self.secrets, login, name, group, base_url, 2, detach
             )
@@ -150,7 +153,7 @@ class OfflineService:
 
     def pause(self, ref: str, paused: bool) -> None:
         account_id = self.account_id(ref)
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             repo.save_runtime(account_id, paused=paused)
 
     def clear_cooldown(self, ref: str) -> None:
@@ -158,7 +161,7 @@ class OfflineService:
         from sublane_desktop.store.models import AccountRuntime
 
         account_id = self.account_id(ref)
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             row = AccountRuntime.get_or_none(AccountRuntime.account == account_id)
             stored = repo.stored_holds(row)
             evidence = stored.get("evidence") if isinstance(stored, dict) else None
@@ -176,7 +179,7 @@ class OfflineService:
         """Disable or enable (R-AG-6); enabling is a new lifecycle revision, disabling frees
         the account's conversations."""
         self.open()
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             account = repo.find_account(ref)
             if bool(account.enabled) != enabled:
                 repo.save_lifecycle(account.id, enabled, account.revision + (1 if enabled else 0))
@@ -187,11 +190,11 @@ class OfflineService:
         account_id = self.account_id(ref)
         if not 1 <= limit <= 8:
             raise ValueError("limit must be from 1 to 8")
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             repo.set_max_concurrency(account_id, limit)
 
     def reset_usage(self) -> None:
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             quota_store.clear_observations()
 
     # --- settings -------------------------------------------------------------------------------
@@ -202,7 +205,7 @@ class OfflineService:
 
     def set_setting(self, key: str, value: Any) -> None:
         """Store one setting; the caller has validated it (`validate_settings`)."""
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             repo.set_setting(key, value)
 
     def setting(self, key: str, default: Any = None) -> Any:
@@ -213,7 +216,7 @@ class OfflineService:
 
     def add_user(self, name: str) -> dict[str, Any]:
         """Raises Conflict when the name is taken."""
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             user = repo.add_user(name)
         return {"id": user.id, "name": user.name}
 
@@ -221,7 +224,7 @@ class OfflineService:
         self, name: str, user: str | None = None, group: str = "default"
     ) -> tuple[dict[str, Any], str]:
         """A new client key, returned once, with who and where it belongs. Raises NotFound."""
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             owner = repo.find_user(user) if user else repo.ensure_admin()
             found = repo.find_group(group)
             row, key = repo.create_key(name, owner, found)
@@ -233,7 +236,7 @@ class OfflineService:
 
     def revoke_key(self, ref: str) -> dict[str, Any]:
         """Raises NotFound."""
-        with self.store.db.atomic():
+        with self.store.db.atomic("IMMEDIATE"):
             row = repo.revoke_key(ref)
         return {"id": row.id, "name": row.name}
 
@@ -258,7 +261,7 @@ class OfflineService:
         """One page, newest first; `mine`: the administrator's own requests."""
         store = self.store
         now = time.time()
-        with store.db.atomic():
+        with store.db.atomic("IMMEDIATE"):
             records.prune(now)  # cleanup on read, as the server does
         return records.read_page(query, owner=self._owner(mine), now=now)
 

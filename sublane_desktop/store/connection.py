@@ -60,7 +60,10 @@ class Store:
 
     async def write(self, fn: Callable[[], T]) -> T:
         def run() -> T:
-            with self.db.atomic():
+            # IMMEDIATE: take the write lock first. A deferred transaction that reads and then
+            # writes fails at once ("database is locked", no busy wait) when another process —
+            # the CLI beside a running server — committed in between (WAL's stale snapshot).
+            with self.db.atomic("IMMEDIATE"):
                 return fn()
 
         return await asyncio.get_running_loop().run_in_executor(self._writer, run)

@@ -230,7 +230,15 @@ def stored_holds(row: AccountRuntime | None) -> Any:
         return None
 
 
-def save_runtime(account_id: int, **fields: Any) -> None:
+def save_runtime(account_id: int, revision: int | None = None, **fields: Any) -> None:
+    """`revision`: the account's lifecycle revision the fields were taken under. An auth
+    failure belongs to the credential it was seen with: when another process (the CLI's
+    `--replace`, an import) stored a new credential meanwhile, the running pool's save must not
+    write the old failure over the repair before the pool reloads the account."""
+    if revision is not None and fields.get("auth_failed"):
+        stored = Account.select(Account.revision).where(Account.id == account_id).scalar()
+        if stored is not None and stored != revision:
+            del fields["auth_failed"]
     if "holds" in fields and fields["holds"] is not None:
         fields["holds"] = json.dumps(fields["holds"], separators=(",", ":"))
     fields["updated_at"] = time.time()
