@@ -503,6 +503,21 @@ async def vanished(h: Harness, tmp_path: Path) -> tuple[int, int, anthropic.Asyn
     return work, spare, client
 
 
+async def cli_replaces_work_login(h: Harness) -> None:
+    """`sublane account add --replace --name work` while the server runs: a new login."""
+    with offline_cli(h.service) as offline:
+        await asyncio.to_thread(
+            offline.add_account,
+            "anthropic",
+            "work",
+            "default",
+            None,
+            2,
+            login(NEW_TOKEN, "rt-new"),
+            True,
+        )
+
+
 async def assert_mended(h: Harness, work: int, revision: int, client: Any) -> None:
     account = h.service.pool.accounts[work]
     assert account.revision == revision + 1  # a re-auth: the pool and the gauges start afresh
@@ -568,17 +583,7 @@ async def test_a_credential_written_by_another_process_mends_the_running_pool(
         h.upstream.usage_for["*"] = 429
         work, _, client = await vanished(h, tmp_path)
         revision = h.service.pool.accounts[work].revision
-        with offline_cli(h.service) as offline:  # what `sublane account …` opens
-            await asyncio.to_thread(
-                offline.add_account,
-                "anthropic",
-                "work",
-                "default",
-                None,
-                2,
-                login(NEW_TOKEN, "rt-new"),
-                True,
-            )
+        await cli_replaces_work_login(h)
         await changed(h.service, lambda: h.service.account_view(work)["state"] == "ok")
         await assert_mended(h, work, revision, client)
 
@@ -595,17 +600,7 @@ async def test_a_failure_the_running_pool_saves_after_the_cli_mended_the_login_s
     work, _, client = await vanished(h, tmp_path)
     account = h.service.pool.accounts[work]
     revision = account.revision
-    with offline_cli(h.service) as offline:
-        await asyncio.to_thread(
-            offline.add_account,
-            "anthropic",
-            "work",
-            "default",
-            None,
-            2,
-            login(NEW_TOKEN, "rt-new"),
-            True,
-        )
+    await cli_replaces_work_login(h)
     h.service.pool.mark_auth_failed(account)  # the old failure, saved again after the repair
     await asyncio.sleep(0)  # the save is queued on the writer thread...
     await h.service.db.write(lambda: None)  # ...which runs in order: it has landed now
@@ -628,17 +623,7 @@ async def test_a_refused_login_written_again_by_another_process_mends_too(
         await client.messages.create(**BODY)  # the refresh is refused: the login is spent
         view = h.service.account_view(work)
         assert (view["state"], view["auth_reason"]) == ("auth_failed", problems.REFUSED)
-        with offline_cli(h.service) as offline:  # what `sublane account …` opens
-            await asyncio.to_thread(
-                offline.add_account,
-                "anthropic",
-                "work",
-                "default",
-                None,
-                2,
-                login(NEW_TOKEN, "rt-new"),
-                True,
-            )
+        await cli_replaces_work_login(h)
         await changed(h.service, lambda: h.service.account_view(work)["state"] == "ok")
         await client.messages.create(**BODY)
         assert h.upstream.tokens_served()[-1] == NEW_TOKEN
