@@ -59,7 +59,7 @@ async def test_enter_in_add_account_adds_what_was_typed(qtbot, live, monkeypatch
         live.bridge, "import_login", lambda which, path=None: other_actions.append(which)
     )
     dialog = shown_active(qtbot, AddAccountDialog(live.bridge))
-    dialog.provider.setCurrentText("anthropic")
+    dialog.choose_provider("anthropic")
     tab_until(qtbot, dialog.name)
     QTest.keyClicks(dialog.name, "api-enter")
     tab_until(qtbot, dialog.secret)

@@ -37,7 +37,7 @@ def test_secret_from_text():
 
 async def test_paste_an_api_key_adds_the_account_and_forgets_the_text(qtbot, live, secret_store):
     dialog = shown(qtbot, AddAccountDialog(live.bridge))
-    dialog.provider.setCurrentText("anthropic")
+    dialog.choose_provider("anthropic")
     dialog.name.setText("api1")
     dialog.group.setText("team")
     dialog.limit.setValue(4)
@@ -68,7 +68,7 @@ async def test_errors_are_shown_inline(qtbot, live):
     assert "not valid JSON" in dialog.error.text()
 
     # The service's CredentialError, word for word; nothing was stored.
-    dialog.provider.setCurrentText("codex")
+    dialog.choose_provider("codex")
     dialog.secret.setText('{"access_token": "at", "refresh_token": "rt", "expires_at": 1}')
     dialog.add_button.click()
     await live.bridge.wait_idle()
@@ -295,3 +295,19 @@ async def test_an_error_in_add_account_squashes_no_field(qtbot, live):
         inner = isinstance(field.parent(), (QComboBox, QAbstractSpinBox))  # their own edit
         if field.isVisible() and not inner:
             assert field.height() >= field.minimumSizeHint().height(), field.accessibleName()
+
+
+async def test_add_account_names_providers_and_fields_in_words(qtbot, live):
+    """R-UI-16, from the newcomer pass: no provider ids or an unexplained "Limit"."""
+    from PySide6.QtWidgets import QFormLayout, QLabel
+
+    dialog = shown(qtbot, AddAccountDialog(live.bridge))
+    items = [dialog.provider.itemText(i) for i in range(dialog.provider.count())]
+    assert items == ["Claude (Anthropic)", "ChatGPT / Codex (OpenAI)", "Antigravity (Google)"]
+    dialog.choose_provider("codex")
+    assert dialog.provider_id() == "codex"
+    form = dialog.provider.parentWidget().layout()
+    assert isinstance(form, QFormLayout)
+    label = form.labelForField(dialog.limit)
+    assert isinstance(label, QLabel) and label.text() == "Requests at once"
+    assert dialog.limit.toolTip()

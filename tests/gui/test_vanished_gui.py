@@ -77,7 +77,7 @@ async def test_add_account_offers_to_replace_a_missing_credential_and_mends_in_p
     window = shown(qtbot, AccountsWindow(live.bridge))
     dialog = shown(qtbot, AddAccountDialog(live.bridge))
     assert dialog.replace_button.isHidden()
-    dialog.provider.setCurrentText("anthropic")
+    dialog.choose_provider("anthropic")
     dialog.name.setText("work")
     dialog.secret.setText(json.dumps(NEW))
     dialog.add_button.click()
@@ -113,7 +113,7 @@ async def test_add_account_offers_to_replace_a_missing_credential_and_mends_in_p
 async def test_a_healthy_account_of_that_name_is_still_refused(qtbot, live, tmp_path):
     await vanished(live, tmp_path)
     dialog = shown(qtbot, AddAccountDialog(live.bridge))
-    dialog.provider.setCurrentText("anthropic")
+    dialog.choose_provider("anthropic")
     dialog.name.setText("spare")  # works: a second credential under its name is a mistake
     dialog.secret.setText("sk-ant-api03-other")
     dialog.add_button.click()
@@ -122,7 +122,7 @@ async def test_a_healthy_account_of_that_name_is_still_refused(qtbot, live, tmp_
     assert dialog.replace_button.isHidden()
 
     # another provider's name is not offered either: that would be a different account
-    dialog.provider.setCurrentText("codex")
+    dialog.choose_provider("codex")
     dialog.name.setText("work")
     dialog.secret.setText("sk-proj-other")
     dialog.add_button.click()

@@ -54,6 +54,14 @@ def secret_from_text(text: str) -> dict[str, Any]:
     return {"api_key": text}
 
 
+# What the provider list says (R-UI-16: words a person uses, not ids).
+PROVIDER_WORDS = {
+    "anthropic": "Claude (Anthropic)",
+    "codex": "ChatGPT / Codex (OpenAI)",
+    "antigravity": "Antigravity (Google)",
+}
+
+
 class AddAccountDialog(QDialog):
     added = Signal(object)  # the new account's view
 
@@ -119,7 +127,8 @@ class AddAccountDialog(QDialog):
 
         manual = QGroupBox("Or paste a credential")
         self.provider = QComboBox()
-        self.provider.addItems(list(PROVIDERS))
+        for provider in PROVIDERS:  # words a person uses; the id travels as the item's data
+            self.provider.addItem(PROVIDER_WORDS.get(provider, provider), provider)
         self.name = QLineEdit()
         self.name.setPlaceholderText("e.g. work-max")
         self.group = QLineEdit("default")
@@ -135,7 +144,8 @@ class AddAccountDialog(QDialog):
         form.addRow("Provider", self.provider)
         form.addRow("Name", self.name)
         form.addRow("Group", self.group)
-        form.addRow("Limit", self.limit)
+        self.limit.setToolTip("How many of your requests this account serves at the same time")
+        form.addRow("Requests at once", self.limit)
         form.addRow("Base URL", self.base_url)
         form.addRow("Secret", secret_row)
         # Below the form, not in a form row: a wrapped label in a row overlapped the Secret
@@ -176,6 +186,13 @@ class AddAccountDialog(QDialog):
         main_action(self, self.add_button)  # Enter adds what was typed (fault 1)
         set_default_size(self, 520, 0)
         keep_wrapped_text_whole(self)  # an error line must not squash the fields (fault 6)
+
+    def provider_id(self) -> str:
+        """The chosen provider's id ("anthropic", "codex", "antigravity")."""
+        return str(self.provider.currentData())
+
+    def choose_provider(self, provider: str) -> None:
+        self.provider.setCurrentIndex(self.provider.findData(provider))
 
     def sign_in(self, which: str) -> None:
         """Run the browser sign-in through the service; progress, result and errors show here."""
@@ -266,7 +283,7 @@ class AddAccountDialog(QDialog):
         self._replacing = replace
         self._watch(
             self._bridge.add_account(
-                self.provider.currentText(),
+                self.provider_id(),
                 name,
                 secret,
                 group=self.group.text().strip() or "default",
@@ -282,7 +299,7 @@ class AddAccountDialog(QDialog):
         for account in self._bridge.accounts():
             if (
                 account.get("name") == name
-                and account.get("provider") == self.provider.currentText()
+                and account.get("provider") == self.provider_id()
                 and account.get("state") == "auth_failed"
             ):
                 return account
