@@ -46,6 +46,11 @@ async def h(tmp_path: Path, upstream, codex_upstream, secret_store, monkeypatch)
         tmp_path, secret_store, upstream, codex=codex_upstream, clock=FakeClock()
     ) as harness:
         harness.home = home
+        # No background quota reads here: these tests count refreshes, and a read traffic
+        # starts on a stale gauge (R-GAUGE-3) would refresh too, at a moment that depends on
+        # timing. (The chained test tokens' JWTs say exp 0, so a read that takes the written-back
+        # token from the tool's file sees it expired; real tokens' exp and expires_in agree.)
+        harness.service.quota.refresh_stale = lambda provider: None
         # each family's tokens chain: n -> n+1, every one good exactly once
         upstream.refresh_grants.update(
             {
