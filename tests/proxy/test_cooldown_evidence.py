@@ -16,7 +16,7 @@ import pytest
 from sublane_desktop.core.cooldown import cooldown_seconds
 from sublane_desktop.gui import dashboard, pool_status
 from sublane_desktop.service import Service
-from tests.conftest import Harness
+from tests.conftest import Harness, fake_env
 from tests.fake_codex import CodexReply, Window, window_headers
 from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 from tests.openai_helpers import oai, until
@@ -256,10 +256,7 @@ async def test_a_quota_hold_keeps_its_window_and_reset_across_a_restart(
             port=0,
             secret_store=secret_store,
             clock=clock,
-            env={
-                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                "SUBLANE_OAUTH_BASE_URL": upstream.url,
-            },
+            env=fake_env(upstream),
         )
 
     service = fresh()

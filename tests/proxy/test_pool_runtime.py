@@ -8,6 +8,7 @@ import aiohttp
 import anthropic
 import pytest
 
+from tests.conftest import fake_env
 from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 
 BODY = {
@@ -182,10 +183,7 @@ async def test_restart_keeps_bindings_and_cooldowns(tmp_path, upstream, secret_s
             tmp_path / "data",
             port=0,
             secret_store=secret_store,
-            env={
-                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                "SUBLANE_OAUTH_BASE_URL": upstream.url,
-            },
+            env=fake_env(upstream),
         )
 
     service = fresh()

@@ -13,7 +13,7 @@ import pytest
 
 from sublane_desktop.accounts.secrets import account_secret
 from sublane_desktop.service import Service
-from tests.conftest import Harness
+from tests.conftest import Harness, fake_env
 from tests.fake_upstream import CLAUDE_CODE_HEADERS
 
 P = "anthropic-ratelimit-unified-"
@@ -283,10 +283,7 @@ async def test_observations_survive_restart_and_a_reauth_voids_them(
             port=0,
             secret_store=secret_store,
             clock=clock,
-            env={
-                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                "SUBLANE_OAUTH_BASE_URL": upstream.url,
-            },
+            env=fake_env(upstream),
         )
 
     service = fresh()
@@ -395,10 +392,7 @@ async def test_reset_usage_forgets_stored_observations_and_polls_again_at_once(
             port=0,
             secret_store=secret_store,
             clock=clock,
-            env={
-                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                "SUBLANE_OAUTH_BASE_URL": upstream.url,
-            },
+            env=fake_env(upstream),
         )
 
     service = fresh()

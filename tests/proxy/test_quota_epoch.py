@@ -9,6 +9,7 @@ import threading
 import anthropic
 
 from sublane_desktop.store import quota as quota_store
+from tests.conftest import fake_env
 from tests.fake_upstream import CLAUDE_CODE_HEADERS
 from tests.openai_helpers import until
 from tests.proxy.test_quota_e2e import MAIN, H, fable_headers
@@ -104,10 +105,7 @@ async def test_the_fable_scope_cooldown_survives_a_restart(tmp_path, upstream, s
             port=0,
             secret_store=secret_store,
             clock=clock,
-            env={
-                "SUBLANE_ANTHROPIC_BASE_URL": upstream.url,
-                "SUBLANE_OAUTH_BASE_URL": upstream.url,
-            },
+            env=fake_env(upstream),
         )
 
     service = fresh()
