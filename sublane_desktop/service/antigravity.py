@@ -28,6 +28,9 @@ class AntigravityAccounts:
     def __init__(self, service: Any) -> None:
         self.service = service
         self._discovering: dict[int, asyncio.Task[dict[str, Any]]] = {}
+        # account id -> (revision, project) once discovered: a caller that read the credential
+        # before the discovery saved it must not start a second one (nor lose the project)
+        self._projects: dict[int, tuple[int, str]] = {}
         # account id -> the model names its last fetchAvailableModels listed
         self.served: dict[int, tuple[str, ...]] = {}
 
@@ -70,6 +73,9 @@ class AntigravityAccounts:
         when the login did not bring one. Raises antigravity.ProjectUnknown."""
         if credential.get("project_id"):
             return credential
+        known = self._projects.get(account.id)
+        if known is not None and known[0] == account.revision:
+            return dict(credential, project_id=known[1])
         task = self._discovering.get(account.id)
         if task is None or task.done():
             task = spawn(
@@ -106,6 +112,7 @@ class AntigravityAccounts:
                 service.credentials.note_problem(account, str(exc), gate=True)
             raise
         fresh = dict(credential, project_id=project)
+        self._projects[account.id] = (account.revision, project)
         await service.secrets.aset(account_secret(str(account.id)), json.dumps(fresh))
         service.credentials.cache[account.id] = (account.revision, fresh)
         log.info("account %s: Code Assist project discovered", account.id)

@@ -368,6 +368,22 @@ async def test_the_project_is_discovered_once_and_kept(antigravity_harness):
     assert stored["project_id"] == "proj-fake-1"
 
 
+async def test_a_credential_read_before_discovery_ended_does_not_discover_again(
+    antigravity_harness,
+):
+    # A quota read or request that read the projectless credential while the first discovery
+    # was running reaches with_project after it ended: it gets the project, with no second call.
+    h = antigravity_harness
+    account_id = await h.add_antigravity_account("late", project=None)
+    key = await h.create_key()
+    await sdk(h, key).messages.create(model="gemini-3-flash", max_tokens=8, messages=ASK)
+    account = h.service.pool.find(account_id)
+    credential = {"access_token": "ya29.late", "refresh_token": "1//rt-late"}
+    late = await h.service.antigravity.with_project(account, credential)
+    assert late["project_id"] == "proj-fake-1"
+    assert h.google.load_calls == ["ya29.late"]
+
+
 async def test_project_discovery_with_a_stale_token_refreshes_once(antigravity_harness):
     h = antigravity_harness
     account_id = await h.add_antigravity_account("stale", project=None)
