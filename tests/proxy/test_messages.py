@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import anthropic
 
-from tests.fake_upstream import CLAUDE_CODE_HEADERS
+from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 
 
 def client(h, key: str, **kw) -> anthropic.AsyncAnthropic:
@@ -154,3 +156,28 @@ async def test_the_key_decides_the_group_and_so_the_accounts(harness):
     await harness.service.flush_records()
     groups = [r.group_id for r in harness.service.records]
     assert groups[0] == groups[1] != groups[2]
+
+
+async def test_a_stream_reaches_the_client_as_the_upstream_sends_it(harness):
+    """R-PX-2: no buffering of whole responses. The upstream sends the start and every text
+    delta, then holds the rest; the client already reads all of them meanwhile, and the stream
+    ends only once the upstream sends the end."""
+    await harness.add_account("work")
+    key = await harness.create_key()
+    gate = asyncio.Event()
+    harness.upstream.script(None, Reply(kind="sse", gate=gate, events=3))
+    async with client(harness, key).messages.stream(
+        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        text = ""
+        events = aiter(stream)
+        async with asyncio.timeout(10):  # a proxy that buffers would wait for the gate forever
+            while text != "Hello from the fake upstream.":
+                event = await anext(events)
+                if event.type == "text":
+                    text += event.text
+        assert not gate.is_set()  # everything so far came while the upstream held the rest
+        gate.set()
+        rest = [event.type async for event in events]
+    assert rest[-1] == "message_stop"
+    assert (await stream.get_final_message()).stop_reason == "end_turn"
