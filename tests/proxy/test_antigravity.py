@@ -504,3 +504,25 @@ async def test_moving_a_conversation_from_gemini_to_claude_drops_gemini_signatur
     )
     sent = h.upstream.seen[-1].body["messages"][1]["content"]
     assert [b["type"] for b in sent] == ["text"]
+
+
+async def test_a_gemini_stream_reaches_the_client_before_the_upstream_ends_it(ready):
+    """R-PX-2 through the Gemini translation: the text is on the client's side while the
+    upstream still holds its finishing chunk."""
+    h, key = ready
+    gate = asyncio.Event()
+    h.google.script(AgReply(gate=gate))
+    async with sdk(h, key).messages.stream(
+        model="gemini-3-flash", max_tokens=64, messages=ASK
+    ) as stream:
+        events = aiter(stream)
+        text = ""
+        async with asyncio.timeout(10):  # a relay that buffers would wait for the gate forever
+            while text != "Hello from the fake Antigravity upstream.":
+                event = await anext(events)
+                if event.type == "text":
+                    text += event.text
+        assert not gate.is_set()
+        gate.set()
+        rest = [event.type async for event in events]
+    assert rest[-1] == "message_stop"

@@ -266,3 +266,21 @@ async def test_an_antigravity_call_is_the_v1internal_envelope_with_the_logins_pr
     assert seen.body["model"] == "claude-opus-4-6-thinking"  # the served name
     assert seen.headers["User-Agent"].startswith("antigravity/")
     assert records(h)[-1].provider == "antigravity"
+
+
+async def test_a_codex_stream_reaches_a_chat_client_before_the_upstream_ends_it(codex_ready):
+    """R-PX-2 through a translation: every delta the upstream sent is on the Chat client's side
+    while the upstream still holds its terminal event."""
+    h, key = codex_ready
+    gate = asyncio.Event()
+    h.codex.script("tok-sub", CodexReply(gate=gate))
+    stream = await oai(h, key).chat.completions.create(model="gpt-5.4", messages=ASK, stream=True)
+    chunks = aiter(stream)
+    text = ""
+    async with asyncio.timeout(10):  # a relay that buffers would wait for the gate forever
+        while text != "Hello from the fake Codex upstream.":
+            text += (await anext(chunks)).choices[0].delta.content or ""
+    assert not gate.is_set()
+    gate.set()
+    rest = [chunk async for chunk in chunks]
+    assert [c.choices[0].finish_reason for c in rest if c.choices][-1] == "stop"
