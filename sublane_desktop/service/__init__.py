@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sublane_desktop import file_modes, startup
+from sublane_desktop import file_modes, heap, startup
 from sublane_desktop.accounts.problems import CredentialProblems
 from sublane_desktop.accounts.secrets import KeyringUnavailable, SecretStore
 from sublane_desktop.core.clients import serves_client
@@ -291,6 +291,8 @@ class Service:
         while True:
             await asyncio.sleep(TICK_SECONDS)
             self.pool.evaluate()
+            # weeks of uptime: freed heap pages go back to the system (heap.py)
+            await heap.give_back_off_loop()
 
     def base_url(self, provider: str) -> str:
         return self.env.get(BASE_URL_ENV[provider]) or DEFAULT_BASE_URLS[provider]
