@@ -27,15 +27,16 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QScrollArea,
     QTabBar,
     QTabWidget,
     QTextEdit,
     QWidget,
 )
 
-from sublane_desktop.gui.sizing import DEFAULT_SIZE, set_default_size
+from sublane_desktop.gui.sizing import BODY, DEFAULT_SIZE, set_default_size
 
-__all__ = ["problems", "set_default_size"]
+__all__ = ["problems", "set_default_size", "smallest"]
 
 SLACK = 1  # px: rounding at fractional scales
 
@@ -69,10 +70,39 @@ def _all(window: QWidget, text: bool) -> list[str]:
     return found
 
 
+def smallest(window: QWidget) -> QSize:
+    """The least size Qt lets the window take: a window is never shrunk below its layout's
+    minimum, so that minimum must fit the smallest screen it may open on (R-UI-15)."""
+    return window.minimumSizeHint().expandedTo(window.minimumSize())
+
+
 def _problems(window: QWidget) -> list[str]:
     found: list[str] = []
     layout = window.layout()
-    if layout is not None:
+    body = window.findChild(QScrollArea, BODY)
+    content = body.widget() if isinstance(body, QScrollArea) else None
+    if isinstance(body, QScrollArea) and content is not None:
+        # scroll_when_small: the content may scroll on a small screen, never at the default
+        # size on a screen with room.
+        need = content.minimumSizeHint()
+        room = body.maximumViewportSize()
+        if content.hasHeightForWidth():
+            need.setHeight(max(need.height(), content.heightForWidth(room.width())))
+        # Scrolling is right where the screen is smaller than the content; it is a fault
+        # only where the window could have grown.
+        screen = window.screen()
+        most = screen.availableGeometry().size() if screen is not None else QSize(1 << 20, 1 << 20)
+        frame = window.frameGeometry().size()
+        could_widen = frame.width() < most.width() - SLACK
+        could_heighten = frame.height() < most.height() - SLACK
+        if (need.width() > room.width() + SLACK and could_widen) or (
+            need.height() > room.height() + SLACK and could_heighten
+        ):
+            found.append(
+                f"needs at least {need.width()}×{need.height()} for its content but has "
+                f"{room.width()}×{room.height()} (it scrolls)"
+            )
+    elif layout is not None:
         need = layout.totalMinimumSize()
         size = window.property(DEFAULT_SIZE)
         if not isinstance(size, QSize) or size.height() <= 0:  # 0: as tall as its content
@@ -90,6 +120,7 @@ def _problems(window: QWidget) -> list[str]:
             and area.horizontalScrollBar().isVisible()
             and not isinstance(area, (QPlainTextEdit, QTextEdit))
             and not _table_like(area)
+            and not _screen_bound(area, window)
         ):
             found.append(f"{_name(area)} scrolls sideways")
         if (
@@ -118,6 +149,16 @@ def _problems(window: QWidget) -> list[str]:
             continue
         found.append(f"{_name(control)} has no accessible name")
     return found
+
+
+def _screen_bound(area: QAbstractScrollArea, window: QWidget) -> bool:
+    """The window's own body on a screen too small for the window: scrolling is the answer."""
+    screen = window.screen()
+    if area.objectName() != BODY or screen is None:
+        return False
+    room = screen.availableGeometry().size()
+    frame = window.frameGeometry().size()
+    return frame.width() >= room.width() - SLACK or frame.height() >= room.height() - SLACK
 
 
 def _shown(widget: QWidget, root: QWidget) -> bool:
@@ -187,7 +228,7 @@ def _in_viewport(widget: QWidget) -> bool:
     """Widgets inside a scroll area's content are clipped by design (that is scrolling)."""
     w = widget.parentWidget()
     while w is not None:
-        if isinstance(w, QAbstractScrollArea):
+        if isinstance(w, QAbstractScrollArea) and w.objectName() != BODY:
             return True
         if isinstance(w, QTabBar):
             return True

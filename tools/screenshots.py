@@ -55,6 +55,8 @@ class Shots:
     suffix: str = ""  # "-dark" for the dark-palette variant
     # R-UI-10: what does not fit at the default size, per picture (layout_audit.problems)
     problems: dict[str, list[str]] = field(default_factory=dict)
+    # R-UI-15: the least size each window can take, [width, height] in logical pixels
+    minimums: dict[str, list[int]] = field(default_factory=dict)
 
     def skip(self, what: str, why: str) -> None:
         self.skipped.append(what)
@@ -76,6 +78,10 @@ class Shots:
         path = self.outdir / f"{name}.png"
         if isinstance(widget, QWidget) and widget.isWindow() and widget.inherits("QMenu") is False:
             self.audit(widget, name.removesuffix(self.suffix))
+            from tools.layout_audit import smallest
+
+            least = smallest(widget)
+            self.minimums[name] = [least.width(), least.height()]
         focused = widget.focusWidget() if hasattr(widget, "focusWidget") else None
         if focused is not None and focused is not widget:
             focused.clearFocus()  # no text cursor or focus ring frozen into the picture
@@ -789,6 +795,7 @@ def main(argv: list[str] | None = None) -> int:
         "written": [p.name for p in shots.written],
         "skipped": shots.skipped,
         "problems": shots.problems,
+        "minimums": shots.minimums,
     }
     print(json.dumps(summary))
     return 0 if shots.written else 1

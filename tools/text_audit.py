@@ -160,11 +160,16 @@ def _painted(
         elif item.room is not None and item.clipped and item.need > item.room + SLACK:
             found.append(f"{where} cuts {item.text!r} (needs {item.need} px, has {item.room})")
         origin = item.widget.mapTo(window, QPoint(0, 0))
-        box = item.rect.translated(origin)
+        box = QRect(item.rect)
         if item.room is not None:
             # the box the text was given is wider than the glyphs: look where they are
             box.setWidth(min(box.width(), item.need + 2))
-        ground = _ground(image, box)
+        # Only the part a person sees: a table row half below the bottom edge is drawn, but
+        # what lies under its hidden half is the window, not the table.
+        box = box.intersected(item.widget.visibleRegion().boundingRect())
+        if box.isEmpty():
+            continue
+        ground = _ground(image, box.translated(origin))
         if ground is None:
             continue
         ratio = contrast(item.colour, ground)

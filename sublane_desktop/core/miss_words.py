@@ -25,6 +25,14 @@ LABELS = {
     TTL_EXPIRED: "cache expired",
     PREFIX_CHANGED: "prefix changed",
 }
+# The same causes in a sentence a person reads without knowing how a prompt cache works: what
+# made the provider read a repeated prompt again instead of taking it from its cache.
+AFTER = {
+    FIRST_TURN: "new conversations",
+    ACCOUNT_SWITCH: "after switching accounts",
+    TTL_EXPIRED: "after the cache expired",
+    PREFIX_CHANGED: "after a tool changed its prompt",
+}
 # A short mark for a narrow table cell, beside the hit rate.
 MARKS = {FIRST_TURN: "new", ACCOUNT_SWITCH: "⇄", TTL_EXPIRED: "⏱", PREFIX_CHANGED: "✎"}
 
@@ -117,17 +125,17 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
 
 
 def reread_today(summary: Mapping[str, Any] | None) -> str:
-    """The Accounts window's line: today's re-read tokens per cause (R-CF-3)."""
+    """The Accounts window's line: today's re-read tokens per cause (R-CF-3), in words."""
     if not summary:
         return ""
     parts = [
-        f"{LABELS[e['cause']]} {compact_tokens(int(e['reread_tokens']))}"
+        f"{compact_tokens(int(e['reread_tokens']))} {AFTER[e['cause']]}"
         for e in summary.get("causes", [])
         if e.get("reread_tokens")
     ]
     if not parts:
-        return "No cache miss made input be read again today"
-    return "Read again today: " + " · ".join(parts)
+        return "Every repeated prompt was read from cache today"
+    return "Prompt tokens read again, not from cache, today: " + " · ".join(parts)
 
 
 def reread_today_by_account(summary: Mapping[str, Any] | None) -> str:
@@ -135,8 +143,8 @@ def reread_today_by_account(summary: Mapping[str, Any] | None) -> str:
     rows = [a for a in (summary or {}).get("accounts", []) if a.get("reread_tokens")]
     rows.sort(key=lambda a: -int(a["reread_tokens"]))
     return "\n".join(
-        f"{a['account_name']}: {LABELS.get(a['cause'], a['cause'])} "
-        f"{compact_tokens(int(a['reread_tokens']))} ({a['count']} turns)"
+        f"{a['account_name']}: {compact_tokens(int(a['reread_tokens']))} "
+        f"{AFTER.get(a['cause'], a['cause'])} ({a['count']} request{'' if a['count'] == 1 else 's'})"
         for a in rows
     )
 

@@ -50,10 +50,10 @@ from sublane_desktop.gui.pool_status import (
     gauge_windows,
     has_cooldown,
     is_api_key,
-    state_text,
+    state_status,
     window_label,
 )
-from sublane_desktop.gui.sizing import set_default_size
+from sublane_desktop.gui.sizing import scroll_when_small, set_default_size
 from sublane_desktop.gui.usage_chart import UsageChart
 
 MIN_LIMIT, MAX_LIMIT = 1, 8
@@ -281,7 +281,7 @@ class AccountCard(QFrame):
         self.current_marker.setVisible(bool(account.get("current")))
         self.fable_marker.setVisible(bool(account.get("fable_current")))
         self._set_badges(badges(account, now))
-        self.in_flight_label.setText(f"in flight {account.get('in_flight', 0)} /")
+        self.in_flight_label.setText(f"{account.get('in_flight', 0)} running · at most")
         limit = int(account.get("max_concurrency") or MIN_LIMIT)
         if self.limit.value() != limit and not self.limit.hasFocus():
             self.limit.blockSignals(True)
@@ -301,7 +301,7 @@ class AccountCard(QFrame):
         gauges = account.get("gauges") or {}
         for window, bar in self.gauges.items():
             bar.set_reading(gauges.get(window), ceilings.get(window, 1.0), now)
-        reason = state_text(account, now) if account.get("auth_reason") else ""
+        reason = state_status(account, now).detail  # the badge says what; this says why
         if reason != self.reason_label.text():
             self.reason_label.setText(reason)
         self.reason_label.setVisible(bool(reason))
@@ -471,6 +471,7 @@ class AccountsWindow(QWidget):
         layout.addWidget(self.list_area, 1)
         layout.addWidget(self.misses_label)
         layout.addLayout(bottom)
+        scroll_when_small(self)
         set_default_size(self, 760, 520)
 
         bridge.accountsChanged.connect(self.refresh)
@@ -497,7 +498,9 @@ class AccountsWindow(QWidget):
         for account in accounts:
             self.cards[int(account["id"])].update_from(account, settings, now)
         in_flight = sum(int(a.get("in_flight") or 0) for a in accounts)
-        self.pool_label.setText(f"{in_flight} in flight · cap {settings.get('pool.cap', '?')}")
+        self.pool_label.setText(
+            f"{count_of(in_flight, 'request')} running · up to {settings.get('pool.cap', '?')} at once"
+        )
         self.endpoint.setText(self._bridge.endpoint_url())
         self._refresh_keyring_banner()
 
@@ -650,3 +653,8 @@ class AccountsWindow(QWidget):
             self._bridge.request_quit()
         elif clicked is self.serve_choice:
             self.hide()
+
+
+def count_of(count: int, thing: str) -> str:
+    """1 request, 0 requests."""
+    return f"{count} {thing}{'' if count == 1 else 's'}"

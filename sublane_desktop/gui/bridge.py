@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 import time
 from collections.abc import Generator
 from typing import Any
@@ -210,7 +211,8 @@ class Bridge(QObject):
         return dict(self._service.settings)
 
     def keyring_problem(self) -> str | None:
-        return getattr(self._service, "keyring_problem", None)
+        problem = getattr(self._service, "keyring_problem", None)
+        return for_people(problem) if problem else None
 
     def keyring_file_exists(self) -> bool:
         check = getattr(self._service, "keyring_file_exists", None)
@@ -361,7 +363,9 @@ class Bridge(QObject):
                 if inspect.isawaitable(result):
                     result = await result
             except Exception as exc:  # any failure goes to a person, as words
-                message = str(exc) or type(exc).__name__
+                if not str(exc):
+                    log.warning("%s failed with %s and no message", method, type(exc).__name__)
+                message = for_people(str(exc)) or "it failed unexpectedly (see the log)"
                 reply.failed.emit(message)
                 if report:
                     self.leverFailed.emit(method, message)
@@ -373,6 +377,28 @@ class Bridge(QObject):
         self._pending.add(reply.task)
         reply.task.add_done_callback(self._pending.discard)
         return reply
+
+
+# What a terminal needs and a window must not show (R-UI-16). The service's keyring messages
+# name keyring's backend classes and the variables that choose one (R-ST-2: in a terminal that
+# is how a person sets one); the GUI offers "Set up a keyring…" instead.
+_CLASS_PATH = re.compile(r"\b(?:[a-z_][a-z0-9_]*\.)+([A-Z][A-Za-z0-9_]*)\b")
+_CLASS_WORDS = {"PlaintextKeyring": "an unencrypted file keyring"}
+_SET_VARIABLES = re.compile(r";\s*to keep secrets in an encrypted file instead, set [^;]*$")
+_VARIABLE = re.compile(
+    r"\b(?:PYTHON_KEYRING_BACKEND|SUBLANE_KEYRING(?:_PASSWORD)?)\b(?:='[^']*'|=\S+)?"
+)
+_NAME_A_CLASS = re.compile(r";\s*name a keyring backend class such as [^;]*$")
+_IMPORT_ERROR = re.compile(r" cannot be loaded \([^)]*\)")
+
+
+def for_people(text: str) -> str:
+    """A service message as a window shows it: no class names, no environment variables."""
+    text = _SET_VARIABLES.sub("; Set up a keyring… keeps them in an encrypted file instead", text)
+    text = _NAME_A_CLASS.sub("", text)
+    text = _IMPORT_ERROR.sub(" cannot be loaded", text)
+    text = _VARIABLE.sub("the keyring chosen in your environment", text)
+    return _CLASS_PATH.sub(lambda m: _CLASS_WORDS.get(m.group(1), "its fallback keyring"), text)
 
 
 def start_of_day(now: float) -> float:

@@ -13,7 +13,6 @@ The pool line says how much of each window the accounts in use have left togethe
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,17 +22,17 @@ from sublane_desktop.gui.pool_status import (
     NO_SUCH_WINDOW,
     OFF_STATES,
     Account,
+    Status,
     Tone,
-    account_hold,
     ceilings_for,
     countdown,
-    exhausted_window,
     gauge_windows,
     has_cooldown,
     is_api_key,
     percent,
     pin_remaining,
     scoped_holds,
+    state_status,
     state_text,
     window_label,
 )
@@ -73,48 +72,11 @@ def provider_name(provider: Any) -> str:
     return PROVIDER_NAMES.get(str(provider), str(provider or "?").title())
 
 
-def short_time(ts: float, now: float) -> str:
-    """A time of day as a row says it: 14:05, or "Tue 14:05" when it is not within a day."""
-    fmt = "%H:%M" if ts - now < 20 * 3600 else "%a %H:%M"
-    return time.strftime(fmt, time.localtime(ts))
-
-
-@dataclass(frozen=True)
-class Status:
-    """What a row says when the account is not simply serving."""
-
-    words: str  # "Paused", "Cooling until 14:05 · 4m 12s", …
-    tone: Tone
-    detail: str = ""  # why, when the service knows ("credential missing from the keyring")
-
-
 def status_of(account: Account, now: float) -> Status | None:
     """The state in words (R-UI-12); None while the account serves as usual."""
-    state = account.get("state")
-    if state == "disabled":
-        return Status("Disabled", Tone.MUTED)
-    if state == "paused":
-        return Status("Paused", Tone.MUTED)
-    if state == "auth_failed":
-        return Status(SIGN_IN_AGAIN, Tone.BAD, str(account.get("auth_reason") or ""))
-    if state == "cooling":
-        until = account.get("cooldown_until")
-        hold = account_hold(account)  # the evidence that holds it (R-OBS-3)
-        if hold is not None and hold.get("kind") == "quota":
-            return Status(str(hold["words"]), Tone.BAD)
-        if until and until > now:
-            words = f"Cooling until {short_time(until, now)} · {countdown(until - now)}"
-            return Status(words, Tone.WARN, str(hold.get("cause") or "") if hold else "")
-        return Status("Cooling", Tone.WARN)
-    if state == "quota_exhausted":
-        full = exhausted_window(account, now)
-        resets_at = full[1] if full is not None else None
-        if resets_at is not None and resets_at > now:
-            return Status(f"Limit reached, resets {short_time(resets_at, now)}", Tone.BAD)
-        return Status("Limit reached", Tone.BAD)
-    if state == "probing":
-        return Status("Testing with the next request", Tone.WARN)
-    return None
+    if account.get("state") in SERVING_STATES:
+        return None
+    return state_status(account, now)
 
 
 def marks_of(account: Account) -> tuple[str, ...]:

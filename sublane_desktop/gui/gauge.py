@@ -74,7 +74,10 @@ class GaugeBar(QWidget):
             return
         self.gauge, self.ceiling, self.now = gauge, ceiling, now
         self.caption, self.look, self.stale = caption, look, stale
-        self.setToolTip(f"{self.label}: {caption} (ceiling {round(ceiling * 100)}%)")
+        self.setToolTip(
+            f"{self.label}: {caption} (from {round(ceiling * 100)}% new requests go to other"
+            " accounts)"
+        )
         self.update()
 
     @property

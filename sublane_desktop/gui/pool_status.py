@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -41,15 +42,18 @@ SERVING_STATES = READY_STATES | {"probing"}
 # the pool, so it neither degrades nor props up health — a pause is not a warning (R-UI-6).
 OFF_STATES = frozenset({"disabled", "paused"})
 
+# The one place a state is put in words (R-UI-12): Accounts badges, tray rows and tooltips,
+# and notifications all say these, with this casing. A row's full words add the reset, the
+# countdown or the reason (state_status).
 STATE_LABELS = {
-    "ok": "ok",
-    "busy": "busy",
-    "cooling": "cooling",
-    "probing": "probing",
-    "quota_exhausted": "quota exhausted",
-    "paused": "paused",
-    "auth_failed": "auth failed",
-    "disabled": "disabled",
+    "ok": "Ready",
+    "busy": "Busy",
+    "cooling": "Cooling",
+    "probing": "Testing with the next request",
+    "quota_exhausted": "Limit reached",
+    "paused": "Paused",
+    "auth_failed": "Sign in again",
+    "disabled": "Disabled",
 }
 STATE_TONES = {
     "ok": Tone.OK,
@@ -73,7 +77,7 @@ WINDOW_LABELS = {
 }
 STANDARD_WINDOWS = ("five_hour", "seven_day", "fable")
 # What an idle probing account is doing, in words (it only tests itself with real traffic).
-PROBING_IDLE = "waiting for a request to test it"
+PROBING_IDLE = STATE_LABELS["probing"]
 # Setting names of the preemptive ceilings (SPEC §5), per gauge window.
 CEILING_SETTINGS = {
     "five_hour": "five_hour_max",
@@ -133,30 +137,64 @@ def scoped_holds(account: Account) -> list[Mapping[str, Any]]:
     return [h for h in holds if isinstance(h, Mapping) and h.get("scope") == "fable"]
 
 
-def state_text(account: Account, now: float) -> str:
-    """The state in words a person reads in the tray (R-UI-6)."""
-    state = account.get("state") or "unknown"
-    if state == "probing" and not account.get("in_flight"):
-        return PROBING_IDLE
-    hold = account_hold(account)
-    if state == "cooling" and hold is not None:  # which evidence holds it, and until when
-        return f"{hold['words']} ({countdown(float(hold['until']) - now)})"
-    if state == "cooling" and account.get("cooldown_until"):
-        until = float(account["cooldown_until"])
-        return f"cooling until {clock_time(until)} ({countdown(until - now)})"
-    if state == "paused":
-        return "paused by you"
-    if state == "auth_failed" and account.get("auth_reason"):
-        return f"auth failed: {account['auth_reason']}"
+# Why a ladder cooldown holds an account, in a person's words (the service's hold says
+# "upstream 429 (pacing)").
+CAUSE_WORDS = {
+    "pacing": "the provider asked to slow down",
+    "error": "the provider returned errors",
+}
+
+
+@dataclass(frozen=True)
+class Status:
+    """An account's state in words: what a badge, a row or a tooltip line says."""
+
+    words: str  # "Paused", "Cooling until 14:05 · 4m 12s", …
+    tone: Tone
+    detail: str = ""  # why, when the service knows ("credential missing from the keyring")
+
+
+def short_time(ts: float, now: float) -> str:
+    """A time of day as a person reads it: 14:05, or "Tue 14:05" when not within a day."""
+    fmt = "%H:%M" if ts - now < 20 * 3600 else "%a %H:%M"
+    return time.strftime(fmt, time.localtime(ts))
+
+
+def state_status(account: Account, now: float) -> Status:
+    """The state in words, one vocabulary for every surface (R-UI-12)."""
+    state = str(account.get("state") or "unknown")
+    tone = STATE_TONES.get(state, Tone.MUTED)
+    if state == "auth_failed":
+        reason = str(account.get("auth_reason") or "")
+        # The service's reason may end in the advice the words already give.
+        return Status(STATE_LABELS[state], tone, reason.removesuffix(" — sign in again"))
+    if state == "cooling":
+        until = account.get("cooldown_until")
+        hold = account_hold(account)  # the evidence that holds it (R-OBS-3)
+        if hold is not None and hold.get("kind") == "quota":  # its words name the window
+            left = countdown(float(hold["until"]) - now)
+            return Status(f"{hold['words']} · {left}", Tone.BAD)
+        cause = CAUSE_WORDS.get(str(hold.get("kind")), "") if hold is not None else ""
+        if hold is not None:
+            until = hold.get("until") or until
+        if until and float(until) > now:
+            words = f"Cooling until {short_time(float(until), now)} · {countdown(until - now)}"
+            return Status(words, tone, cause)
     if state == "quota_exhausted":
         full = exhausted_window(account, now)
-        if full is not None:
-            window, resets_at = full
-            text = f"quota exhausted ({window_label(window)} at 100%"
-            if resets_at is not None and resets_at > now:
-                text += f", resets at {clock_time(resets_at)}"
-            return text + ")"
-    return state_label(state)
+        resets_at = full[1] if full is not None else None
+        if full is not None and resets_at is not None and resets_at > now:
+            label = window_label(full[0])
+            return Status(f"Limit reached ({label}), resets {short_time(resets_at, now)}", tone)
+    if state == "probing" and account.get("in_flight"):
+        return Status("Testing with a request now", tone)
+    return Status(state_label(state), tone)
+
+
+def state_text(account: Account, now: float) -> str:
+    """The state in one line, with its reason: a tooltip line, a row's plain text."""
+    status = state_status(account, now)
+    return f"{status.words} — {status.detail}" if status.detail else status.words
 
 
 def exhausted_window(account: Account, now: float) -> tuple[str, float | None] | None:
@@ -205,24 +243,15 @@ def clock_time(ts: float) -> str:
 def badges(account: Account, now: float) -> list[tuple[str, Tone]]:
     """The state badge, a badge per part of the account that rests while the rest serves (its
     Fable bucket, a model family: R-OBS-3), and a pinned badge while a switch holds (R-UI-2)."""
-    state = account.get("state") or "unknown"
-    label = state_label(state)
-    cooldown_until = account.get("cooldown_until")
-    hold = account_hold(account)
-    if state == "cooling" and hold is not None:
-        label = f"{hold['words']} ({countdown(float(hold['until']) - now)})"
-    elif state == "cooling" and cooldown_until:
-        label = f"cooling until {clock_time(cooldown_until)} ({countdown(cooldown_until - now)})"
-    elif state == "probing" and not account.get("in_flight"):
-        label = PROBING_IDLE  # it tests itself only with real traffic (issue 14)
-    out = [(label, STATE_TONES.get(state, Tone.MUTED))]
+    status = state_status(account, now)
+    out = [(status.words, status.tone)]
     for part in account.get("holds") or []:
         if isinstance(part, Mapping) and part.get("scope") != "account" and part.get("words"):
             tone = Tone.BAD if part.get("kind") == "quota" else Tone.WARN
-            out.append((f"{part['words']} ({countdown(float(part['until']) - now)})", tone))
+            out.append((f"{part['words']} · {countdown(float(part['until']) - now)}", tone))
     pinned_until = account.get("pinned_until")
     if pinned_until and pinned_until > now:
-        out.append((f"pinned · {countdown(pinned_until - now)}", Tone.INFO))
+        out.append((f"Pinned · {countdown(pinned_until - now)}", Tone.INFO))
     return out
 
 
@@ -334,8 +363,8 @@ def tooltip_text(
         for family, until in sorted((account.get("family_cooldowns") or {}).items()):
             if until > at and account.get("state") != "disabled":
                 lines.append(
-                    f"{account.get('name', '?')}: {window_label(family)} quota exhausted,"
-                    f" resets at {clock_time(until)} ({countdown(until - at)})"
+                    f"{account.get('name', '?')}: {window_label(family)} limit reached,"
+                    f" resets {short_time(until, at)} · {countdown(until - at)}"
                 )
     for account in accounts:  # a Fable bucket held while the account serves other models
         if account.get("state") != "disabled":
@@ -348,12 +377,13 @@ def tooltip_text(
         lines.append("No current account yet (the next request picks one)")
     fable = [a for a in accounts if a.get("fable_current") and not a.get("current")]
     if fable:
-        lines.append("Fable lane: " + ", ".join(a["name"] for a in fable))
+        lines.append("Current for Fable: " + ", ".join(a["name"] for a in fable))
     if settings is not None and now is not None:
         tight = tightest_gauge(accounts, settings)
         if tight is not None:
             account, window, gauge = tight
             lines.append(
-                f"Tightest: {account['name']} {window_label(window)} {gauge_caption(gauge, now)}"
+                f"Closest to its limit: {account['name']} {window_label(window)} "
+                f"{gauge_caption(gauge, now)}"
             )
     return "\n".join(lines)

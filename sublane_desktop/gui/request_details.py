@@ -29,7 +29,7 @@ from sublane_desktop.gui.requests_model import (
     status,
     tokens,
 )
-from sublane_desktop.gui.sizing import keep_wrapped_text_whole
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole, scroll_when_small
 
 # What an error code means, said as a cause a person can act on (R-UI-8). Codes not listed
 # here are the provider's own error types, shown as the provider named them.
@@ -171,6 +171,7 @@ class RequestDetailsDialog(QDialog):
         layout.addLayout(self._form)
         layout.addWidget(buttons)
         main_action(self, None)  # Enter must not press Copy
+        scroll_when_small(self)
         keep_wrapped_text_whole(self)
         self.show_record(record, names=names)
 

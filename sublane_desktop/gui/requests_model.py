@@ -170,7 +170,7 @@ CAUSE_WORDS = {
     "account_busy": "all accounts busy",
     "account_cooling": "all accounts cooling",
     "quota_exhausted": "quota used up",
-    "capacity_exhausted": "pool cap reached",
+    "capacity_exhausted": "too many at once",
     "no_account": "no account for it",
     "invalid_request": "invalid request",
     "unknown_model": "unknown model",

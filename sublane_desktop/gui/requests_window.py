@@ -75,7 +75,7 @@ from sublane_desktop.core.miss_words import LABELS
 from sublane_desktop.gui.colours import link_text, on_base
 from sublane_desktop.gui.request_details import RequestDetailsDialog
 from sublane_desktop.gui.requests_model import Column, RequestsModel
-from sublane_desktop.gui.sizing import set_default_size
+from sublane_desktop.gui.sizing import scroll_when_small, set_default_size
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +257,7 @@ class RequestsWindow(QWidget):
         self.setWindowTitle("SubLane — Requests")
         self._set_icon()
         self._build()
+        scroll_when_small(self)
         set_default_size(self, 1180, 680)
 
         self._live_load = False

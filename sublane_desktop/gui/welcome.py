@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QCloseEvent, QShowEvent
 from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
@@ -29,9 +29,11 @@ from sublane_desktop.gui.dialogs.common import (
 )
 from sublane_desktop.gui.icons import app_icon
 from sublane_desktop.gui.requests_model import milliseconds
-from sublane_desktop.gui.sizing import keep_wrapped_text_whole
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole, scroll_when_small
+from sublane_desktop.gui.tool_setup import TOOLS
 
 KEY_NAME = "desktop"
+TOOL_NOTE = "Claude Code, Codex CLI or the SDKs: the exact lines to paste."
 
 
 class WelcomeWindow(QWidget):
@@ -43,6 +45,9 @@ class WelcomeWindow(QWidget):
         super().__init__(parent)
         self._bridge = bridge
         self.key: str | None = None
+        # The client keys that exist, by name (read each time the window is shown): their
+        # secrets are shown once, when made, so an earlier key is named but never filled in.
+        self.keys: list[str] = []
         self.setWindowTitle("Welcome to SubLane")
         self.setWindowIcon(app_icon())
 
@@ -140,11 +145,11 @@ class WelcomeWindow(QWidget):
         tool_box = QGroupBox("3. Point a tool at SubLane")
         self.tool_button = QPushButton("Set up a tool…")
         self.tool_button.clicked.connect(self.setupToolRequested)
-        tool_note = QLabel("Claude Code, Codex CLI or the SDKs: the exact lines to paste.")
-        tool_note.setWordWrap(True)
+        self.tool_note = QLabel(TOOL_NOTE)
+        self.tool_note.setWordWrap(True)
         row = QHBoxLayout(tool_box)
         row.addWidget(self.tool_button)
-        row.addWidget(tool_note, 1)
+        row.addWidget(self.tool_note, 1)
 
         # 4. test -----------------------------------------------------------------------------
         test_box = QGroupBox("4. Send a test request")
@@ -180,14 +185,30 @@ class WelcomeWindow(QWidget):
         layout.addLayout(bottom)
         bridge.accountsChanged.connect(self._update_steps)
         self._update_steps()
+        scroll_when_small(self)
         keep_wrapped_text_whole(self)
         self.resize(self.sizeHint().expandedTo(self.minimumSizeHint()).width() + 40, 460)
 
     def _has_account(self) -> bool:
         return bool(self._bridge.snapshot())
 
+    def showEvent(self, event: QShowEvent) -> None:
+        """Each time it is shown the steps say how things stand now: a welcome reopened after
+        keys were made said "no key yet" (second newcomer pass)."""
+        super().showEvent(event)
+        self._bridge.refresh_snapshot()
+        self._update_steps()
+        reply = self._bridge.list_keys()
+        if reply is not None:
+            reply.done.connect(self._keys_listed)
+
+    def _keys_listed(self, keys: Any) -> None:
+        self.keys = [str(k.get("name")) for k in keys or [] if not k.get("revoked")]
+        self._update_steps()
+
     def _update_steps(self) -> None:
         self._show_earlier_imports()
+        self._show_earlier_keys()
         ready = self._has_account() and self.key is not None
         self.test_button.setEnabled(ready)
         if self.requests_button.isVisible():
@@ -200,8 +221,33 @@ class WelcomeWindow(QWidget):
         if not self._has_account():
             missing.append("import a login")
         if self.key is None:
-            missing.append("create a key")
+            # An earlier key's secret is not shown again: the test needs one made here.
+            missing.append("create a key here" if self.keys else "create a key")
         self.test_result.setText(" and ".join(missing).capitalize() + " first.")
+
+    def _show_earlier_keys(self) -> None:
+        if self.key is not None:
+            return  # this window's own key is on show
+        count = len(self.keys)
+        self.key_field.setPlaceholderText(
+            f"{count} key{'' if count == 1 else 's'} made already" if count else "no key yet"
+        )
+        self.key_field.setToolTip(
+            "Your tools use a client key instead of your logins. "
+            + (
+                f"Made already: {', '.join(self.keys)}. A key is shown only once, when it is"
+                " made; create another to see one here."
+                if count
+                else ""
+            )
+        )
+        self.key_button.setText("Create another key" if count else "Create a client key")
+        tools = [tool.title for tool in TOOLS if tool.id in self.keys]
+        self.tool_note.setText(
+            f"Set up already: {', '.join(tools)} (a key named after it exists). " + TOOL_NOTE
+            if tools
+            else TOOL_NOTE
+        )
 
     # step 1 ------------------------------------------------------------------------------------
 

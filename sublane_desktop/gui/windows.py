@@ -212,6 +212,11 @@ class Placement(QObject):
         area = screen.availableGeometry()
         if rect is not None and rect.width() <= area.width() and rect.height() <= area.height():
             window.resize(rect.size())  # the size the person chose still fits: keep it
+        chrome = window.frameGeometry().size() - window.size()  # title bar, borders
+        if area.size().expandedTo(window.size() + chrome) != area.size():
+            # Its default size is bigger than this screen (1280×800 at 200 % is 640×400):
+            # as big as the screen instead; its content scrolls (sizing.scroll_when_small).
+            window.resize(window.size().boundedTo(area.size() - chrome))
         frame = window.frameGeometry()
         frame.moveCenter(area.center())
         # A window bigger than the screen (its minimum size on a small screen at 200 %) would

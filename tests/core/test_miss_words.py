@@ -124,15 +124,18 @@ SUMMARY = {
 
 
 def test_the_accounts_window_line_and_its_tooltip() -> None:
-    assert reread_today(SUMMARY) == "Read again today: account switch 48k · cache expired 1.2M"
+    assert reread_today(SUMMARY) == (
+        "Prompt tokens read again, not from cache, today: 48k after switching accounts"
+        " · 1.2M after the cache expired"
+    )
     assert reread_today(None) == "" and reread_today({}) == ""
     assert reread_today({"causes": SUMMARY["causes"][:1]}) == (
-        "No cache miss made input be read again today"
+        "Every repeated prompt was read from cache today"
     )
     assert reread_today_by_account(SUMMARY) == (
-        "lab: cache expired 1.2M (1 turns)\n"
-        "work: account switch 48k (3 turns)\n"
-        "new: future_cause 5 (1 turns)"
+        "lab: 1.2M after the cache expired (1 request)\n"
+        "work: 48k after switching accounts (3 requests)\n"
+        "new: 5 future_cause (1 request)"
     )
     assert reread_today_by_account(None) == ""
 

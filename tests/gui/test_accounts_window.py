@@ -52,22 +52,32 @@ def test_one_card_per_account_with_markers_badges_and_gauges(qtbot, service):
     work, home, cx = (window.card_named(n) for n in ("work", "home", "cx"))
     assert not work.current_marker.isHidden() and work.fable_marker.isHidden()
     assert home.current_marker.isHidden() and not home.fable_marker.isHidden()
-    assert work.badge_texts() == ["busy"] and home.badge_texts() == ["paused"]
-    assert cx.badge_texts() == ["quota exhausted"]
-    assert work.in_flight_label.text() == "in flight 2 /" and work.limit.value() == 2
+    assert work.badge_texts() == ["Busy"] and home.badge_texts() == ["Paused"]
+    assert cx.badge_texts() == ["Limit reached"]
+    assert work.in_flight_label.text() == "2 running · at most" and work.limit.value() == 2
     assert work.gauges["five_hour"].caption == "42% · resets in 2h 00m"
     assert work.gauges["seven_day"].look is GaugeLook.COLD  # never observed: unknown, not 0%
     assert work.gauges["fable"].caption == "no data yet"
     assert list(cx.gauges) == ["five_hour", "seven_day"]  # no Fable bucket outside Claude
     assert home.pause_button.text() == "Resume" and work.pause_button.text() == "Pause"
-    assert window.pool_label.text() == "2 in flight · cap 8"
+    assert window.pool_label.text() == "2 requests running · up to 8 at once"
+
+
+def test_counts_read_as_words_not_jargon(qtbot, service):
+    """Second newcomer pass: "0 in flight · cap 8" and "in flight 1 /" meant nothing to a
+    person who never read the spec."""
+    service.set_accounts([account("work", "busy") | {"in_flight": 1}])
+    window = make_window(qtbot, Bridge(service))
+    texts = [window.pool_label.text(), window.card_named("work").in_flight_label.text()]
+    assert texts == ["1 request running · up to 8 at once", "1 running · at most"]
+    assert not [t for t in texts for jargon in ("in flight", "cap ") if jargon in t]
 
 
 def test_follows_the_service_without_reopening(qtbot, service):
     window = make_window(qtbot, Bridge(service))
     service.set_accounts([account("work", "quota_exhausted"), account("new", "ok", id=5)])
     qtbot.waitUntil(lambda: list(window.cards) == [1, 5], timeout=1000)
-    assert window.card_named("work").badge_texts() == ["quota exhausted"]
+    assert window.card_named("work").badge_texts() == ["Limit reached"]
     service.set_accounts([])
     qtbot.waitUntil(lambda: not window.cards, timeout=1000)
     assert not window.placeholder.isHidden()
@@ -152,17 +162,16 @@ async def test_cooling_counts_down_and_returns_to_ok(qtbot, live):
     card = window.card_named("a")
     (badge,) = card.badge_texts()
     # the evidence that holds it (R-OBS-3): a 529 is an upstream error, on the ladder
-    assert badge.startswith("Cooling until ") and badge.endswith(" — upstream error (15s)")
+    assert badge.startswith("Cooling until ") and badge.endswith(" · 15s")
+    assert card.reason_label.text() == "the provider returned errors"
     assert card.clear_button.isEnabled()
 
     live.clock.advance(5)  # the 1 s tick redraws the countdown; no event, no database
-    qtbot.waitUntil(lambda: card.badge_texts()[0].endswith(" (10s)"), timeout=2000)
+    qtbot.waitUntil(lambda: card.badge_texts()[0].endswith(" · 10s"), timeout=2000)
     live.clock.advance(11)  # past the cooldown: one recovery probe may go
-    qtbot.waitUntil(
-        lambda: card.badge_texts() == ["waiting for a request to test it"], timeout=2000
-    )
+    qtbot.waitUntil(lambda: card.badge_texts() == ["Testing with the next request"], timeout=2000)
     assert await live.message(key) == 200  # the probe succeeds
-    qtbot.waitUntil(lambda: card.badge_texts() == ["ok"], timeout=1000)
+    qtbot.waitUntil(lambda: card.badge_texts() == ["Ready"], timeout=1000)
     assert not card.clear_button.isEnabled()
 
 

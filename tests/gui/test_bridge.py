@@ -134,3 +134,47 @@ async def test_wait_idle_waits_for_every_call(qtbot):
     await bridge.wait_idle()
     assert service.calls == [("switch", "work")]
     bridge.close()
+
+
+async def test_the_gui_never_shows_keyring_class_names_or_variables(qtbot, tmp_path):
+    """Item 5 of this session: the service's no-keyring message names keyring's backend class
+    and the variables that choose one; right in a terminal (R-ST-2), jargon in a window. The
+    bridge, the one door from the service to the GUI, says it without them."""
+    import re
+
+    from keyring.backends import fail
+
+    from sublane_desktop.accounts.secrets import KeyringUnavailable, SecretStore
+
+    try:
+        SecretStore(tmp_path, backend=fail.Keyring())._choose_backend(fail.Keyring())
+    except KeyringUnavailable as exc:
+        terminal = str(exc)
+    assert "keyring.backends.fail.Keyring" in terminal and "SUBLANE_KEYRING=file" in terminal
+
+    class NoKeyring(LeverService):
+        def __init__(self):
+            super().__init__()
+            self.keyring_problem = terminal
+
+        async def add_account(self, *args, **kwargs):
+            raise KeyringUnavailable(terminal)
+
+        async def revoke_key(self, ref):
+            raise RuntimeError()  # no message at all: its class name must not stand in
+
+    bridge = Bridge(NoKeyring())
+    failures: list[str] = []
+    reply = bridge.add_account("anthropic", "x", {"api_key": "k"})
+    reply.failed.connect(failures.append)
+    other = bridge.revoke_key(1)
+    other.failed.connect(failures.append)
+    await bridge.wait_idle()
+    shown = [bridge.keyring_problem() or "", *failures]
+    class_path = re.compile(r"\b(?:[a-z_]+\.)+[A-Z]\w*")
+    for text in shown:
+        assert not class_path.search(text), text
+        assert "KEYRING" not in text and "RuntimeError" not in text, text
+    assert shown[0].startswith("no usable OS keyring")
+    assert "Set up a keyring…" in shown[0]
+    bridge.close()

@@ -182,12 +182,15 @@ def test_the_accounts_window_shows_todays_rereads_per_cause(desk: Desk) -> None:
     desk.qtbot.addWidget(window)
     label = window.misses_label
     desk.qtbot.waitUntil(lambda: label.text() != "", timeout=WAIT_MS)
-    assert label.text() == "Read again today: account switch 48k · cache expired 30k"
-    assert label.toolTip().splitlines()[0] == "home: account switch 48k (1 turns)"
+    assert label.text() == (
+        "Prompt tokens read again, not from cache, today: 48k after switching accounts"
+        " · 30k after the cache expired"
+    )
+    assert label.toolTip().splitlines()[0] == "home: 48k after switching accounts (1 request)"
     # A new miss arrives: the line follows without reopening the window.
     switch_record(desk, 95, 100_000, started_at=desk.clock.now())
     desk.run(desk.service.flush_records())
-    desk.qtbot.waitUntil(lambda: "account switch 148k" in label.text(), timeout=WAIT_MS)
+    desk.qtbot.waitUntil(lambda: "148k after switching accounts" in label.text(), timeout=WAIT_MS)
 
 
 def test_the_tray_tooltip_warns_once_switching_cost_passes_the_threshold(desk: Desk) -> None:

@@ -10,7 +10,14 @@ import pytest
 from PySide6.QtCore import QRect, QSettings, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QDialog, QPushButton, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialog,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from sublane_desktop.gui.dialogs.add_account import AddAccountDialog
 from sublane_desktop.gui.dialogs.client_keys import ClientKeysDialog
@@ -182,6 +189,34 @@ def test_a_window_bigger_than_the_screen_keeps_its_title_bar_on_it(qtbot, placem
     Placement().place(window, "probe")
     frame = window.frameGeometry()
     assert frame.left() >= area.left() and frame.top() >= area.top(), frame
+
+
+def test_a_default_size_bigger_than_the_screen_opens_as_big_as_the_screen(
+    qtbot, placement_settings
+):
+    """A 1280×800 screen at 200 % is 640×400: the Requests window (1180×680 by default) and
+    Settings opened hanging off it, their Close and Save out of reach. Now they shrink to the
+    screen and their content scrolls."""
+    from sublane_desktop.gui.sizing import scroll_when_small, set_default_size
+
+    area = _area()
+    window = QWidget()
+    qtbot.addWidget(window)
+    layout = QVBoxLayout(window)
+    tall = QLabel("content taller and wider than the screen")
+    tall.setMinimumSize(area.width() + 300, area.height() + 300)
+    layout.addWidget(tall)
+    layout.addWidget(QPushButton("Close"))
+    scroll_when_small(window)
+    set_default_size(window, area.width() + 100, area.height() + 100)
+    Placement().place(window, "probe")
+    window.show()
+    qtbot.waitExposed(window)
+    assert area.contains(window.frameGeometry()), (window.frameGeometry(), area)
+    close = window.findChild(QPushButton)
+    assert close is not None and close.isVisible()
+    corner = close.mapTo(window, close.rect().bottomRight())
+    assert window.rect().contains(corner)  # the last row stays in view, below the scrolling
 
 
 async def test_enter_in_the_key_name_creates_one_key(qtbot, live):

@@ -35,7 +35,7 @@ def accounts_windows():
 
 def click_quit(service):
     (window,) = [w for w in accounts_windows() if w.isVisible()]
-    assert window.card_named("work").badge_texts() == ["ok"]
+    assert window.card_named("work").badge_texts() == ["Ready"]
     window.quit_button.click()
 
 

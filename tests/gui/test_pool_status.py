@@ -1,5 +1,3 @@
-import time
-
 import pytest
 from gui_fakes import account
 
@@ -14,6 +12,7 @@ from sublane_desktop.gui.pool_status import (
     gauge_windows,
     has_cooldown,
     pool_health,
+    short_time,
     tightest_gauge,
     tooltip_text,
 )
@@ -92,21 +91,20 @@ def test_countdown(seconds, text):
 def test_badges_cooling_shows_until_and_countdown():
     a = account("home", "cooling") | {"cooldown_until": NOW + 75, "failure_streak": 1}
     ((text, tone),) = badges(a, NOW)
-    hhmmss = time.strftime("%H:%M:%S", time.localtime(NOW + 75))
-    assert text == f"cooling until {hhmmss} (1m 15s)" and tone is Tone.WARN
+    assert text == f"Cooling until {short_time(NOW + 75, NOW)} · 1m 15s" and tone is Tone.WARN
     assert has_cooldown(a)
 
 
 @pytest.mark.parametrize(
     "state, text, tone",
     [
-        ("ok", "ok", Tone.OK),
-        ("busy", "busy", Tone.INFO),
-        ("probing", "waiting for a request to test it", Tone.WARN),
-        ("quota_exhausted", "quota exhausted", Tone.BAD),
-        ("paused", "paused", Tone.MUTED),
-        ("auth_failed", "auth failed", Tone.BAD),
-        ("disabled", "disabled", Tone.MUTED),
+        ("ok", "Ready", Tone.OK),
+        ("busy", "Busy", Tone.INFO),
+        ("probing", "Testing with the next request", Tone.WARN),
+        ("quota_exhausted", "Limit reached", Tone.BAD),
+        ("paused", "Paused", Tone.MUTED),
+        ("auth_failed", "Sign in again", Tone.BAD),
+        ("disabled", "Disabled", Tone.MUTED),
     ],
 )
 def test_state_badges(state, text, tone):
@@ -115,13 +113,15 @@ def test_state_badges(state, text, tone):
 
 
 def test_a_probe_in_flight_reads_probing():
-    assert badges(account("a", "probing") | {"in_flight": 1}, NOW) == [("probing", Tone.WARN)]
+    assert badges(account("a", "probing") | {"in_flight": 1}, NOW) == [
+        ("Testing with a request now", Tone.WARN)
+    ]
 
 
 def test_pinned_badge_only_while_the_pin_holds():
     a = account("a") | {"pinned_until": NOW + 290}
-    assert badges(a, NOW) == [("ok", Tone.OK), ("pinned · 4m 50s", Tone.INFO)]
-    assert badges(a, NOW + 290) == [("ok", Tone.OK)]
+    assert badges(a, NOW) == [("Ready", Tone.OK), ("Pinned · 4m 50s", Tone.INFO)]
+    assert badges(a, NOW + 290) == [("Ready", Tone.OK)]
 
 
 def test_gauge_caption():
@@ -188,11 +188,11 @@ def test_tightest_gauge_is_least_headroom_below_its_ceiling():
 
 def test_lines_and_tooltip():
     accounts = [account("work", "quota_exhausted", current=True), account("home", "ok", id=2)]
-    assert account_line(accounts[0]) == "work — quota exhausted"
+    assert account_line(accounts[0]) == "work — Limit reached"
     tip = tooltip_text("http://127.0.0.1:8765", accounts)
     assert tip.splitlines() == [
         "SubLane — http://127.0.0.1:8765",
-        "work: quota exhausted",
+        "work: Limit reached",
         "Current: work",
     ]
 
@@ -204,8 +204,8 @@ def test_tooltip_with_fable_current_and_tightest_gauge():
     assert tip.splitlines() == [
         "SubLane — http://127.0.0.1:8765",
         "Current: work",
-        "Fable lane: home",
-        "Tightest: work 5h 40% · resets in 10m 00s",
+        "Current for Fable: home",
+        "Closest to its limit: work 5h 40% · resets in 10m 00s",
     ]
     assert tooltip_text("u", [], SCHEDULER_SETTINGS, NOW).splitlines() == [
         "SubLane — u",
@@ -226,21 +226,18 @@ def test_tooltip_says_why_for_each_health_state():
 
     cooling = account("home", "cooling", id=2) | {"cooldown_until": NOW + 252}
     tip = tooltip_text(url, [ok[0], cooling], SCHEDULER_SETTINGS, NOW).splitlines()
-    assert (
-        tip[1] == f"home: cooling until {time.strftime('%H:%M:%S', time.localtime(NOW + 252))}"
-        " (4m 12s)"
-    )
+    assert tip[1] == f"home: Cooling until {short_time(NOW + 252, NOW)} · 4m 12s"
 
     probing = account("home", "probing", id=2)
     assert (
         tooltip_text(url, [ok[0], probing], SCHEDULER_SETTINGS, NOW).splitlines()[1]
-        == "home: waiting for a request to test it"
+        == "home: Testing with the next request"
     )
     assert (
         tooltip_text(
             url, [ok[0], probing | {"in_flight": 1}], SCHEDULER_SETTINGS, NOW
         ).splitlines()[1]
-        == "home: probing"
+        == "home: Testing with a request now"
     )
 
     failed = account("home", "auth_failed", id=2) | {
@@ -248,7 +245,7 @@ def test_tooltip_says_why_for_each_health_state():
     }
     assert (
         tooltip_text(url, [ok[0], failed], SCHEDULER_SETTINGS, NOW).splitlines()[1]
-        == "home: auth failed: the credential cannot be read from the keyring"
+        == "home: Sign in again — the credential cannot be read from the keyring"
     )
 
     spent = account("work", "quota_exhausted") | {
@@ -257,13 +254,12 @@ def test_tooltip_says_why_for_each_health_state():
     tip = tooltip_text(url, [spent], SCHEDULER_SETTINGS, NOW).splitlines()
     assert tip[1:3] == [
         "No account can serve a request now",
-        "work: quota exhausted (5h at 100%, resets at "
-        f"{time.strftime('%H:%M:%S', time.localtime(NOW + 3600))})",
+        f"work: Limit reached (5h), resets {short_time(NOW + 3600, NOW)}",
     ]
     assert tip[3] == "No current account yet (the next request picks one)"
 
     paused = account("home", "paused", id=2)
     assert (
         tooltip_text(url, [ok[0], paused], SCHEDULER_SETTINGS, NOW).splitlines()[1]
-        == "home: paused by you"
+        == "home: Paused"
     )

@@ -71,7 +71,11 @@ def test_tooltip_names_endpoint_current_accounts_and_tightest_gauge(qtbot, servi
     qtbot.waitUntil(
         lambda: (
             tray.icon.toolTip().splitlines()[1:]
-            == ["Current: home", "Fable lane: f", "Tightest: home 5h 93% · resets in 10m 00s"]
+            == [
+                "Current: home",
+                "Current for Fable: f",
+                "Closest to its limit: home 5h 93% · resets in 10m 00s",
+            ]
         ),
         timeout=1000,
     )
@@ -225,7 +229,7 @@ async def test_switch_pause_and_clear_cooldown_from_the_menu(qtbot, live):
     action(tray.account_menu("b"), "Pause").trigger()
     await live.bridge.wait_idle()
     assert (await live.runtime("b"))["state"] == "paused"
-    qtbot.waitUntil(lambda: "b: paused by you" in tray.icon.toolTip(), timeout=1000)
+    qtbot.waitUntil(lambda: "b: Paused" in tray.icon.toolTip(), timeout=1000)
     assert tray.health is PoolHealth.OK  # a pause the person chose is not a warning
     tray.menu.aboutToShow.emit()
     action(tray.account_menu("b"), "Resume").trigger()

@@ -4,6 +4,7 @@ levers; the "updated … ago · Refresh" line."""
 
 from __future__ import annotations
 
+import pytest
 from gui_fakes import account
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QEnterEvent, QPalette
@@ -11,7 +12,8 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QWidgetAction
 
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.gui.dashboard import account_row, pool_left, short_time, updated_line
+from sublane_desktop.gui.dashboard import account_row, pool_left, updated_line
+from sublane_desktop.gui.pool_status import short_time
 from sublane_desktop.gui.tray import Tray
 from sublane_desktop.service import SCHEDULER_SETTINGS
 
@@ -183,7 +185,7 @@ def test_rows_say_in_words_what_an_account_does_when_not_simply_serving():
     assert cooling == f"Cooling until {short_time(NOW + 252, NOW)} · 4m 12s"
     full = {"five_hour": gauge(1.0, 3600), "seven_day": gauge(0.5, 86400)}
     assert said("quota_exhausted", gauges=full) == (
-        f"Limit reached, resets {short_time(NOW + 3600, NOW)}"
+        f"Limit reached (5h), resets {short_time(NOW + 3600, NOW)}"
     )
     gone = account_row(
         account("a", "auth_failed") | {"auth_reason": "credential missing"},
@@ -191,6 +193,36 @@ def test_rows_say_in_words_what_an_account_does_when_not_simply_serving():
         NOW,
     )
     assert gone.text == "✕ a — Sign in again (credential missing) — no quota data yet"
+
+
+@pytest.mark.parametrize(
+    "state, extra",
+    [
+        ("paused", {}),
+        ("disabled", {}),
+        ("auth_failed", {"auth_reason": "credential missing"}),
+        ("cooling", {"cooldown_until": NOW + 252}),
+        ("probing", {}),
+        ("quota_exhausted", {"gauges": {"five_hour": gauge(1.0, 3600)}}),
+    ],
+)
+def test_a_state_reads_the_same_in_the_accounts_badge_the_tray_row_and_the_tooltip(state, extra):
+    """Casing fault of the second newcomer pass: the Accounts badge said "paused" where the
+    tray row said "Paused" (and "auth failed" / "Sign in again", "quota exhausted" / "Limit
+    reached"); the words now come from one place (pool_status.state_status)."""
+    from sublane_desktop.gui.pool_status import badges, tooltip_text
+
+    a = account("a", state) | extra
+    row = account_row(a, SCHEDULER_SETTINGS, NOW)
+    assert row.status is not None
+    words = row.status.words
+    badge = badges(a, NOW)[0][0]
+    tip = tooltip_text("u", [a], SCHEDULER_SETTINGS, NOW).splitlines()
+    assert badge == words
+    if state != "disabled":  # the tooltip leaves out what the person switched off
+        tip_line = next(line for line in tip if line.startswith("a: "))
+        assert tip_line.removeprefix("a: ").startswith(words)
+    assert words[0].isupper(), words
 
 
 def test_short_time_names_the_day_when_it_is_not_today():

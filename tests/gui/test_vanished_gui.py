@@ -47,12 +47,15 @@ async def test_the_reason_shows_in_the_tray_and_the_accounts_window(qtbot, live,
     window = shown(qtbot, AccountsWindow(live.bridge))
     card = window.card_named("work")
     assert card.reason_label.isVisibleTo(window)
-    assert card.reason_label.text() == f"auth failed: {MISSING}"
+    assert card.reason_label.text() == "credential missing from the keyring"
     assert not window.card_named("spare").reason_label.isVisibleTo(window)
     tray = Tray(live.bridge)
-    qtbot.waitUntil(lambda: f"work: auth failed: {MISSING}" in tray.icon.toolTip(), timeout=2000)
+    qtbot.waitUntil(
+        lambda: "work: Sign in again — credential missing from the keyring" in tray.icon.toolTip(),
+        timeout=2000,
+    )
     [row] = [a for a in live.bridge.snapshot() if a["name"] == "work"]
-    assert MISSING in account_row(row, {}, live.clock.now()).text
+    assert "credential missing from the keyring" in account_row(row, {}, live.clock.now()).text
 
 
 async def test_the_notification_says_why_and_the_fix(live, tmp_path):

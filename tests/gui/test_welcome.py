@@ -181,6 +181,30 @@ def test_a_key_made_in_set_up_a_tool_is_the_welcomes_key(first_run, qtbot):
     assert welcome.test_result.text() == "Ready: one small request goes through SubLane."
 
 
+def test_a_reopened_welcome_says_the_keys_and_tools_there_are_now(first_run, qtbot):
+    """Second newcomer pass: reopened after keys were made, the welcome said "no key yet".
+    Each time it is shown it reads the keys again (their secrets are shown once, so it names
+    them and offers another), and a tool set up in Set up a tool reads as done."""
+    _home, service, _bridge, windows, _upstream, run = first_run
+    run(service.add_account("anthropic", "api", {"api_key": "sk-ant-api03-welcome"}))
+    welcome = windows.show_welcome()
+    qtbot.waitExposed(welcome)
+    welcome.key_button.click()
+    qtbot.waitUntil(lambda: welcome.key is not None, timeout=WAIT_MS)
+    welcome.close()
+    run(service.create_key("claude-code"))  # as Set up a tool names a key it makes
+
+    welcome = windows.show_welcome()
+    qtbot.waitUntil(
+        lambda: welcome.key_field.placeholderText() == "2 keys made already", timeout=WAIT_MS
+    )
+    assert welcome.key_field.text() == ""  # a secret is shown once, when it is made
+    assert welcome.key_button.text() == "Create another key"
+    assert "desktop, claude-code" in welcome.key_field.toolTip()
+    assert welcome.tool_note.text().startswith("Set up already: Claude Code")
+    assert welcome.test_result.text() == "Create a key here first."
+
+
 def test_the_welcome_can_be_opened_again(first_run, qtbot):
     """Fault 11: closed, the welcome comes back through the bridge (the tray's "Welcome…")
     and through the Accounts window's Welcome… button."""

@@ -174,7 +174,7 @@ async def test_a_login_that_onboarding_gives_no_project_is_auth_failed_in_words(
     assert view["state"] == "auth_failed"
     assert "no Code Assist project" in view["auth_reason"]
     tray = pool_status.state_text(view, h.clock.now())
-    assert tray.startswith("auth failed:") and "no Code Assist project" in tray
+    assert tray.startswith("Sign in again — ") and "no Code Assist project" in tray
     verdict = await h.service.verify(account)
     assert verdict["result"] == "auth_failed" and "no Code Assist project" in verdict["detail"]
 
@@ -273,7 +273,7 @@ async def test_a_spent_quota_rests_only_its_family_until_the_reset_it_names(cloc
     assert view["family_cooldowns"] == {"claude": pytest.approx(resets, abs=1)}
     assert view["gauges"]["claude"]["utilization"] == 1.0
     tip = pool_status.tooltip_text(h.url, [view], now=h.clock.now())
-    assert "google: Claude quota exhausted" in tip
+    assert "google: Claude limit reached" in tip
     row = dashboard.account_row(view, h.service.settings, h.clock.now())
     claude = next(w for w in row.windows if w.window == "claude")
     assert claude.text.startswith("Claude 100% · resets in 4h 39m")  # the tray's family line

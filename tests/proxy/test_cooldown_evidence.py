@@ -74,11 +74,10 @@ async def test_a_claude_quota_429_holds_until_its_reset_and_says_so(clocked):
     # the Accounts row, the tray row and the tooltip name the evidence and until when
     words = f"Limit reached (5h), resets {clock_minutes(resets)}"
     now = h.clock.now()
-    assert pool_status.badges(view, now)[0][0] == f"{words} ({pool_status.countdown(2 * H)})"
-    assert dashboard.account_row(view, h.service.settings, now).status.words == words
-    assert f"a: {words} ({pool_status.countdown(2 * H)})" in pool_status.tooltip_text(
-        h.url, [view], now=now
-    )
+    said = f"{words} · {pool_status.countdown(2 * H)}"
+    assert pool_status.badges(view, now)[0][0] == said
+    assert dashboard.account_row(view, h.service.settings, now).status.words == said
+    assert f"a: {said}" in pool_status.tooltip_text(h.url, [view], now=now)
     # the 15-minute ladder cap passes: still held, since the window has not reset
     h.clock.advance(16 * 60)
     with pytest.raises(anthropic.RateLimitError) as err:
@@ -108,9 +107,9 @@ async def test_a_claude_429_that_names_no_window_is_pacing(clocked):
     assert view["state"] == "cooling"  # never quota_exhausted
     row = dashboard.account_row(view, h.service.settings, h.clock.now())
     assert row.status.words.startswith("Cooling until ")
-    assert row.status.detail == "upstream 429 (pacing)"
+    assert row.status.detail == "the provider asked to slow down"
     tip = pool_status.tooltip_text(h.url, [view], now=h.clock.now())
-    assert "upstream 429 (pacing)" in tip and "Limit" not in tip and "quota" not in tip
+    assert "the provider asked to slow down" in tip and "Limit" not in tip and "quota" not in tip
 
 
 async def test_b_a_usage_read_with_headroom_ends_a_quota_hold(clocked):
@@ -188,7 +187,7 @@ async def test_c_a_response_saying_allowed_ends_a_fable_quota_hold(clocked):
     assert f"a: Limit reached (Fable), resets {clock_minutes(resets)}" in tip.splitlines()
     # the Accounts row: "ok" for what it serves, and a badge for the bucket that rests
     badges = [text for text, _ in pool_status.badges(view, h.clock.now())]
-    assert badges == ["ok", f"{view['hold']['words']} ({pool_status.countdown(30 * H)})"]
+    assert badges == ["Ready", f"{view['hold']['words']} · {pool_status.countdown(30 * H)}"]
     # the tray row serves on, and its tooltip names the resting bucket
     row = dashboard.account_row(view, h.service.settings, h.clock.now())
     assert row.serving and view["hold"]["words"] in row.description.splitlines()

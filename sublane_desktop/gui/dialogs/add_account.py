@@ -33,7 +33,11 @@ from PySide6.QtWidgets import (
 from sublane_desktop.accounts.credentials import LOGIN_FILES, PROVIDERS, CredentialError
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import error_label, main_action, secret_field, show_error
-from sublane_desktop.gui.sizing import keep_wrapped_text_whole, set_default_size
+from sublane_desktop.gui.sizing import (
+    keep_wrapped_text_whole,
+    scroll_when_small,
+    set_default_size,
+)
 
 
 def secret_from_text(text: str) -> dict[str, Any]:
@@ -184,6 +188,7 @@ class AddAccountDialog(QDialog):
         layout.addWidget(self.status)
         layout.addWidget(self.buttons)
         main_action(self, self.add_button)  # Enter adds what was typed (fault 1)
+        scroll_when_small(self)
         set_default_size(self, 520, 0)
         keep_wrapped_text_whole(self)  # an error line must not squash the fields (fault 6)
 

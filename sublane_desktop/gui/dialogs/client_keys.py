@@ -31,7 +31,11 @@ from sublane_desktop.gui.dialogs.common import (
     secret_field,
     show_error,
 )
-from sublane_desktop.gui.sizing import keep_wrapped_text_whole, set_default_size
+from sublane_desktop.gui.sizing import (
+    keep_wrapped_text_whole,
+    scroll_when_small,
+    set_default_size,
+)
 
 COLUMNS = ("Name", "Prefix", "User", "Group", "Created", "Status")
 
@@ -89,6 +93,7 @@ class ClientKeysDialog(QDialog):
         layout.addWidget(self.error)
         layout.addWidget(buttons)
         main_action(self, self.create_button)  # Enter in the name box creates the key
+        scroll_when_small(self)
         set_default_size(self, 640, 380)
         keep_wrapped_text_whole(self)
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import error_label, main_action, secret_field, show_error
-from sublane_desktop.gui.sizing import keep_wrapped_text_whole
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole, scroll_when_small
 
 MIN_PASSWORD = 8
 
@@ -103,6 +103,7 @@ class KeyringDialog(QDialog):
         # at its labels' one-line width and cut the sentences off (issue 25, fault 6).
         for label in (self.problem_label, self.explain, self.details):
             label.setMinimumWidth(label.fontMetrics().averageCharWidth() * 56)
+        scroll_when_small(self)
         keep_wrapped_text_whole(self)
         self.adjustSize()
 

@@ -27,7 +27,7 @@ from sublane_desktop.core.scheduler import MODES
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text
 from sublane_desktop.gui.dialogs.common import error_label, main_action, show_error
-from sublane_desktop.gui.sizing import keep_wrapped_text_whole
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole, scroll_when_small
 from sublane_desktop.service.settings import NOTIFY_SETTINGS
 
 CEILINGS = (
@@ -135,6 +135,7 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.error)
         layout.addWidget(self.buttons)
         main_action(self, self.buttons.button(QDialogButtonBox.StandardButton.Save))
+        scroll_when_small(self)
         keep_wrapped_text_whole(self)
         self.load()
 

@@ -29,7 +29,11 @@ from sublane_desktop.gui.dialogs.common import (
     main_action,
     show_error,
 )
-from sublane_desktop.gui.sizing import keep_wrapped_text_whole, set_default_size
+from sublane_desktop.gui.sizing import (
+    keep_wrapped_text_whole,
+    scroll_when_small,
+    set_default_size,
+)
 from sublane_desktop.gui.tool_setup import TOOLS, Tool, snippets
 
 
@@ -134,6 +138,7 @@ class SetupToolDialog(QDialog):
         layout.addWidget(self.tabs)
         layout.addWidget(buttons)
         main_action(self, None)  # nothing to submit: Enter must not press a Copy or Create
+        scroll_when_small(self)
         keep_wrapped_text_whole(self)
         set_default_size(self, 640, 600)  # the Codex CLI tab: a config file and a variable
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from sublane_desktop.gui.dialogs.common import main_action
-from sublane_desktop.gui.sizing import keep_wrapped_text_whole
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole, scroll_when_small
 from sublane_desktop.startup import MAX_PORT, StartupError
 
 # Ports below this need privileges on most systems; nobody should be offered one.
@@ -124,6 +124,7 @@ class PortInUseDialog(QDialog):
         layout.addWidget(note)
         layout.addWidget(buttons)
         main_action(self, self.start_button)
+        scroll_when_small(self)
         keep_wrapped_text_whole(self)
 
     def choice(self) -> PortChoice:
