@@ -204,6 +204,7 @@ class FakeAntigravity:
         self.operation_reads: list[str] = []
         self._operations: dict[str, tuple[str, int]] = {}  # name -> (token, reads left)
         self.quota_reads: list[tuple[str, str]] = []
+        self.quota_seen = asyncio.Condition()  # notified at each read (`quota_read_by`)
         self.quota: dict[str, Any] = {
             m: {
                 "displayName": m,
@@ -450,12 +451,20 @@ class FakeAntigravity:
             "response": {"cloudaicompanionProject": {"id": self.project, "name": self.project}},
         }
 
+    async def quota_read_by(self, token: str) -> None:
+        """Returns once fetchAvailableModels was asked with `token` (a read the server starts
+        by itself)."""
+        async with self.quota_seen:
+            await self.quota_seen.wait_for(lambda: any(t == token for t, _ in self.quota_reads))
+
     async def fetch_models(self, request: web.Request) -> web.Response:
         refused = self._unauthorized(request)
         if refused is not None:
             return refused
         body = await request.json()
         self.quota_reads.append((token_of(request), str(body.get("project"))))
+        async with self.quota_seen:
+            self.quota_seen.notify_all()
         if self.quota_status != 200:
             return web.json_response(
                 google_error(self.quota_status, "RESOURCE_EXHAUSTED", "slow down", "30s"),

@@ -190,6 +190,7 @@ class FakeCodex:
         # wham/usage: token -> body (or an HTTP status to refuse with), reads seen, concurrency
         self.usage_for: dict[str, Any] = {}
         self.usage_reads: list[tuple[str, str | None]] = []
+        self.usage_seen = asyncio.Condition()  # notified at each read (`usage_read_by`)
         self.usage_in_flight = 0
         self.usage_max_in_flight = 0
         self.usage_gate: asyncio.Event | None = None
@@ -364,9 +365,16 @@ class FakeCodex:
             return web.json_response({"detail": "Store must be set to false"}, status=400)
         return None
 
+    async def usage_read_by(self, token: str) -> None:
+        """Returns once wham/usage was asked with `token` (a read the server starts by itself)."""
+        async with self.usage_seen:
+            await self.usage_seen.wait_for(lambda: any(t == token for t, _ in self.usage_reads))
+
     async def usage(self, request: web.Request) -> web.Response:
         token = token_of(request)
         self.usage_reads.append((token, request.headers.get("ChatGPT-Account-Id")))
+        async with self.usage_seen:
+            self.usage_seen.notify_all()
         self.usage_in_flight += 1
         self.usage_max_in_flight = max(self.usage_max_in_flight, self.usage_in_flight)
         try:

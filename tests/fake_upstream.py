@@ -185,6 +185,7 @@ class FakeAnthropic:
         self.headers_for: dict[str, dict[str, str]] = defaultdict(dict)
         self.usage_for: dict[str, Any] = {}
         self.usage_reads: list[str] = []
+        self.usage_seen = asyncio.Condition()  # notified at each read (`usage_read_by`)
         self.usage_in_flight = 0
         self.usage_max_in_flight = 0
         self.usage_gate: asyncio.Event | None = None
@@ -259,9 +260,17 @@ class FakeAnthropic:
     def tokens_served(self) -> list[str]:
         return [s.token for s in self.seen]
 
+    async def usage_read_by(self, token: str) -> None:
+        """Returns once the usage endpoint was asked with `token`: a test waits for a read the
+        server starts in the background, without sleeping."""
+        async with self.usage_seen:
+            await self.usage_seen.wait_for(lambda: token in self.usage_reads)
+
     async def usage(self, request: web.Request) -> web.Response:
         token = token_of(request)
         self.usage_reads.append(token)
+        async with self.usage_seen:
+            self.usage_seen.notify_all()
         if is_bearer(request) and OAUTH_BETA not in betas_of(request):
             return api_error(401, "authentication_error", OAUTH_NOT_SUPPORTED)
         if token in self.expired:

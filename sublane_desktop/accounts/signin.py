@@ -290,23 +290,15 @@ def _refusal(answer: dict[str, Any] | None) -> str:
 
 
 async def settle(service: Any, account_id: int) -> dict[str, Any]:
-    """Verify the new credential and read its quota at once, so the account shows real gauges
-    (R-LOGIN-1). Returns the verdict and the account's view; a failed quota read is said in
-    words, never raised."""
-    from sublane_desktop.core.quota import QuotaReadError
-
+    """Verify the new credential and wait for its first quota read, so the account shows real
+    gauges (R-LOGIN-1). The read is the one the account's arrival started (R-UI-14,
+    service/fresh_gauges.py), joined rather than sent again. Returns the verdict and the
+    account's view; a failed quota read is said in words, never raised."""
     await service.refresh_catalog()
     account = service.pool.find(account_id)
     verdict = await service.verify(account_id)
-    quota = "read"
     if verdict.get("result") == "ok":
-        try:
-            observations = await service.quota.read(account)
-            await service.quota.publish(account, account.revision, observations)
-        except QuotaReadError as exc:
-            quota = f"not read yet ({exc})"
-        except Exception:  # the account is signed in; the next poll reads it
-            quota = "not read yet (the next poll reads it)"
+        quota = await service.quota.read_signed_in(account)
     else:
         quota = "not read (the credential did not verify)"
     return {"verdict": verdict, "quota": quota, "account": service.account_view(account_id)}

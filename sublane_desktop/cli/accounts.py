@@ -86,6 +86,7 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
                 replace=args.replace,
             )
         )
+        tell_server(ctx)
         return 0
     if which in IMPORTS:  # a tool's login, found where the tool keeps it (R-LOGIN-2/3)
         tool = which.removeprefix("import-")
@@ -105,6 +106,7 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
         print(line)
         for note in notes:
             print(f"note: {note}")
+        tell_server(ctx)
         return 0
     if which == "list":
         runtime = runtime_snapshot(ctx)
@@ -116,6 +118,20 @@ def cmd_account(ctx: Context, args: argparse.Namespace) -> int:
     from sublane_desktop.cli.levers import cmd_account_lever
 
     return cmd_account_lever(ctx, args)
+
+
+def tell_server(ctx: Context) -> None:
+    """After the CLI wrote an account: a running server takes it up now and reads its quota
+    at once (R-UI-14), instead of at its next request or credential look (within 5 s). The
+    account is stored either way, so a server that does not answer is no error; with none
+    running, the next one to start reads it (service/fresh_gauges.py)."""
+    server = ctx.running_server()
+    if server is None:
+        return
+    try:
+        ctx.api(server, "GET", "/api/accounts/runtime")  # re-reads the catalog
+    except CliError:
+        pass
 
 
 def runtime_snapshot(ctx: Context) -> dict[str, Any]:

@@ -207,6 +207,10 @@ class GaugeSet:
                 return True
         return False
 
+    def all_cold(self, windows: tuple[str, ...] = WINDOWS) -> bool:
+        """Nothing observed in any of these windows: never read under this revision."""
+        return all(getattr(self, window).cold for window in windows)
+
     def to_json(self, now: float, windows: tuple[str, ...] = WINDOWS) -> dict[str, Any]:
         shown = {name: self.get(name).to_json(now) for name in windows}
         for name, gauge in self.limits.items():  # Codex per-model limits, like families

@@ -64,6 +64,9 @@ class QuotaRefresher:
         self._last_start: dict[int, float] = {}
         self._blocked_until: dict[int, float] = {}  # the endpoint's own retry-after
         self._remember = remember or (lambda account_id, started, blocked: None)
+        # account id -> why its last read failed, in words (a sign-in says it); cleared by a
+        # read that lands
+        self.failures: dict[int, str] = {}
         self.reads = 0  # reads actually sent (tests and the trace look at this)
 
     def restore(self, polls: dict[int, tuple[float | None, float | None]]) -> None:
@@ -138,8 +141,12 @@ class QuotaRefresher:
                     self._give_slot()
             if not observations:
                 return False
-            return await self._publish(account, revision, observations)
+            published = await self._publish(account, revision, observations)
+            if published:
+                self.failures.pop(account.id, None)
+            return published
         except QuotaReadError as exc:
+            self.failures[account.id] = str(exc)
             # The last good observation stays, and still expires at its own deadline.
             if exc.retry_after:
                 wait = min(exc.retry_after, MAX_ENDPOINT_BACKOFF_SECONDS)

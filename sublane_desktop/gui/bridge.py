@@ -236,9 +236,9 @@ class Bridge(QObject):
         return self._launch("clear_cooldown", ref)
 
     def set_enabled(self, ref: str | int, enabled: bool) -> Reply | None:
-        """Disable or enable an account (R-AG-6); an enabled one has its quota read at once."""
-        reply = self._launch("enable" if enabled else "disable", ref)
-        return self._read_quota_after(reply) if enabled else reply
+        """Disable or enable an account (R-AG-6); the service reads an enabled one's quota at
+        once (R-UI-14, service/fresh_gauges.py)."""
+        return self._launch("enable" if enabled else "disable", ref)
 
     def verify(self, ref: str | int) -> Reply | None:
         """Check the account's credential with one cheap call; the verdict arrives on
@@ -275,25 +275,10 @@ class Bridge(QObject):
     # Calls whose errors belong to the dialog that made them ------------------------------
 
     def add_account(self, provider: str, name: str, secret: Any, **options: Any) -> Reply | None:
-        reply = self._launch("add_account", provider, name, secret, report=False, **options)
-        return self._read_quota_after(reply)
+        return self._launch("add_account", provider, name, secret, report=False, **options)
 
     def import_login(self, which: str, path: Any = None, name: str | None = None) -> Reply | None:
-        return self._read_quota_after(self._launch("import_login", which, path, name, report=False))
-
-    def _read_quota_after(self, reply: Reply | None) -> Reply | None:
-        """R-UI-14: an account a person just added, imported or enabled has its quota read at
-        once, so its row does not say "no quota data yet" until traffic and the poll floor
-        allow a read. (A browser sign-in reads it itself.)"""
-        read = getattr(self._service, "read_quota_now", None)
-        if reply is not None and read is not None:
-
-            def then(view: Any) -> None:
-                if isinstance(view, dict) and view.get("id") is not None:
-                    read(view["id"])
-
-            reply.done.connect(then)
-        return reply
+        return self._launch("import_login", which, path, name, report=False)
 
     # Opens the sign-in page (R-LOGIN-1); None: the system browser. Tests put an HTTP client
     # that follows the redirect here.

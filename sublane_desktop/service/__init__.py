@@ -7,6 +7,7 @@ event loop (R-ARCH-3), and hands each job to one collaborator:
 - `accounts.AccountCatalog`: stored accounts and client keys, kept in step with the database;
 - `credentials.CredentialCache`: account credentials from the keyring, refreshed in one flight;
 - `quota.QuotaFeed`: response headers and usage reads into the gauges;
+- `fresh_gauges.FreshGauges`: an account that is added, enabled or signed in is read at once;
 - `levers.OperatorLevers`: pause, disable/enable, verify, limits, switch, reset-usage, settings;
 - `records.RequestHistory`: request records, queued and written by one writer;
 - `settings` and `views`: the settings' defaults and validation, and what an account looks like;
@@ -105,6 +106,7 @@ class Service:
         from sublane_desktop.service.antigravity import AntigravityAccounts
         from sublane_desktop.service.credentials import CredentialCache
         from sublane_desktop.service.discovery import ModelDiscovery
+        from sublane_desktop.service.fresh_gauges import FreshGauges
         from sublane_desktop.service.quota import QuotaFeed
 
         self.data_dir = Path(data_dir)
@@ -133,6 +135,7 @@ class Service:
         self.quota = QuotaFeed(self)
         self.refresher = self.quota.refresher
         self.usage_trail = self.quota.usage_trail
+        self.fresh_gauges = FreshGauges(self)  # R-UI-14: an account that comes in is read
         self.discovery = ModelDiscovery(self)
         self.antigravity = AntigravityAccounts(self)
         # A spill goes only to accounts that serve the model (R-WF-6).
@@ -202,6 +205,7 @@ class Service:
             # on another account's requests (and the jar's bookkeeping costs every request).
             cookie_jar=aiohttp.DummyCookieJar(),
         )
+        self.fresh_gauges.start()  # reads can go out now: the accounts never read are read
         max_body = int(settings.get("proxy.max_body_bytes", DEFAULT_MAX_BODY))
         if self.port is None:
             self.port = int(self.settings["server.port"])
@@ -471,10 +475,6 @@ class Service:
 
     def refresh_quotas(self) -> int:
         return self.quota.refresh_all()
-
-    def read_quota_now(self, ref: str | int) -> None:
-        """A person just added, imported or enabled this account: read its quota now."""
-        self.quota.read_new(self.pool.find(ref).id)
 
     # --- records --------------------------------------------------------------------------------
 

@@ -145,6 +145,7 @@ class AccountCatalog:
         self._identities.clear()  # keys may have been revoked too
         self.service.pool.sync_accounts(states)
         self.service.apply_settings()
+        self.service.fresh_gauges.look()  # added, re-enabled or signed in elsewhere: read now
 
     async def identify(self, key: str) -> repo.KeyIdentity | None:
         """Who a client key belongs to (R-PX-1).

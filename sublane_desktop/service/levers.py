@@ -39,6 +39,7 @@ class OperatorLevers:
         """Disable or enable (R-AG-6): settings stay; disabling frees the account's
         conversations; enabling advances its revision (written by the pool's persistence)."""
         account = self.service.pool.set_enabled(ref, enabled)
+        self.service.fresh_gauges.look()  # an enabled account is read at once (R-UI-14)
         return self.service.account_view(account.id)
 
     async def verify(self, ref: str | int) -> dict[str, Any]:

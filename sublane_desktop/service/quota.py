@@ -234,12 +234,31 @@ class QuotaFeed:
         if stale:
             self.refresher.want(stale)
 
-    def read_new(self, account_id: int) -> None:
-        """A person just brought this account in (added, imported, enabled in the desktop app):
-        read its quota now, in the background, so its gauges do not say "no quota data yet"
-        until traffic comes and the poll floor allows (R-UI-14). A browser sign-in reads it
-        itself, awaited. Skipped for an account whose quota cannot be read (API key, paused)."""
-        self.refresher.want([a for a in self.candidates() if a.id == account_id], force=True)
+    def read_new(self, account_ids: list[int]) -> None:
+        """These accounts just came into service (R-UI-14, service/fresh_gauges.py): read their
+        quota now, in the background, past the poll floor but not the endpoint's retry-after.
+        Skipped for an account whose quota cannot be read (API key, paused)."""
+        wanted = set(account_ids)
+        self.refresher.want([a for a in self.candidates() if a.id in wanted], force=True)
+
+    async def read_signed_in(self, account: AccountState) -> str:
+        """A sign-in waits for its account's first read (R-LOGIN-1) and says how it went: the
+        read its arrival started is joined, not sent twice; one is started if none ran yet
+        under this revision (still within the endpoint's retry-after and the global cap)."""
+        read_already = not account.gauges.all_cold(windows_for(account.provider))
+        if read_already and account.id not in self.refresher._running:
+            return "read"  # the arrival's read has landed already
+        tasks = self.refresher.want([account], force=True)
+        if not tasks:
+            return "not read yet (the usage endpoint asked to wait; the next poll reads it)"
+        try:
+            landed = await tasks[0]
+        except Exception:  # the account is signed in all the same; the next poll reads it
+            landed = False
+        if landed:
+            return "read"
+        failure = self.refresher.failures.get(account.id)
+        return f"not read yet ({failure or 'the next poll reads it'})"
 
     def refresh_all(self) -> int:
         """A person asked (Refresh button, opening the Accounts window): skip the poll floor."""

@@ -1,0 +1,60 @@
+"""R-UI-14: an account that comes into service has its quota read at once.
+
+An account comes into service when it is added or imported, enabled, or signed in again (a new
+lifecycle revision). That happens through this service's own methods (the desktop app, the
+management API) or in another process (the CLI writes the database; this service takes the
+change up when it re-reads its catalog: on a request, on a management call, and on the
+credential watch's look every few seconds). Every one of those ways ends in the pool's account
+list, so the rule looks there, and only there: after each catalog re-read and each enable, the
+accounts enabled under a revision it has not seen before get a usage read, skipping the poll
+floor (a new credential or lifecycle voids what the floor protected) but never the usage
+endpoint's own retry-after, and inside the global cap's metadata slot, like every read
+(`core/quota.QuotaRefresher`). Without it a person who adds an account with the CLI or the API
+saw "no quota data yet" until traffic came and the poll floor allowed a read.
+
+A server start is no arrival: it reads the accounts nothing was ever read for (every gauge
+cold), within the poll floor and the retry-after a previous run left (R-OBS-2), so an account
+the CLI added while no server ran has gauges as soon as one starts, and a server restarted in
+a loop does not poll each time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sublane_desktop.core.gauges import windows_for
+
+if TYPE_CHECKING:
+    from sublane_desktop.service import Service
+
+
+class FreshGauges:
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        # account id -> the revision it was last seen enabled under; None before start()
+        self._seen: dict[int, int] | None = None
+
+    def start(self) -> None:
+        """The server is ready to read (store, keyring, HTTP session): from now on, arrivals
+        are read; the accounts never read yet are read now."""
+        self._seen = self._in_service()
+        quota = self.service.quota
+        never_read = [a for a in quota.candidates() if a.gauges.all_cold(windows_for(a.provider))]
+        quota.refresher.want(never_read)  # not forced: the poll floor outlives a restart
+
+    def look(self) -> None:
+        """After the account list may have changed: read the accounts that just came in."""
+        if self._seen is None:  # starting: start() decides what the start reads
+            return
+        now_in = self._in_service()
+        arrived = [
+            account_id
+            for account_id, revision in now_in.items()
+            if self._seen.get(account_id) != revision
+        ]
+        self._seen = now_in
+        if arrived:
+            self.service.quota.read_new(arrived)
+
+    def _in_service(self) -> dict[int, int]:
+        return {a.id: a.revision for a in self.service.pool.accounts.values() if a.enabled}

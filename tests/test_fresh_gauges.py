@@ -1,0 +1,355 @@
+"""R-UI-14 in the service, whoever brings the account in: adding, importing, enabling or signing
+in an account reads its quota at once, for Claude, Codex and Antigravity accounts alike — through
+the management API, through the CLI writing the database while a server runs (taken up by the
+CLI's own call, or by the credential watch with no traffic at all), and at a server start for an
+account the CLI added while none ran. The reads keep the usage endpoint's retry-after and the
+poll floor a previous run left. The desktop app's side is tests/gui/test_fresh_gauges.py."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+import pytest
+
+from sublane_desktop.accounts import keyring_watch
+from sublane_desktop.core.clock import FakeClock
+from sublane_desktop.service import Service
+from sublane_desktop.service.offline import OfflineService
+from tests.conftest import Harness, fake_env, started_harness
+from tests.offline_cli import offline_cli
+
+PROVIDERS = ("anthropic", "codex", "antigravity")
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+class Pool:
+    """One provider's side of a test: its fake, its account secrets, what its reads show."""
+
+    def __init__(self, h: Harness, provider: str) -> None:
+        self.h = h
+        self.provider = provider
+
+    def secret(self, name: str) -> dict[str, Any]:
+        token = self.token(name)
+        secret: dict[str, Any] = {
+            "access_token": token,
+            "refresh_token": f"rt-{name}",
+            "expires_at": 4_000_000_000,
+        }
+        if self.provider == "codex":
+            secret["account_id"] = f"acct-{name}"
+        if self.provider == "antigravity":
+            secret["project_id"] = "proj-fake-1"
+        return secret
+
+    def token(self, name: str) -> str:
+        return {
+            "anthropic": f"sk-ant-oat01-{name}",
+            "codex": f"codex-at-{name}",
+            "antigravity": f"ya29.{name}",
+        }[self.provider]
+
+    async def add_known(self, name: str) -> int:
+        """An account the test begins with (the harness takes it up without a read)."""
+        if self.provider == "codex":
+            return await self.h.add_codex_account(name)
+        if self.provider == "antigravity":
+            return await self.h.add_antigravity_account(name)
+        return await self.h.add_account(name)
+
+    def reads(self) -> list[str]:
+        """The tokens whose usage the fake upstream was asked for, in order."""
+        if self.provider == "codex":
+            return [token for token, _ in self.h.codex.usage_reads]
+        if self.provider == "antigravity":
+            return [token for token, _ in self.h.google.quota_reads]
+        return list(self.h.upstream.usage_reads)
+
+    def forget_reads(self) -> None:
+        self.h.upstream.usage_reads.clear()
+        self.h.codex.usage_reads.clear()
+        self.h.google.quota_reads.clear()
+
+    def answer(self, name: str, used: float) -> tuple[str, float]:
+        """Script the usage read of `name` to say `used` (0..1) of its first window: returns
+        that window's gauge name and the utilization it must show."""
+        now = self.h.service.clock.now()
+        token = self.token(name)
+        if self.provider == "codex":
+            self.h.codex.usage_for[token] = {
+                "plan_type": "pro",
+                "rate_limit": {
+                    "allowed": True,
+                    "limit_reached": False,
+                    "primary_window": {
+                        "used_percent": used * 100,
+                        "limit_window_seconds": 18000,
+                        "reset_after_seconds": 9000,
+                    },
+                    "secondary_window": {
+                        "used_percent": 3,
+                        "limit_window_seconds": 604800,
+                        "reset_after_seconds": 500000,
+                    },
+                },
+            }
+            return "five_hour", used
+        if self.provider == "antigravity":
+            self.h.google.quota = {
+                "gemini-3.1-pro-high": {
+                    "displayName": "Gemini 3.1 Pro",
+                    "quotaInfo": {"remainingFraction": 1 - used, "resetTime": iso(now + 3600)},
+                }
+            }
+            return "gemini_pro", used
+        self.h.upstream.usage_for[token] = {
+            "five_hour": {"utilization": used * 100, "resets_at": iso(now + 3600)},
+            "seven_day": {"utilization": 10.0, "resets_at": iso(now + 3 * 86400)},
+        }
+        return "five_hour", used
+
+    def refuse_reads(self) -> None:
+        """The usage endpoint answers 429 with its own retry-after."""
+        self.h.upstream.usage_for["*"] = 429
+        self.h.codex.usage_for["*"] = 429
+        self.h.google.quota_status = 429
+
+
+@pytest.fixture(params=PROVIDERS)
+async def pool(request, tmp_path, upstream, codex_upstream, antigravity_upstream, secret_store):
+    async with started_harness(
+        tmp_path, secret_store, upstream, codex=codex_upstream, google=antigravity_upstream
+    ) as h:
+        h.api = aiohttp.ClientSession(headers={"Authorization": f"Bearer {h.service.admin_token}"})
+        try:
+            yield Pool(h, request.param)
+        finally:
+            await h.api.close()
+
+
+async def api(h: Harness, method: str, path: str, body: Any = None) -> Any:
+    async with h.api.request(method, h.url + path, json=body) as resp:
+        assert resp.status == 200, await resp.text()
+        return await resp.json()
+
+
+async def reads_done(service: Service) -> None:
+    """Every quota read started so far has landed (they run in the background)."""
+    while service.refresher._running:
+        await asyncio.gather(*service.refresher._running.values(), return_exceptions=True)
+
+
+async def gauge(h: Harness, name: str, window: str) -> dict[str, Any]:
+    runtime = await api(h, "GET", "/api/accounts/runtime")
+    [account] = [a for a in runtime["accounts"] if a["name"] == name]
+    return account["gauges"][window]
+
+
+async def cli_adds(h: Harness, pool: Pool, name: str) -> None:
+    """`sublane account add` while the server runs: another connection commits the account."""
+    with offline_cli(h.service) as offline:
+        await asyncio.to_thread(
+            offline.add_account, pool.provider, name, "default", None, 2, pool.secret(name)
+        )
+
+
+# --- the management API -------------------------------------------------------------------------
+
+
+async def test_enabling_through_the_api_reads_the_quota_at_once(pool: Pool) -> None:
+    h = pool.h
+    account_id = await pool.add_known("work")
+    await api(h, "POST", f"/api/accounts/{account_id}/disable", {})
+    window, used = pool.answer("work", 0.37)
+    assert pool.reads() == []
+    await api(h, "POST", f"/api/accounts/{account_id}/enable", {})
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("work")]  # no request went through it
+    shown = await gauge(h, "work", window)
+    assert not shown["cold"] and shown["utilization"] == pytest.approx(used)
+
+
+# --- the CLI writing the database while a server runs ---------------------------------------
+
+
+async def test_an_account_the_cli_adds_is_read_when_the_server_takes_it_up(pool: Pool) -> None:
+    """The CLI stores the account, then asks the running server for its account list (its
+    `tell_server`), which re-reads the catalog: the read starts there, with no traffic."""
+    h = pool.h
+    window, used = pool.answer("new", 0.42)
+    await cli_adds(h, pool, "new")
+    assert pool.reads() == []
+    await api(h, "GET", "/api/accounts/runtime")
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("new")]
+    shown = await gauge(h, "new", window)
+    assert not shown["cold"] and shown["utilization"] == pytest.approx(used)
+    await api(h, "GET", "/api/accounts/runtime")  # taken up once: no second read
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("new")]
+
+
+async def test_the_credential_watch_takes_up_a_cli_account_with_no_traffic(
+    pool: Pool, monkeypatch
+) -> None:
+    """No request and no management call: the server's own look (every few seconds; shortened
+    here) takes the account up and reads it."""
+    h = pool.h
+    window, used = pool.answer("quiet", 0.25)
+    filled = asyncio.Event()
+    h.service.bus.subscribe("accounts.gauges", lambda topic, payload: filled.set())
+    monkeypatch.setattr(keyring_watch, "LOOK_EVERY_S", 0.01)
+    watch = asyncio.create_task(h.service.credentials.watch())
+    try:
+        await cli_adds(h, pool, "quiet")
+        await asyncio.wait_for(filled.wait(), 20)
+    finally:
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+    assert pool.reads() == [pool.token("quiet")]
+    shown = await gauge(h, "quiet", window)
+    assert shown["utilization"] == pytest.approx(used)
+
+
+async def test_the_cli_enabling_an_account_while_serving_reads_it(pool: Pool) -> None:
+    """`sublane account enable` goes through the API when a server runs; a database write
+    by another process (an older CLI, a second data-dir user) is taken up the same way."""
+    h = pool.h
+    account_id = await pool.add_known("work")
+    await api(h, "POST", f"/api/accounts/{account_id}/disable", {})
+    window, used = pool.answer("work", 0.5)
+    with offline_cli(h.service) as offline:
+        await asyncio.to_thread(offline.set_enabled, "work", True)
+    await api(h, "GET", "/api/accounts/runtime")
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("work")]
+    assert (await gauge(h, "work", window))["utilization"] == pytest.approx(used)
+
+
+# --- the endpoint's retry-after and the poll floor ------------------------------------------
+
+
+async def test_an_arrival_keeps_the_usage_endpoints_retry_after(pool: Pool) -> None:
+    h = pool.h
+    pool.refuse_reads()
+    await cli_adds(h, pool, "work")
+    await api(h, "GET", "/api/accounts/runtime")
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("work")]  # refused, with a retry-after
+    account_id = h.service.pool.find("work").id
+    await api(h, "POST", f"/api/accounts/{account_id}/disable", {})
+    await api(h, "POST", f"/api/accounts/{account_id}/enable", {})
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("work")]  # enabled again, but the endpoint said wait
+
+
+# --- a server start -----------------------------------------------------------------------------
+
+
+class Restarts:
+    """Services started one after another on one data dir (never two at once), and the CLI
+    writing it while none runs."""
+
+    def __init__(self, provider, tmp_path, upstream, codex, google, secret_store) -> None:
+        self.clock = FakeClock()
+        self.data_dir = tmp_path / "data"
+        self.env = fake_env(upstream, codex, google)
+        self.secret_store = secret_store
+        self.upstream, self.codex, self.google = upstream, codex, google
+        self.provider = provider
+
+    def service(self) -> Service:
+        return Service(
+            self.data_dir, port=0, clock=self.clock, secret_store=self.secret_store, env=self.env
+        )
+
+    def pool(self, service: Service) -> Pool:
+        h = Harness(service, self.upstream)
+        h.codex, h.google = self.codex, self.google
+        return Pool(h, self.provider)
+
+    def cli_adds(self, pool: Pool, name: str) -> None:
+        offline = OfflineService(self.data_dir)
+        offline._secrets = self.secret_store  # the keyring the CLI's environment names
+        try:
+            offline.add_account(self.provider, name, "default", None, 2, pool.secret(name))
+        finally:
+            offline.close()
+
+
+@pytest.fixture(params=PROVIDERS)
+async def restarts(request, tmp_path, upstream, codex_upstream, antigravity_upstream, secret_store):
+    runs = Restarts(
+        request.param, tmp_path, upstream, codex_upstream, antigravity_upstream, secret_store
+    )
+    first = runs.service()
+    await first.start()  # makes the data dir, the database and the administrator
+    await first.stop()
+    return runs
+
+
+async def test_a_server_start_reads_an_account_the_cli_added_while_none_ran(
+    restarts: Restarts,
+) -> None:
+    service = restarts.service()
+    pool = restarts.pool(service)
+    window, used = pool.answer("work", 0.3)
+    restarts.cli_adds(pool, "work")  # `sublane account add` with no server running
+    await service.start()
+    try:
+        await reads_done(service)
+        assert pool.reads() == [pool.token("work")]
+        view = service.account_view(service.pool.find("work").id)
+        assert view["gauges"][window]["utilization"] == pytest.approx(used)
+    finally:
+        await service.stop()
+    pool.forget_reads()
+    again = restarts.service()
+    await again.start()
+    try:
+        await reads_done(again)
+        assert pool.reads() == []  # its stored reading shows; a start reads only cold accounts
+    finally:
+        await again.stop()
+
+
+# How long each fake's usage endpoint says to wait when it refuses (its retry-after)
+REFUSED_FOR_S = {"anthropic": 3600, "codex": 600, "antigravity": 30}
+
+
+async def test_a_restart_keeps_the_poll_floor_and_retry_after_of_a_refused_start_read(
+    restarts: Restarts,
+) -> None:
+    """A server restarted in a loop does not ask a usage endpoint again and again: the start's
+    read keeps the floor (5 min) and the endpoint's own retry-after a previous run left."""
+    service = restarts.service()
+    pool = restarts.pool(service)
+    pool.refuse_reads()
+    restarts.cli_adds(pool, "work")
+    await service.start()
+    try:
+        await reads_done(service)
+        assert pool.reads() == [pool.token("work")]  # refused: the gauges stay cold
+    finally:
+        await service.stop()
+
+    async def restart_reads() -> int:
+        again = restarts.service()
+        await again.start()
+        try:
+            await reads_done(again)
+        finally:
+            await again.stop()
+        return len(pool.reads()) - 1
+
+    restarts.clock.advance(60)  # inside the floor
+    assert await restart_reads() == 0
+    restarts.clock.advance(400 - 60)  # past the floor: only the endpoint's retry-after holds
+    waited_out = REFUSED_FOR_S[restarts.provider] <= 400
+    assert await restart_reads() == (1 if waited_out else 0)
