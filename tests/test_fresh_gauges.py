@@ -8,6 +8,7 @@ poll floor a previous run left. The desktop app's side is tests/gui/test_fresh_g
 from __future__ import annotations
 
 import asyncio
+import socket
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from sublane_desktop.accounts import keyring_watch
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.service import Service
 from sublane_desktop.service.offline import OfflineService
+from tests.browser_follow import follow
 from tests.conftest import Harness, fake_env, started_harness
 from tests.offline_cli import offline_cli
 
@@ -353,3 +355,35 @@ async def test_a_restart_keeps_the_poll_floor_and_retry_after_of_a_refused_start
     restarts.clock.advance(400 - 60)  # past the floor: only the endpoint's retry-after holds
     waited_out = REFUSED_FOR_S[restarts.provider] <= 400
     assert await restart_reads() == (1 if waited_out else 0)
+
+
+# --- a browser sign-in --------------------------------------------------------------------------
+
+
+async def test_a_sign_in_waits_for_its_arrivals_read_and_keeps_the_retry_after(
+    tmp_path, upstream, codex_upstream, antigravity_upstream, secret_store
+) -> None:
+    """Signing in waits for the account's first read and says how it went (R-LOGIN-1); that
+    read is the arrival's, so signing in again while the usage endpoint says wait sends none
+    (a sign-in used to read past the endpoint's retry-after, outside the global cap)."""
+    async with started_harness(
+        tmp_path, secret_store, upstream, codex=codex_upstream, google=antigravity_upstream
+    ) as h:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        codex_upstream.redirect_ports = {port}
+        h.service.env.update(
+            {"SUBLANE_CODEX_AUTH_BASE_URL": codex_upstream.url, "SUBLANE_LOGIN_PORT": str(port)}
+        )
+        codex_upstream.usage_for["*"] = 429  # with a retry-after of 10 minutes
+        settled = await h.service.sign_in("codex", browser=follow)
+        assert settled["verdict"]["result"] == "ok"
+        assert settled["quota"].startswith("not read yet")
+        assert len(codex_upstream.usage_reads) == 1
+        again = await h.service.sign_in("", account=settled["account"]["id"], browser=follow)
+        assert again["verdict"]["result"] == "ok"
+        assert again["quota"] == (
+            "not read yet (the usage endpoint asked to wait; the next poll reads it)"
+        )
+        assert len(codex_upstream.usage_reads) == 1  # the endpoint said wait: nothing sent

@@ -231,6 +231,7 @@ class Service:
                 log.warning("quit with %s requests still in flight", self.pool.in_flight)
             await self._server.stop()
             self._server = None
+        self.fresh_gauges.stop()
         await self.quota.cancel_reads()
         await self.quota.save_pending()  # readings that gate already are kept (R-GAUGE-4)
         if self.http is not None:

@@ -42,6 +42,10 @@ class FreshGauges:
         never_read = [a for a in quota.candidates() if a.gauges.all_cold(windows_for(a.provider))]
         quota.refresher.want(never_read)  # not forced: the poll floor outlives a restart
 
+    def stop(self) -> None:
+        """The server is stopping: no read may start into its closing session."""
+        self._seen = None
+
     def look(self) -> None:
         """After the account list may have changed: read the accounts that just came in."""
         if self._seen is None:  # starting: start() decides what the start reads
