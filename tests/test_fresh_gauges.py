@@ -223,8 +223,11 @@ async def test_the_cli_enabling_an_account_while_serving_reads_it(pool: Pool) ->
     """`sublane account enable` goes through the API when a server runs; a database write
     by another process (an older CLI, a second data-dir user) is taken up the same way."""
     h = pool.h
-    account_id = await pool.add_known("work")
-    await api(h, "POST", f"/api/accounts/{account_id}/disable", {})
+    await pool.add_known("work")
+    with offline_cli(h.service) as offline:
+        await asyncio.to_thread(offline.set_enabled, "work", False)
+    await api(h, "GET", "/api/accounts/runtime")  # taken up: disabled
+    assert h.service.pool.find("work").enabled is False
     window, used = pool.answer("work", 0.5)
     with offline_cli(h.service) as offline:
         await asyncio.to_thread(offline.set_enabled, "work", True)
