@@ -13,7 +13,6 @@ from typing import Any
 from PySide6.QtCore import QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QCloseEvent,
-    QGuiApplication,
     QPainter,
     QPaintEvent,
     QPalette,
@@ -39,7 +38,8 @@ from PySide6.QtWidgets import (
 from sublane_desktop.core.miss_words import reread_today, reread_today_by_account
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text, tone_colour, with_alpha
-from sublane_desktop.gui.dashboard import account_row, verdict_words
+from sublane_desktop.gui.dashboard import account_row, provider_name, verdict_words
+from sublane_desktop.gui.dialogs.common import ask_first, ask_to_disable, copy_button
 from sublane_desktop.gui.dialogs.keyring_setup import keyring_words
 from sublane_desktop.gui.gauge import GaugeBar
 from sublane_desktop.gui.icons import app_icon
@@ -106,6 +106,7 @@ class AccountCard(QFrame):
     """One account: name, markers, badges, in-flight / limit, levers, and its gauges."""
 
     removeRequested = Signal(int, str)
+    disableRequested = Signal(int, str)  # the window asks first
 
     def __init__(
         self, bridge: Bridge, account: Mapping[str, Any], parent: QWidget | None = None
@@ -124,8 +125,10 @@ class AccountCard(QFrame):
         provider_palette = self.provider_label.palette()
         provider_palette.setColor(QPalette.ColorRole.WindowText, dim_text(provider_palette))
         self.provider_label.setPalette(provider_palette)
-        self.current_marker = Badge("current", Tone.INFO, outline=True)
-        self.fable_marker = Badge("Fable current", Tone.INFO, outline=True)
+        # The tray's words (dashboard.marks_of): which provider's requests it takes first.
+        provider = provider_name(account.get("provider"))
+        self.current_marker = Badge(f"current for {provider}", Tone.INFO, outline=True)
+        self.fable_marker = Badge("current for Fable", Tone.INFO, outline=True)
         self.badge_row = QHBoxLayout()
         self.badge_row.setSpacing(4)
         self.badges: list[Badge] = []
@@ -277,7 +280,7 @@ class AccountCard(QFrame):
     ) -> None:
         self.account = account
         self.name_label.setText(str(account.get("name", "?")))
-        self.provider_label.setText(str(account.get("provider", "")))
+        self.provider_label.setText(provider_name(account.get("provider")))  # not its id
         self.current_marker.setVisible(bool(account.get("current")))
         self.fable_marker.setVisible(bool(account.get("fable_current")))
         self._set_badges(badges(account, now))
@@ -289,7 +292,9 @@ class AccountCard(QFrame):
             self.limit.blockSignals(False)
         paused = bool(account.get("paused"))
         self.pause_button.setText("Resume" if paused else "Pause")
-        self.enable_action.setText("Enable" if account.get("state") == "disabled" else "Disable")
+        self.enable_action.setText(
+            "Enable" if account.get("state") == "disabled" else "Disable…"  # it asks first
+        )
         self.signin_action.setVisible(account.get("state") == "auth_failed")
         # Only the levers that apply (R-UI-12), as in the tray: a paused, disabled or signed-out
         # account is not one to switch to and has no cooldown worth clearing.
@@ -332,7 +337,10 @@ class AccountCard(QFrame):
         self._bridge.switch(self.account_id)
 
     def _toggle_enabled(self) -> None:
-        self._bridge.set_enabled(self.account_id, self.account.get("state") == "disabled")
+        if self.account.get("state") == "disabled":
+            self._bridge.set_enabled(self.account_id, True)
+        else:
+            self.disableRequested.emit(self.account_id, str(self.account.get("name")))
 
     def _verify(self) -> None:
         self._bridge.verify(self.account_id)
@@ -377,7 +385,7 @@ class AccountsWindow(QWidget):
         self.endpoint = QLineEdit(bridge.endpoint_url())
         self.endpoint.setReadOnly(True)
         self.copy_button = QPushButton("Copy")
-        self.copy_button.clicked.connect(self.copy_endpoint_url)
+        copy_button(self.copy_button, self._bridge.endpoint_url)
         endpoint_row = QHBoxLayout()
         endpoint_label = QLabel("&Endpoint:")
         endpoint_label.setBuddy(self.endpoint)
@@ -526,6 +534,7 @@ class AccountsWindow(QWidget):
         for index, account in enumerate(accounts):
             card = AccountCard(self._bridge, account)
             card.removeRequested.connect(self.confirm_remove)
+            card.disableRequested.connect(self.confirm_disable)
             self.cards[int(account["id"])] = card
             self.list_layout.insertWidget(index, card)
         self.placeholder.setVisible(not accounts)
@@ -559,27 +568,29 @@ class AccountsWindow(QWidget):
         self._bridge.refresh_quotas()
 
     def confirm_remove(self, account_id: int, name: str) -> None:
-        box = QMessageBox(
-            QMessageBox.Icon.Question,
+        box = ask_first(
+            self,
             "Remove account",
             f"Remove {name}? Its credential leaves the keyring; its request history stays.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-            self,
+            "Remove",
         )
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
-        box.finished.connect(lambda result: self._removal_answered(box, account_id, result))
-        self.confirm_box = box
-        box.open()  # not exec(): a nested event loop would stall the proxy's asyncio loop
+        self._open_confirm(box, lambda: self._bridge.remove_account(account_id))
 
-    def _removal_answered(self, box: QMessageBox, account_id: int, result: int) -> None:
+    def confirm_disable(self, account_id: int, name: str) -> None:
+        """Disable asks first here as in the tray (R-UI-12; the card's menu did not ask)."""
+        box = ask_to_disable(self, name)
+        self._open_confirm(box, lambda: self._bridge.set_enabled(account_id, False))
+
+    def _open_confirm(self, box: QMessageBox, then: Callable[[], Any]) -> None:
+        box.finished.connect(lambda result: self._confirm_answered(box, result, then))
+        self.confirm_box = box
+        box.open()
+
+    def _confirm_answered(self, box: QMessageBox, result: int, then: Callable[[], Any]) -> None:
         self.confirm_box = None
         box.deleteLater()
         if result == QMessageBox.StandardButton.Yes:
-            self._bridge.remove_account(account_id)
-
-    def copy_endpoint_url(self) -> None:
-        QGuiApplication.clipboard().setText(self._bridge.endpoint_url())
+            then()
 
     def show_and_raise(self) -> None:
         self.showNormal()

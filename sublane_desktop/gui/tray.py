@@ -34,6 +34,7 @@ from sublane_desktop.gui.dashboard import (
     updated_line,
     verdict_words,
 )
+from sublane_desktop.gui.dialogs.common import ask_to_disable
 from sublane_desktop.gui.icons import health_icon, percent_icon
 from sublane_desktop.gui.pool_status import (
     PoolHealth,
@@ -354,12 +355,7 @@ class Tray(QObject):
         if enabled:
             self._enable(ref, name, True)
             return
-        self._ask_first(
-            f"Disable {name}?",
-            f"{name} will serve nothing until you enable it again. Its settings, login and "
-            "history stay.",
-            lambda: self._enable(ref, name, False),
-        )
+        self._ask_first(ask_to_disable(None, name), lambda: self._enable(ref, name, False))
 
     def _enable(self, ref: int, name: str, enabled: bool) -> None:
         if enabled:
@@ -384,14 +380,7 @@ class Tray(QObject):
             lambda _: self.show_message(f"{name} is signed in again", "It takes requests again."),
         )
 
-    def _ask_first(self, title: str, question: str, then: Callable[[], None]) -> None:
-        box = QMessageBox(
-            QMessageBox.Icon.Question,
-            title,
-            question,
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
-        )
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    def _ask_first(self, box: QMessageBox, then: Callable[[], None]) -> None:
         box.finished.connect(lambda result: self._answered(box, result, then))
         self.confirm_box = box
         box.open()  # not exec(): a nested event loop would stall the proxy's asyncio loop

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import (
-    copy_text,
+    copy_button,
     error_label,
     secret_field,
     show_error,
@@ -131,7 +131,7 @@ class WelcomeWindow(QWidget):
         self.key_field.setToolTip("Your tools use this key instead of your logins")
         self.copy_key = QPushButton("Copy")
         self.copy_key.setEnabled(False)
-        self.copy_key.clicked.connect(lambda: copy_text(self.key or ""))
+        copy_button(self.copy_key, lambda: self.key or "")
         row = QHBoxLayout(key_box)
         row.addWidget(self.key_button)
         row.addWidget(key_row, 1)

@@ -73,6 +73,20 @@ def test_counts_read_as_words_not_jargon(qtbot, service):
     assert not [t for t in texts for jargon in ("in flight", "cap ") if jargon in t]
 
 
+def test_a_card_names_its_provider_and_says_current_for_what(qtbot, service):
+    """Third newcomer pass: a card said "anthropic" (the provider's id) and a bare "current",
+    where the tray says "current for Claude"."""
+    service.set_accounts(
+        [account("work", current=True) | {"fable_current": True, "provider": "anthropic"}]
+    )
+    card = make_window(qtbot, Bridge(service)).card_named("work")
+    assert card.provider_label.text() == "Claude"
+    assert (card.current_marker.text, card.fable_marker.text) == (
+        "current for Claude",
+        "current for Fable",
+    )
+
+
 def test_follows_the_service_without_reopening(qtbot, service):
     window = make_window(qtbot, Bridge(service))
     service.set_accounts([account("work", "quota_exhausted"), account("new", "ok", id=5)])
@@ -202,6 +216,33 @@ async def test_opening_and_refresh_poll_quotas(qtbot, live, monkeypatch):
     await live.bridge.wait_idle()
     await asyncio.gather(*started)
     assert live.upstream.usage_reads == ["tok-a", "tok-a"]
+
+
+async def test_disable_in_the_accounts_window_asks_first_as_the_tray_does(qtbot, live):
+    """Third newcomer pass: the card's Disable acted at once (R-UI-12: Disable asks first);
+    the question's button says "Disable" and Cancel is the default."""
+    await live.add_account("a", "tok-a")
+    window = make_window(qtbot, live.bridge)
+    window.show()
+    card = window.card_named("a")
+    assert card.enable_action.text() == "Disable…"
+    card.enable_action.trigger()
+    box = window.confirm_box
+    assert box is not None and box.text().startswith("a will serve nothing")
+    assert box.button(QMessageBox.StandardButton.Yes).text() == "Disable"
+    assert box.defaultButton() is box.button(QMessageBox.StandardButton.Cancel)
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    await live.bridge.wait_idle()
+    assert live.service.account_view(1)["state"] != "disabled"
+
+    card.enable_action.trigger()
+    window.confirm_box.button(QMessageBox.StandardButton.Yes).click()
+    await live.bridge.wait_idle()
+    assert live.service.account_view(1)["state"] == "disabled"
+    qtbot.waitUntil(lambda: card.enable_action.text() == "Enable", timeout=2000)
+    card.enable_action.trigger()  # enabling needs no question
+    await live.bridge.wait_idle()
+    assert live.service.account_view(1)["state"] != "disabled"
 
 
 async def test_remove_asks_first(qtbot, live):
@@ -341,8 +382,9 @@ async def test_disable_enable_and_verify_from_the_more_menu(qtbot, live):
     acc = await live.add_account("a", "tok-a")
     window = make_window(qtbot, live.bridge)
     card = window.cards[acc]
-    assert card.enable_action.text() == "Disable"
+    assert card.enable_action.text() == "Disable…"
     card.enable_action.trigger()
+    window.confirm_box.button(QMessageBox.StandardButton.Yes).click()  # it asks first
     await live.bridge.wait_idle()
     assert (await live.runtime("a"))["state"] == "disabled"
     qtbot.waitUntil(lambda: card.enable_action.text() == "Enable", timeout=1000)

@@ -208,13 +208,19 @@ async def test_create_shows_the_key_once_and_revoke_stops_it(qtbot, live):
     dialog.copy_button.click()
     assert QApplication.clipboard().text() == key
     assert dialog.table.item(0, 0).text() == "laptop"
-    assert dialog.table.item(0, 5).text() == "active"
+    assert dialog.table.item(0, 5).text() == "Active"
 
     dialog.table.selectRow(0)
     dialog.revoke_button.click()
+    # third newcomer pass: "Tools using it get 401", answered with "Yes"
+    assert "401" not in dialog.confirm_box.text()
+    assert dialog.confirm_box.button(QMessageBox.StandardButton.Yes).text() == "Revoke"
+    assert dialog.confirm_box.defaultButton() is dialog.confirm_box.button(
+        QMessageBox.StandardButton.Cancel
+    )
     dialog.confirm_box.button(QMessageBox.StandardButton.Yes).click()
     await live.bridge.wait_idle()
-    assert dialog.table.item(0, 5).text() == "revoked"
+    assert dialog.table.item(0, 5).text() == "Revoked"
     assert dialog.new_key.text() == "" and dialog.new_key_row.isHidden()  # no revoked secret shown
     assert await live.service.identify(key) is None
     assert not dialog.revoke_button.isEnabled()
@@ -319,3 +325,28 @@ async def test_add_account_names_providers_and_fields_in_words(qtbot, live):
     label = form.labelForField(dialog.limit)
     assert isinstance(label, QLabel) and label.text() == "Requests at once"
     assert dialog.limit.toolTip()
+
+
+async def test_every_copy_button_says_it_copied_then_is_ready_again(qtbot, live, monkeypatch):
+    """Third newcomer pass: Copy in Set up a tool, Client keys and the Accounts window (and
+    the welcome) put the text on the clipboard and showed nothing, so people were unsure."""
+    from PySide6.QtGui import QGuiApplication
+
+    from sublane_desktop.gui import dialogs
+    from sublane_desktop.gui.accounts_window import AccountsWindow
+
+    monkeypatch.setattr(dialogs.common, "COPIED_MS", 50)
+    setup = shown(qtbot, SetupToolDialog(live.bridge))
+    accounts = AccountsWindow(live.bridge)
+    qtbot.addWidget(accounts)
+    page = setup.pages["claude-code"]
+    for button, expected in [
+        (page.copy_buttons[0], page.texts()[0]),
+        (accounts.copy_button, live.bridge.endpoint_url()),
+    ]:
+        width = button.width()
+        button.click()
+        assert QGuiApplication.clipboard().text() == expected
+        assert button.text() == "Copied ✓" and button.width() == width  # nothing beside moves
+        qtbot.waitUntil(lambda b=button: b.text() == "Copy", timeout=2000)
+    await live.bridge.wait_idle()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -25,7 +24,8 @@ from PySide6.QtWidgets import (
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.colours import dim_text
 from sublane_desktop.gui.dialogs.common import (
-    copy_text,
+    ask_first,
+    copy_button,
     error_label,
     main_action,
     secret_field,
@@ -76,7 +76,7 @@ class ClientKeysDialog(QDialog):
         self.new_key, self.new_key_row = secret_field("New client key")  # masked (R-UI-10)
         self.new_key.setReadOnly(True)
         self.copy_button = QPushButton("Copy")
-        self.copy_button.clicked.connect(lambda: copy_text(self.new_key.text()))
+        copy_button(self.copy_button, self.new_key.text)
         key_row = QHBoxLayout()
         key_row.addWidget(self.new_key_row, 1)
         key_row.addWidget(self.copy_button)
@@ -123,7 +123,7 @@ class ClientKeysDialog(QDialog):
                 key.get("user"),
                 key.get("group"),
                 created,
-                "revoked" if key.get("revoked") else "active",
+                "Revoked" if key.get("revoked") else "Active",
             )
             for column, value in enumerate(cells):
                 item = QTableWidgetItem(str(value or ""))
@@ -170,15 +170,13 @@ class ClientKeysDialog(QDialog):
         key = self.selected_key()
         if key is None:
             return
-        box = QMessageBox(
-            QMessageBox.Icon.Question,
-            "Revoke key",
-            f"Revoke {key['name']} ({key['prefix']}…)? Tools using it get 401 from now on.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+        box = ask_first(
             self,
+            "Revoke key",
+            f"Revoke {key['name']} ({key['prefix']}…)? Tools using it are turned away from now"
+            " on, and it cannot be used again.",
+            "Revoke",
         )
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setWindowModality(Qt.WindowModality.WindowModal)
         box.finished.connect(lambda result: self._revoke_answered(box, key["id"], result))
         self.confirm_box = box
         box.open()

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QResizeEvent, QTextOption
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QSizePolicy,
@@ -94,6 +97,59 @@ def code_view(text: str = "", parent: QWidget | None = None) -> QPlainTextEdit:
 
 def copy_text(text: str) -> None:
     QGuiApplication.clipboard().setText(text)
+
+
+def ask_first(parent: QWidget | None, title: str, question: str, action: str) -> QMessageBox:
+    """A question before a lever that is hard to undo (R-UI-12: Disable, Remove, Revoke). Its
+    button says the action ("Disable", not "Yes") and Cancel is the default, so Enter never
+    does it by accident. The caller connects `finished` and opens it (open(), not exec(): a
+    nested event loop would stall the proxy's asyncio loop)."""
+    box = QMessageBox(
+        QMessageBox.Icon.Question,
+        title,
+        question,
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+        parent,
+    )
+    yes = box.button(QMessageBox.StandardButton.Yes)
+    if yes is not None:
+        yes.setText(action)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    if parent is not None:
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+    return box
+
+
+def ask_to_disable(parent: QWidget | None, name: str) -> QMessageBox:
+    """The one Disable question, for the tray and the Accounts window alike."""
+    return ask_first(
+        parent,
+        f"Disable {name}?",
+        f"{name} will serve nothing until you enable it again. Its settings, login and "
+        "history stay.",
+        "Disable",
+    )
+
+
+COPIED = "Copied ✓"
+COPIED_MS = 2000  # long enough to be seen, short enough that a second copy reads as new
+
+
+def copy_button(button: QPushButton, text: Callable[[], str]) -> None:
+    """A Copy button that says it copied (third newcomer pass: Copy in the welcome, Client
+    keys, Set up a tool and the Accounts window showed nothing, so people copied twice or not
+    at all). It is as wide as its longer label from the start, so nothing beside it moves."""
+    label = button.text()
+    metrics = button.fontMetrics()
+    extra = button.sizeHint().width() - metrics.horizontalAdvance(label)
+    button.setMinimumWidth(max(metrics.horizontalAdvance(w) for w in (label, COPIED)) + extra)
+
+    def copy() -> None:
+        copy_text(text())
+        button.setText(COPIED)
+        QTimer.singleShot(COPIED_MS, button, lambda: button.setText(label))
+
+    button.clicked.connect(copy)
 
 
 class SecretEdit(QLineEdit):

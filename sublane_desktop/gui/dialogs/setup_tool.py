@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import (
     code_view,
-    copy_text,
+    copy_button,
     error_label,
     main_action,
     show_error,
@@ -64,7 +64,7 @@ class ToolPage(QWidget):
             view.setAccessibleName(snippet.title)
             copy = QPushButton("Copy")
             copy.setAccessibleName(f"Copy: {snippet.title}")
-            copy.clicked.connect(lambda _=False, v=view: copy_text(v.toPlainText()))
+            copy_button(copy, view.toPlainText)
             header = QHBoxLayout()
             header.addWidget(QLabel(snippet.title), 1)
             header.addWidget(copy)
