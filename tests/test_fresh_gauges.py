@@ -237,6 +237,29 @@ async def test_the_cli_enabling_an_account_while_serving_reads_it(pool: Pool) ->
     assert (await gauge(h, "work", window))["utilization"] == pytest.approx(used)
 
 
+async def test_a_login_the_cli_writes_again_is_read_at_once(pool: Pool) -> None:
+    """`sublane account add --replace` (or `account login NAME` storing its tokens) while the
+    server runs: a new revision, its gauges void, and read again at once with the new login."""
+    h = pool.h
+    await pool.add_known("work")
+    window, used = pool.answer("relogin", 0.61)  # the new login's reading
+    with offline_cli(h.service) as offline:
+        await asyncio.to_thread(
+            offline.add_account,
+            pool.provider,
+            "work",
+            "default",
+            None,
+            2,
+            pool.secret("relogin"),
+            replace=True,
+        )
+    await api(h, "GET", "/api/accounts/runtime")
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("relogin")]
+    assert (await gauge(h, "work", window))["utilization"] == pytest.approx(used)
+
+
 # --- the endpoint's retry-after and the poll floor ------------------------------------------
 
 
