@@ -23,7 +23,7 @@ LABELS = {
     FIRST_TURN: "first turn",
     ACCOUNT_SWITCH: "account switch",
     TTL_EXPIRED: "cache expired",
-    PREFIX_CHANGED: "prefix changed",
+    PREFIX_CHANGED: "prompt changed",
 }
 # The same causes in a sentence a person reads without knowing how a prompt cache works: what
 # made the provider read a repeated prompt again instead of taking it from its cache.

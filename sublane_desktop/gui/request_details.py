@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -19,7 +19,8 @@ from PySide6.QtWidgets import (
 )
 
 from sublane_desktop.core.miss_words import LABELS, explain
-from sublane_desktop.gui.dialogs.common import main_action
+from sublane_desktop.gui.dashboard import provider_name
+from sublane_desktop.gui.dialogs.common import copy_button, main_action
 from sublane_desktop.gui.requests_model import (
     NONE,
     Record,
@@ -107,9 +108,10 @@ def detail_rows(
         ("Duration", milliseconds(record.get("duration_ms"))),
         ("First output", milliseconds(record.get("first_token_ms"))),
         ("Model", record.get("model") or NONE),
-        ("Provider", record.get("provider") or NONE),
-        ("Protocol", record.get("protocol") or NONE),
-        ("Operation", record.get("operation") or NONE),
+        # Words, not the stored ids (third newcomer pass: "anthropic", "messages").
+        ("Provider", provider_name(record.get("provider")) if record.get("provider") else NONE),
+        ("Protocol", _worded(PROTOCOL_WORDS, record.get("protocol"))),
+        ("Operation", _worded(OPERATION_WORDS, record.get("operation"))),
         ("Account", account or NONE),
         ("Member", named("users", "member", record.get("user_id"))),
         ("Client key", named("keys", "key", record.get("key_id"))),
@@ -122,13 +124,35 @@ def detail_rows(
     ]
 
 
+# The API a client spoke and what it asked for, as a person names them.
+PROTOCOL_WORDS = {
+    "anthropic": "Anthropic Messages API",
+    "openai-chat": "OpenAI Chat Completions API",
+    "openai-responses": "OpenAI Responses API",
+}
+OPERATION_WORDS = {
+    "messages": "Send a message",
+    "count_tokens": "Count tokens",
+    "chat": "Chat completion",
+    "responses": "Response",
+    "compact": "Summarise the conversation",
+}
+
+
+def _worded(words: Mapping[str, str], value: Any) -> str:
+    if not value:
+        return NONE
+    return words.get(str(value), str(value).replace("_", " "))
+
+
 def _miss(record: Record) -> str:
-    """The cause and, in words, what happened (R-CF-3); a hit or an unbound request says so."""
-    cause = record.get("cache_miss")
-    if cause in LABELS:
-        return f"{LABELS[cause]}: {explain(record)}"
+    """What happened, in words (R-CF-3); a hit or an unbound request says so. The sentence
+    alone: "first turn: first turn of this conversation…" said its cause twice."""
+    if record.get("cache_miss") in LABELS:
+        text = explain(record)
+        return text[:1].upper() + text[1:]
     if record.get("reread_tokens") == 0:
-        return "no (the cache served this turn)"
+        return "No: the cache served this turn"
     return NONE
 
 
@@ -154,7 +178,7 @@ class RequestDetailsDialog(QDialog):
         self.request_id.setFont(font)
         self.copy_button = QPushButton("Copy")
         self.copy_button.setToolTip("Copy the full request id")
-        self.copy_button.clicked.connect(self.copy_request_id)
+        copy_button(self.copy_button, self.request_id.text)
         id_row = QHBoxLayout()
         id_row.addWidget(self.request_id, 1)
         id_row.addWidget(self.copy_button)
@@ -196,6 +220,3 @@ class RequestDetailsDialog(QDialog):
         """What the dialog shows, label and value, for tests and screenshots."""
         shown = [("Request ID", self.request_id.text())]
         return shown + [(label.text(), value.text()) for label, value in self._values]
-
-    def copy_request_id(self) -> None:
-        QGuiApplication.clipboard().setText(self.request_id.text())

@@ -102,7 +102,7 @@ def test_filter_by_account_switch_shows_only_the_switched_turn(desk: Desk) -> No
         "First turn",
         "Account switch",
         "Cache expired",
-        "Prefix changed",
+        "Prompt changed",  # "prefix" was jargon (third newcomer pass)
     ]
     choose(desk, window, window.miss_filter, "account_switch")
     assert window.model.request_ids() == [made["switch"]]
@@ -134,13 +134,12 @@ def test_request_details_explain_the_miss(desk: Desk) -> None:
     dialog = window.open_details(row_of(window, made["switch"]))
     rows = dict(dialog.rows())
     assert rows["Cache miss"] == (
-        "account switch: moved from work to home 40 s after the"
-        " previous turn: 48,213 tokens read again"
+        "Moved from work to home 40 s after the previous turn: 48,213 tokens read again"
     )
     assert rows["Read again"] == "48,213"  # one format for one number (fault 16)
     assert rows["Cache-hit rate"] == "0%"
     dialog = window.open_details(row_of(window, made["hit"]))
-    assert dict(dialog.rows())["Cache miss"] == "no (the cache served this turn)"
+    assert dict(dialog.rows())["Cache miss"] == "No: the cache served this turn"
 
 
 # --- today's re-reads: the Accounts window and the tray (R-CF-3) -----------------------------
@@ -208,3 +207,26 @@ def test_the_tray_tooltip_warns_once_switching_cost_passes_the_threshold(desk: D
     desk.qtbot.waitUntil(lambda: "switching re-read" in tray.icon.toolTip(), timeout=WAIT_MS)
     assert tray.icon.toolTip().splitlines()[-1] == "switching re-read 310k tokens today"
     tray.hide()
+
+
+def test_request_details_say_provider_protocol_and_operation_in_words() -> None:
+    """Third newcomer pass: details showed the stored ids "anthropic", "anthropic",
+    "messages"."""
+    from sublane_desktop.gui.request_details import detail_rows
+
+    rows = dict(
+        detail_rows({"provider": "anthropic", "protocol": "anthropic", "operation": "messages"})
+    )
+    assert (rows["Provider"], rows["Protocol"], rows["Operation"]) == (
+        "Claude",
+        "Anthropic Messages API",
+        "Send a message",
+    )
+    codex = dict(
+        detail_rows({"provider": "codex", "protocol": "openai-responses", "operation": "compact"})
+    )
+    assert (codex["Provider"], codex["Protocol"], codex["Operation"]) == (
+        "Codex",
+        "OpenAI Responses API",
+        "Summarise the conversation",
+    )
