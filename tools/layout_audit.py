@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from sublane_desktop.gui.sizing import BODY, DEFAULT_SIZE, set_default_size
 
-__all__ = ["problems", "set_default_size", "smallest"]
+__all__ = ["content_needs", "problems", "set_default_size", "smallest"]
 
 SLACK = 1  # px: rounding at fractional scales
 
@@ -74,6 +74,14 @@ def smallest(window: QWidget) -> QSize:
     """The least size Qt lets the window take: a window is never shrunk below its layout's
     minimum, so that minimum must fit the smallest screen it may open on (R-UI-15)."""
     return window.minimumSizeHint().expandedTo(window.minimumSize())
+
+
+def content_needs(window: QWidget) -> QSize | None:
+    """The least size a window's content takes before it scrolls (sizing.scroll_when_small),
+    or None for a window without that scroll area."""
+    body = window.findChild(QScrollArea, BODY)
+    content = body.widget() if isinstance(body, QScrollArea) else None
+    return content.minimumSizeHint() if content is not None else None
 
 
 def _problems(window: QWidget) -> list[str]:

@@ -57,6 +57,8 @@ class Shots:
     problems: dict[str, list[str]] = field(default_factory=dict)
     # R-UI-15: the least size each window can take, [width, height] in logical pixels
     minimums: dict[str, list[int]] = field(default_factory=dict)
+    # ... and the least its content needs before it scrolls (sizing.scroll_when_small)
+    contents: dict[str, list[int]] = field(default_factory=dict)
 
     def skip(self, what: str, why: str) -> None:
         self.skipped.append(what)
@@ -78,10 +80,13 @@ class Shots:
         path = self.outdir / f"{name}.png"
         if isinstance(widget, QWidget) and widget.isWindow() and widget.inherits("QMenu") is False:
             self.audit(widget, name.removesuffix(self.suffix))
-            from tools.layout_audit import smallest
+            from tools.layout_audit import content_needs, smallest
 
             least = smallest(widget)
             self.minimums[name] = [least.width(), least.height()]
+            need = content_needs(widget)
+            if need is not None:
+                self.contents[name] = [need.width(), need.height()]
         focused = widget.focusWidget() if hasattr(widget, "focusWidget") else None
         if focused is not None and focused is not widget:
             focused.clearFocus()  # no text cursor or focus ring frozen into the picture
@@ -796,6 +801,7 @@ def main(argv: list[str] | None = None) -> int:
         "skipped": shots.skipped,
         "problems": shots.problems,
         "minimums": shots.minimums,
+        "contents": shots.contents,
     }
     print(json.dumps(summary))
     return 0 if shots.written else 1

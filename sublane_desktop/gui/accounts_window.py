@@ -413,8 +413,11 @@ class AccountsWindow(QWidget):
             "The first steps again: import logins, create a key, set up a tool, send a test"
         )
         self.welcome_button.clicked.connect(bridge.request_welcome)
+        # In the endpoint row, not the row of buttons below: that row then fits a 1280×800 screen at
+        # 200 % (640 logical pixels) without scrolling sideways.
+        endpoint_row.addWidget(self.welcome_button)
         buttons = QHBoxLayout()
-        for button in (self.add_button, self.refresh_button, self.welcome_button):
+        for button in (self.add_button, self.refresh_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         for button in (

@@ -75,8 +75,8 @@ class GaugeBar(QWidget):
         self.gauge, self.ceiling, self.now = gauge, ceiling, now
         self.caption, self.look, self.stale = caption, look, stale
         self.setToolTip(
-            f"{self.label}: {caption} (from {round(ceiling * 100)}% new requests go to other"
-            " accounts)"
+            f"{self.label}: {caption} (from {round(ceiling * 100)}% new conversations go to"
+            " another account: Settings, Move on at)"
         )
         self.update()
 

@@ -104,7 +104,7 @@ def detail_rows(
         ("Started", full_time(record.get("started_at"))),
         ("Outcome", record.get("outcome") or NONE),
         ("Cause", cause_text(record.get("error_code"), record.get("upstream_status"))),
-        ("Upstream status", status(record.get("upstream_status"))),
+        ("Provider status", status(record.get("upstream_status"))),  # its HTTP status
         ("Duration", milliseconds(record.get("duration_ms"))),
         ("First output", milliseconds(record.get("first_token_ms"))),
         ("Model", record.get("model") or NONE),

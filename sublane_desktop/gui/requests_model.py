@@ -56,7 +56,7 @@ HEADERS = {
 }
 HEADER_TIPS = {
     Column.STARTED: "Local start time and request id (click for details)",
-    Column.STATUS: "Upstream HTTP status",
+    Column.STATUS: "The HTTP status the provider answered with",
     Column.FIRST_OUTPUT: "Time from the gateway start to the first text, reasoning or tool delta",
     Column.INPUT: "Total input tokens (cache reads and writes included)",
     Column.CACHED: "Input tokens served from the upstream cache",

@@ -217,6 +217,7 @@ def test_request_details_say_provider_protocol_and_operation_in_words() -> None:
     rows = dict(
         detail_rows({"provider": "anthropic", "protocol": "anthropic", "operation": "messages"})
     )
+    assert "Upstream status" not in rows and "Provider status" in rows
     assert (rows["Provider"], rows["Protocol"], rows["Operation"]) == (
         "Claude",
         "Anthropic Messages API",

@@ -273,6 +273,20 @@ async def test_settings_say_their_choices_in_words(qtbot, live):
         assert dialog.mode.itemData(i, Qt.ItemDataRole.ToolTipRole), choices[i]
     dialog.mode.setCurrentIndex(dialog.mode.findData("cost_aware"))
     assert dialog.mode.currentText() == "Keep conversations' caches"
+    # Third newcomer pass: every field is explained, in words of its own (no "ceiling",
+    # "cap" or "poll floor" of the design)
+    from PySide6.QtWidgets import QFormLayout, QLabel
+
+    form = dialog.findChild(QFormLayout)
+    labels = [
+        item.widget().text()
+        for row in range(form.rowCount())
+        if (item := form.itemAt(row, QFormLayout.ItemRole.LabelRole)) is not None
+        and isinstance(item.widget(), QLabel)
+    ]
+    for jargon in ("ceiling", "cap", "floor"):
+        assert not [label for label in labels if jargon in label.lower()], labels
+    assert dialog.ceiling_note.text().startswith("Once an account has used this much")
     assert "worth the cached input" in dialog.mode_note.text()
     assert dialog.cap_note.isVisible() and "at once, across all accounts" in dialog.cap_note.text()
     assert dialog.poll_note.isVisible() and "at most this often" in dialog.poll_note.text()

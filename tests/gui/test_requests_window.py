@@ -224,7 +224,7 @@ def test_double_click_opens_details_with_the_full_id(desk: Desk) -> None:
     for label in (
         "Started",
         "Cause",
-        "Upstream status",
+        "Provider status",
         "Duration",
         "First output",
         "Provider",

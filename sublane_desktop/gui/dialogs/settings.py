@@ -30,10 +30,12 @@ from sublane_desktop.gui.dialogs.common import error_label, main_action, show_er
 from sublane_desktop.gui.sizing import keep_wrapped_text_whole, scroll_when_small
 from sublane_desktop.service.settings import NOTIFY_SETTINGS
 
+# Labels a person reads without the spec (third newcomer pass: "ceiling", "Global cap" and
+# "Quota poll floor" were words of the design, with nothing to say what they do).
 CEILINGS = (
-    ("scheduler.five_hour_max", "5-hour ceiling"),
-    ("scheduler.seven_day_max", "7-day ceiling"),
-    ("scheduler.fable_weekly_max", "Fable weekly ceiling"),
+    ("scheduler.five_hour_max", "Move on at (5 hours)"),
+    ("scheduler.seven_day_max", "Move on at (7 days)"),
+    ("scheduler.fable_weekly_max", "Move on at (Fable week)"),
 )
 # Each scheduling mode in words, with what it does (R-UI-16: no raw setting values).
 MODE_LABELS = {
@@ -45,6 +47,10 @@ MODE_LABELS = {
         "when the move is worth the cached input it reads again",
     ),
 }
+CEILING_HELP = (
+    "Once an account has used this much of a window, new conversations go to another account"
+    " that has more left; a switch you make by hand still wins."
+)
 CAP_HELP = "At most this many requests go to the providers at once, across all accounts."
 POLL_HELP = "Each account's quota is read at most this often (Refresh reads it at once)."
 
@@ -115,9 +121,11 @@ class SettingsDialog(QDialog):
         form.addRow("", self.mode_note)
         for key, label in CEILINGS:
             form.addRow(label, self.ceilings[key])
-        form.addRow("Global cap", self.cap)
+        self.ceiling_note = _note(CEILING_HELP)
+        form.addRow("", self.ceiling_note)
+        form.addRow("Requests at once", self.cap)
         form.addRow("", self.cap_note)
-        form.addRow("Quota poll floor", self.poll_floor)
+        form.addRow("Read quotas every", self.poll_floor)
         form.addRow("", self.poll_note)
         form.addRow("", self.start_at_login)
         form.addRow("", self.icon_percent)
