@@ -235,3 +235,124 @@ def test_a_prefix_is_warm_only_where_the_last_turn_left_it_and_only_within_the_t
     assert warm_chance(last(ago=CACHE_TTL + 1), 1, now) == 0.0
     assert warm_chance(last(account_id=2), 1, now) == 0.0
     assert warm_chance(last(warm=0), 1, now) == 0.0
+
+
+def other_than(pool: Pool, account: AccountState) -> AccountState:
+    return next(a for a in pool.accounts.values() if a is not account)
+
+
+def test_a_cold_conversation_leaves_from_near_its_ceiling_a_warm_one_stays_until_over_it():
+    """NEAR_LIMIT: at 0.80 of a 0.90 ceiling a cold conversation goes (nothing to lose), a warm
+    one keeps its cache; both accounts read the same, so no score gain explains a move."""
+    pool, clock = make(4, 4)
+    a = turn(pool, clock, "warm")
+    b = other_than(pool, a)
+    pool.bindings[(1, "cold")] = a.id
+    for account in (a, b):
+        observe(account, clock, "five_hour", 0.80, 3 * H)
+    remember(pool, "warm", a.id, clock.now() - 10, 60_000)
+    remember(pool, "cold", a.id, clock.now() - CACHE_TTL - 5, 60_000)
+    assert turn(pool, clock, "warm").id == a.id
+    assert turn(pool, clock, "cold").id == b.id
+
+
+def test_a_cold_conversation_with_room_moves_only_for_a_gain_beyond_the_margin():
+    pool, clock = make(4, 4)
+    a = turn(pool, clock, "c")
+    b = other_than(pool, a)
+    for account in (a, b):
+        observe(account, clock, "five_hour", 0.5, 3 * H)
+    remember(pool, "c", a.id, clock.now() - CACHE_TTL - 1, 60_000)
+    assert turn(pool, clock, "c").id == a.id  # equal scores: a move would gain nothing
+    observe(b, clock, "five_hour", 0.2, 3 * H)  # b now scores 0.7 to a's 0.4: 1.75x > 1.25x
+    remember(pool, "c", a.id, clock.now() - CACHE_TTL - 1, 60_000)
+    assert turn(pool, clock, "c").id == b.id
+
+
+def test_a_stranded_conversation_moves_to_the_lowest_numbered_of_equal_accounts():
+    pool, clock = make(4, 4, 4)
+    pool.bindings[(1, "c")] = 3
+    observe(pool.accounts[3], clock, "five_hour", 1.0, 3 * H)
+    assert turn(pool, clock, "c").id == 1
+
+
+def test_a_stranded_conversation_with_nowhere_admissible_hears_its_own_accounts_gate():
+    pool, clock = make(4, 4)
+    a = turn(pool, clock, "c")
+    b = other_than(pool, a)
+    observe(a, clock, "five_hour", 1.0, 3 * H)  # a: quota gone
+    b.cooldown_until = clock.now() + 60  # b: cooling, not admissible either
+    with pytest.raises(GatewayError) as err:
+        pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    assert err.value.code == "quota_exhausted" and f"acc{a.id}" in err.value.message
+
+
+def test_a_cold_conversation_on_a_recovering_account_goes_as_its_probe():
+    pool, clock = make(4, 4)
+    a = turn(pool, clock, "c")
+    failing = pool.acquire(Demand(group_id=1, route=MAIN))
+    while failing.account is not a:
+        failing.release(Outcome.SUCCESS)
+        failing = pool.acquire(Demand(group_id=1, route=MAIN))
+    failing.release(Outcome.FAILURE)
+    clock.advance(CACHE_TTL + 1)  # the cooldown is over and the cache cold
+    assert a.recovering(clock.now())
+    lease = pool.acquire(Demand(group_id=1, route=MAIN, conversation="c"))
+    assert lease.account is a and lease.probe
+
+
+def test_a_conversation_placed_past_a_full_pinned_account_joins_the_pin_and_stays_there():
+    pool, clock = make(1, 4)
+    pool.switch("acc1")
+    held = pool.acquire(Demand(group_id=1, route=MAIN, conversation="first"))
+    assert held.account.id == 1  # the pin takes new conversations while it has a slot
+    assert turn(pool, clock, "c").id == 2  # the pin is full: placed elsewhere
+    held.release(Outcome.SUCCESS)
+    assert turn(pool, clock, "c").id == 1  # the slot is free: the pin draws it over
+    observe(pool.accounts[1], clock, "five_hour", 0.85, 3 * H)  # acc2 is far better now
+    assert turn(pool, clock, "c").id == 1  # the pin holds its conversations
+
+
+def test_new_conversations_take_a_free_slot_before_a_better_score():
+    pool, clock = make(1, 1)
+    observe(pool.accounts[2], clock, "seven_day", 0.1, 2 * H)  # resets soon, nearly unused
+    observe(pool.accounts[1], clock, "seven_day", 0.1, 6 * 86400)
+    assert [turn(pool, clock, f"s{i}").id for i in range(2)] == [2, 1]
+
+
+def test_new_conversations_all_go_to_an_account_scoring_beyond_the_margin():
+    pool, clock = make(4, 4)
+    observe(pool.accounts[1], clock, "five_hour", 0.5, 3 * H)
+    observe(pool.accounts[2], clock, "five_hour", 0.2, 3 * H)  # 1.75x: beyond 1.25x
+    assert [turn(pool, clock, f"s{i}").id for i in range(4)] == [2, 2, 2, 2]
+
+
+def test_new_conversations_among_equals_fill_accounts_in_proportion_to_their_slots():
+    pool, clock = make(4, 2)
+    placed = [turn(pool, clock, f"s{i}").id for i in range(6)]
+    assert placed.count(1) == 4 and placed.count(2) == 2
+
+
+def test_a_new_conversation_goes_where_the_smallest_share_of_slots_is_taken():
+    pool, clock = make(4, 2)
+    remember(pool, "x", 1, clock.now(), 60_000)  # one of acc1's four slots: a quarter
+    remember(pool, "y", 2, clock.now(), 60_000)  # one of acc2's two: a half
+    assert turn(pool, clock, "new").id == 1
+    pool, clock = make(4, 1)
+    remember(pool, "x", 1, clock.now(), 60_000)  # a quarter of acc1; acc2 runs nothing
+    assert turn(pool, clock, "new").id == 2
+
+
+def test_a_cold_conversation_stays_when_the_gain_only_equals_the_margin():
+    pool, clock = make(4, 4)
+    a = turn(pool, clock, "c")
+    b = other_than(pool, a)
+    observe(a, clock, "five_hour", 0.5, 3 * H)
+    observe(b, clock, "five_hour", 0.4, 3 * H)
+    demand = Demand(group_id=1, route=MAIN)
+    gain = pool.scheduler.score(b, demand, clock.now()) / pool.scheduler.score(
+        a, demand, clock.now()
+    )
+    assert gain == 1.25  # exactly the margin: it must be beaten, not met
+    remember(pool, "c", a.id, clock.now() - CACHE_TTL - 1, 60_000)
+    assert turn(pool, clock, "c").id == a.id

@@ -298,3 +298,20 @@ def test_deleting_an_account_frees_only_its_conversations():
     assert pool.bindings == {(1, "x"): 1, (1, "y"): 2}
     pool.sync_accounts([pool.accounts[2]])
     assert pool.bindings == {(1, "y"): 2}
+
+
+def test_a_spent_family_rests_until_the_reset_google_named_and_serves_from_that_instant():
+    """R-WF-5: the rest holds whatever the gauge reads, for that family only, and ends at the
+    named reset itself (not a tick later)."""
+    pool, clock = antigravity_pool()
+    account = pool.accounts[1]
+    pool.rest_family(account, "gemini_pro", clock.now() + H)
+    account.gauges.clear()  # the rest itself refuses, not a spent reading
+    assert refusal(pool, route_model("gemini-2.5-pro")) == (
+        "quota_exhausted",
+        "account ag has no gemini pro quota left until its reset",
+        300,  # the longest Retry-After a client is told; the hold itself lasts the hour
+    )
+    pool.acquire(Demand(group_id=1, route=route_model("gemini-2.5-flash"))).release(Outcome.SUCCESS)
+    clock.advance(H)
+    pool.acquire(Demand(group_id=1, route=route_model("gemini-2.5-pro"))).release(Outcome.SUCCESS)

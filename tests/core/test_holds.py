@@ -219,6 +219,13 @@ def test_holds_survive_the_stored_form():
     broken = AccountState(id=1, name="acc1", provider="anthropic")
     broken.load_holds({"evidence": {"account": {"kind": "nonsense", "since": 1}}, "families": 3})
     assert broken.evidence == {} and broken.family_cooldowns == {}
+    for unreadable in (
+        {"evidence": ["account"], "families": {"claude": "tomorrow", "gemini_pro": None}},
+        {"evidence": "quota", "families": ["claude"]},
+        ["not", "a", "mapping"],
+    ):
+        broken.load_holds(unreadable)  # a damaged row must not stop the service from starting
+        assert broken.evidence == {} and broken.family_cooldowns == {}
 
 
 def test_resume_clears_the_account_hold_and_its_evidence():
