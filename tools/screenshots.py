@@ -726,6 +726,15 @@ class _Releaser:
         self.obj.deleteLater()
 
 
+DESK_SCREEN = {"screens": [{"name": "1080p", "x": 0, "y": 0, "width": 1920, "height": 1080}]}
+
+
+def _desk_screen() -> str:
+    path = Path(tempfile.gettempdir()) / "sublane-screenshots-screen.json"
+    path.write_text(json.dumps(DESK_SCREEN))
+    return str(path)
+
+
 def _kebab(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
 
@@ -763,8 +772,11 @@ def main(argv: list[str] | None = None) -> int:
         app = existing
     else:
         # render, never show; "offscreen:configfile=…" (a screen of a given size) is kept
-        if not os.environ.get("QT_QPA_PLATFORM", "").startswith("offscreen"):
-            os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        if not os.environ.get("QT_QPA_PLATFORM", "").startswith("offscreen:"):
+            # Qt's own offscreen screen is 800×800: windows never outgrow their screen
+            # (sizing.scroll_when_small), so the pictures would show the Requests window
+            # squeezed. A common 1920×1080 desk instead, as test_layout uses.
+            os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={_desk_screen()}"
         app = QApplication([sys.argv[0]])
         app.setApplicationName("SubLane")
     import qasync

@@ -321,7 +321,9 @@ def _faint_cells(view: QAbstractItemView, window: QWidget, image: QImage) -> lis
         else:
             colour = palette.color(QPalette.ColorRole.Text)
         origin = view.viewport().mapTo(window, QPoint(0, 0))
-        ground = _ground(image, view.visualRect(index).translated(origin))
+        # the part of the cell in view: a cell cut by the edge is scrolled to, not faint
+        shown = view.visualRect(index).intersected(view.viewport().rect())
+        ground = _ground(image, shown.translated(origin))
         if ground is None:
             continue
         ratio = contrast(colour, ground)

@@ -41,6 +41,7 @@ from PySide6.QtGui import (
     QKeySequence,
     QPainter,
     QPalette,
+    QResizeEvent,
     QShowEvent,
 )
 from PySide6.QtWidgets import (
@@ -73,6 +74,7 @@ from sublane_desktop.core.history import (
 )
 from sublane_desktop.core.miss_words import LABELS
 from sublane_desktop.gui.colours import link_text, on_base
+from sublane_desktop.gui.flow_layout import FlowLayout
 from sublane_desktop.gui.request_details import RequestDetailsDialog
 from sublane_desktop.gui.requests_model import Column, RequestsModel
 from sublane_desktop.gui.sizing import scroll_when_small, set_default_size
@@ -215,11 +217,33 @@ def _lines(index: QModelIndex | QPersistentModelIndex) -> tuple[str, str]:
     return first, second
 
 
+def fit_model_column(table: QTableView) -> None:
+    """The Model column takes what the others leave, but never less than its names need: on a
+    narrow window (a small screen at 200 %) it stretched down to "claude-fab…"; there the table
+    scrolls sideways instead."""
+    header = table.horizontalHeader()
+    model = table.model()
+    if model is None or model.columnCount() <= Column.MODEL:
+        return
+    need = max(table.sizeHintForColumn(Column.MODEL), header.sectionSizeHint(Column.MODEL), 0)
+    others = sum(table.columnWidth(c) for c in range(model.columnCount()) if c != Column.MODEL)
+    room = table.viewport().width() - others
+    mode = QHeaderView.ResizeMode.Stretch if room >= need else QHeaderView.ResizeMode.Interactive
+    if header.sectionResizeMode(Column.MODEL) != mode:
+        header.setSectionResizeMode(Column.MODEL, mode)
+    if mode is QHeaderView.ResizeMode.Interactive and table.columnWidth(Column.MODEL) < need:
+        table.setColumnWidth(Column.MODEL, need)
+
+
 class RequestsTable(QTableView):
     """The table; Ctrl+C copies full request ids, Enter opens the details."""
 
     copyRequested = Signal()
     detailsRequested = Signal(QModelIndex)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        fit_model_column(self)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.matches(QKeySequence.StandardKey.Copy):
@@ -336,32 +360,33 @@ class RequestsWindow(QWidget):
 
         self.user_label = QLabel("Member")
         self.account_label = QLabel("Account")
-        # Two rows: in one the filters overflowed the window's default width (R-UI-10).
-        who = QHBoxLayout()
-        when = QHBoxLayout()
-        controls: tuple[tuple[QHBoxLayout, str | QLabel, QWidget], ...] = (
-            (who, "Outcome", self.outcome_filter),
-            (who, "Model", self.model_filter),
-            (who, "Key", self.key_filter),
-            (who, self.user_label, self.user_filter),
-            (who, self.account_label, self.account_filter),
-            (when, "Cache", self.miss_filter),
-            (when, "Time", self.time_filter),
+        # The filters flow onto as many rows as the width needs: two at the default size,
+        # more on a small screen (a fixed row was 1042 px wide and scrolled sideways at
+        # 200 % on a 1280×800 screen). Each stays beside its label.
+        controls: tuple[tuple[str | QLabel, QWidget], ...] = (
+            ("Outcome", self.outcome_filter),
+            ("Model", self.model_filter),
+            ("Key", self.key_filter),
+            (self.user_label, self.user_filter),
+            (self.account_label, self.account_filter),
+            ("Cache", self.miss_filter),
+            ("Time", self.time_filter),
         )
-        for row, caption, widget in controls:
+        filters = FlowLayout(spacing=8)
+        self._filter_groups: dict[QWidget, QWidget] = {}
+        for caption, widget in controls:
+            group = QWidget()
+            row = QHBoxLayout(group)
+            row.setContentsMargins(0, 0, 0, 0)
             row.addWidget(caption if isinstance(caption, QLabel) else QLabel(caption))
             row.addWidget(widget)
-            row.addSpacing(6)
-        for hidden in (self.from_label, self.from_edit, self.until_label, self.until_edit):
-            when.addWidget(hidden)
-            hidden.setVisible(False)
-        who.addStretch(1)
-        when.addStretch(1)
-        when.addWidget(self.clear_button)
-        filters = QVBoxLayout()
-        filters.setSpacing(4)
-        filters.addLayout(who)
-        filters.addLayout(when)
+            if widget is self.time_filter:  # a custom range's two ends, beside it
+                for hidden in (self.from_label, self.from_edit, self.until_label, self.until_edit):
+                    row.addWidget(hidden)
+                    hidden.setVisible(False)
+            filters.addWidget(group)
+            self._filter_groups[widget] = group
+        filters.addWidget(self.clear_button)
 
         self.model = RequestsModel(self)
         self.table = RequestsTable()
@@ -652,6 +677,7 @@ class RequestsWindow(QWidget):
         for column in range(self.model.columnCount()):
             if column != Column.MODEL:
                 self.table.resizeColumnToContents(column)
+        fit_model_column(self.table)
 
     def _widen_for(self, rows: list[int]) -> None:
         """A live record whose words need more room than its column has ("upstream_un…",
@@ -799,6 +825,8 @@ class RequestsWindow(QWidget):
     def _apply_scope_widgets(self) -> None:
         for widget in (self.user_label, self.user_filter, self.account_label, self.account_filter):
             widget.setVisible(not self._mine)
+        for combo in (self.user_filter, self.account_filter):
+            self._filter_groups[combo].setVisible(not self._mine)
         # Personal views blank the account (R-REC-6): a column of dashes says nothing.
         self.table.setColumnHidden(Column.ACCOUNT, self._mine)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QHeaderView, QScrollArea
 from requests_fixtures import Desk
 from requests_fixtures import desk_fixture as desk_fixture  # provides the `desk` fixture
 
@@ -370,3 +370,31 @@ def test_a_burst_of_records_is_one_reload_without_resizing_columns(desk: Desk) -
             desk.bridge.recordAdded.emit({"count": 1})
     assert pages == [1]
     assert window.table.columnWidth(Column.ACCOUNT) == width + 37
+
+
+def test_on_a_narrow_window_the_filters_wrap_and_model_names_stay_whole(desk: Desk) -> None:
+    """A 1280×800 screen at 200 % gives 640 px: the filter row was 1042 px wide and scrolled
+    sideways, and the stretched Model column cut its names ("claude-fab…"). Now the filters
+    flow onto more rows and the table scrolls sideways instead of cutting."""
+    from sublane_desktop.gui.requests_model import Column
+
+    desk.seed(5)
+    window = open_window(desk, show=True)
+    window.resize(620, 400)
+    desk.qtbot.waitUntil(lambda: window.width() == 620, timeout=WAIT_MS)
+    body = window.findChild(QScrollArea, "window_body")
+    assert body is not None
+    desk.qtbot.waitUntil(lambda: not body.horizontalScrollBar().isVisible(), timeout=WAIT_MS)
+    need = window.table.sizeHintForColumn(Column.MODEL)
+    desk.qtbot.waitUntil(lambda: window.table.columnWidth(Column.MODEL) >= need, timeout=WAIT_MS)
+    rows = {window.outcome_filter.mapTo(window, window.outcome_filter.rect().topLeft()).y()}
+    rows.add(window.miss_filter.mapTo(window, window.miss_filter.rect().topLeft()).y())
+    assert len(rows) == 2  # Outcome and Cache on different rows
+    window.resize(1180, 680)  # room again: Model takes what is left
+    desk.qtbot.waitUntil(
+        lambda: (
+            window.table.horizontalHeader().sectionResizeMode(Column.MODEL)
+            == QHeaderView.ResizeMode.Stretch
+        ),
+        timeout=WAIT_MS,
+    )
