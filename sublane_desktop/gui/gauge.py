@@ -141,10 +141,12 @@ class GaugeBar(QWidget):
             self.label,
         )
 
-        mid = palette.color(QPalette.ColorRole.Mid)
         if self.look is GaugeLook.COLD:
-            painter.setPen(QPen(with_alpha(mid, 200), 1, Qt.PenStyle.DashLine))
-            painter.setBrush(QBrush(with_alpha(mid, 150), Qt.BrushStyle.BDiagPattern))
+            # The track colour, not the palette's Mid: in a dark GTK theme Mid is about the
+            # window's own grey and the hatching vanished (third newcomer pass, Adwaita-dark).
+            track = track_colour(palette)
+            painter.setPen(QPen(track, 1, Qt.PenStyle.DashLine))
+            painter.setBrush(QBrush(track, Qt.BrushStyle.BDiagPattern))
             painter.drawRoundedRect(barf, radius, radius)
         else:
             painter.setPen(Qt.PenStyle.NoPen)

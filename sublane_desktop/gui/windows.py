@@ -227,12 +227,24 @@ class Placement(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.Hide and isinstance(watched, QWidget):
             name = self._placed.get(id(watched))
-            if name is not None and watched.isWindow():
+            if name is not None and watched.isWindow() and not _screen_bound(watched):
                 g = watched.geometry()
                 self.settings().setValue(
                     f"geometry/{name}", f"{g.x()},{g.y()},{g.width()},{g.height()}"
                 )
         return False
+
+
+def _screen_bound(window: QWidget) -> bool:
+    """Whether the screen, not the person, set the window's size: as wide or as tall as the
+    screen's free area (a small screen at 200 %, or maximized). Such a size is not kept: back
+    at 100 % the Accounts window reopened in a quarter of the screen (third newcomer pass)."""
+    screen = window.screen()
+    if screen is None:
+        return False
+    area = screen.availableGeometry()
+    frame = window.frameGeometry()
+    return frame.width() >= area.width() - 2 or frame.height() >= area.height() - 2
 
 
 def _rect(value: object) -> QRect | None:

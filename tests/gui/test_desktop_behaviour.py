@@ -219,6 +219,28 @@ def test_a_default_size_bigger_than_the_screen_opens_as_big_as_the_screen(
     assert window.rect().contains(corner)  # the last row stays in view, below the scrolling
 
 
+def test_a_size_the_screen_forced_is_not_kept_for_next_time(qtbot, placement_settings):
+    """Third newcomer pass: at 200 % on a 1280×800 screen the Accounts window filled the
+    screen; back at 100 % it reopened at that size, a quarter of the screen. A size the
+    screen set is not saved; one the person chose is."""
+    area = _area()
+    window = QWidget()
+    qtbot.addWidget(window)
+    placement = Placement()  # kept: it saves the geometry as the window hides
+    placement.place(window, "probe")
+    window.setGeometry(area.x() + 10, area.y() + 10, 300, 200)
+    window.show()
+    qtbot.waitExposed(window)
+    window.hide()
+    chosen = placement_settings.value("geometry/probe")
+    assert chosen == f"{area.x() + 10},{area.y() + 10},300,200"
+    window.setGeometry(area)  # as big as the screen allows
+    window.show()
+    qtbot.waitExposed(window)
+    window.hide()
+    assert placement_settings.value("geometry/probe") == chosen
+
+
 async def test_enter_in_the_key_name_creates_one_key(qtbot, live):
     """Enter in Client keys' name box creates the key, once (the box and the default button
     used to both create one)."""

@@ -101,3 +101,32 @@ def test_countdown_caption_follows_time(qtbot):
     assert bar.caption == "40% · resets in 1h 00m"
     bar.set_reading(reading(0.4), CEILING, NOW + 3590)
     assert bar.caption == "40% · resets in 10s"
+
+
+def test_a_cold_bar_shows_in_a_dark_theme_whose_mid_is_the_window_grey(qtbot):
+    """Third newcomer pass, Adwaita-dark under X: the hatched "no data yet" track was drawn in
+    the palette's Mid, which that theme sets to about the window's grey: it vanished."""
+    from sublane_desktop.gui.colours import TRACK_CONTRAST, contrast
+
+    bar = GaugeBar("Fable")
+    qtbot.addWidget(bar)
+    palette = bar.palette()
+    window = QColor(53, 53, 53)
+    for role, colour in [
+        (QPalette.ColorRole.Window, window),
+        (QPalette.ColorRole.WindowText, QColor(238, 238, 236)),
+        (QPalette.ColorRole.Mid, QColor(56, 56, 56)),
+    ]:
+        palette.setColor(role, colour)
+    bar.setPalette(palette)
+    bar.setAutoFillBackground(True)
+    bar.resize(420, 20)
+    bar.set_reading(reading(None, cold=True), CEILING, NOW)
+    image = bar.grab().toImage()
+    rect = bar.bar_rect()
+    best = max(
+        contrast(image.pixelColor(x, y), window)
+        for x in range(rect.left(), rect.right())
+        for y in range(rect.top(), rect.bottom())
+    )
+    assert best >= TRACK_CONTRAST - 0.05, best
