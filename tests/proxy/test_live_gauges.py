@@ -102,3 +102,58 @@ async def test_readings_that_gate_at_once_are_still_saved_by_stop(clocked):
     await h.service.quota.save_pending()
     found = await store.read(quota_store.load_observations)
     assert {o.window: o.utilization for o in found[acc]}["five_hour"] == 0.66
+
+
+def told(h, account_id: int) -> list[int]:
+    """The accounts.gauges events for one account (what makes the open windows redraw)."""
+    seen: list[int] = []
+    h.service.bus.subscribe(
+        "accounts.gauges",
+        lambda _topic, e: seen.append(e["account_id"]) if e["account_id"] == account_id else None,
+    )
+    return seen
+
+
+async def test_readings_of_several_responses_in_one_batch_are_all_saved_and_told_once(clocked):
+    from sublane_desktop.store import quota as quota_store
+
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = 429
+    seen = told(h, acc)
+    client = sdk(h, key)
+    now = h.clock.now()
+    h.upstream.headers_for["tok-a"] = {
+        P + "5h-utilization": "0.3",
+        P + "5h-reset": str(int(now + 4 * H)),
+    }
+    await client.messages.create(**MAIN)
+    h.upstream.headers_for["tok-a"] = {
+        P + "7d-utilization": "0.4",
+        P + "7d-reset": str(int(now + 100 * H)),
+    }
+    await client.messages.create(**MAIN)  # within the same batch
+    await h.service.quota.save_pending()
+    found = await h.service.store.read(quota_store.load_observations)
+    assert {o.window: o.utilization for o in found[acc]} == {"five_hour": 0.3, "seven_day": 0.4}
+    assert seen == [acc]  # one redraw for the batch
+
+
+async def test_a_response_s_readings_are_saved_and_told_without_a_stop(clocked, monkeypatch):
+    import asyncio
+
+    from sublane_desktop.store import quota as quota_store
+
+    monkeypatch.setattr(quota_feed, "OBSERVATION_LINGER_S", 0.01)
+    h = clocked
+    acc = await h.add_account("a", "tok-a")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = 429
+    h.upstream.headers_for["tok-a"] = claude_headers(h.clock, five=0.55)
+    redrawn = asyncio.Event()
+    h.service.bus.subscribe("accounts.gauges", lambda _topic, _e: redrawn.set())
+    await sdk(h, key).messages.create(**MAIN)
+    await asyncio.wait_for(redrawn.wait(), 10)
+    found = await h.service.store.read(quota_store.load_observations)
+    assert {o.window: o.utilization for o in found[acc]}["five_hour"] == 0.55

@@ -20,14 +20,21 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
+from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.proxy.metrics import loopback_only
 from sublane_desktop.service import Service
-from sublane_desktop.service.metrics import model_family
+from sublane_desktop.service.metrics import (
+    ADDED_LATENCY_BUCKETS,
+    FIRST_OUTPUT_BUCKETS,
+    TrafficTally,
+    model_family,
+)
 from tests.conftest import Harness, started_harness
 from tests.fake_codex import LimitFamily, Window
 from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 from tests.offline_cli import offline_cli
 from tests.openai_helpers import oai
+from tests.record_factory import a_record
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-sublane.json"
 P = "anthropic-ratelimit-unified-"
@@ -426,6 +433,10 @@ async def test_a_server_reachable_from_other_machines_always_asks_for_the_token(
         ("::", False),
         ("192.168.1.20", False),
         ("sublane.example.com", False),
+        ("LOCALHOST", True),
+        ("dev.localhost", True),
+        ("Xlocalhost", False),
+        ("localhost.example.com", False),
     ],
 )
 def test_loopback_only_means_no_other_machine_can_connect(host, local):
@@ -477,7 +488,126 @@ async def test_every_metric_the_grafana_dashboard_queries_is_in_a_scrape(harness
         ("antigravity", "gemini-3-pro-high", "gemini_pro"),
         ("antigravity", "claude-sonnet-4-6", "claude"),
         ("codex", 'evil"} 1\nsublane_pool_cap 0', "other"),
+        ("anthropic", "gpt-4o", "other"),
+        ("antigravity", "llama-3", "other"),
+        ("bedrock", "claude-sonnet-4-5", "other"),
     ],
 )
 def test_a_model_s_family_is_a_bounded_name_never_the_client_s_text(provider, model, family):
     assert model_family(provider, model) == family
+
+
+async def test_each_window_says_when_it_was_read_and_whether_the_reading_is_stale(
+    tmp_path, upstream, secret_store
+):
+    """Per window: the reading's time, stale once it is older than the poll cadence allows (as
+    the desktop shows it, service/views.py) or was never read; the Fable bucket's own rest to
+    the fraction of a second; the pool's cap."""
+    clock = FakeClock()
+    async with started_harness(tmp_path, secret_store, upstream, clock=clock) as h:
+        work = await h.add_account("work", "tok-work")
+        key = await h.create_key()
+        client = claude(h, key)
+        h.upstream.script("tok-work", Reply(headers={P + "5h-utilization": "0.2"}))
+        await client.messages.create(**MESSAGE)
+        await client.close()
+        await readings_saved(h)
+        read_at = clock.now()
+        h.service.pool.accounts[work].fable_cooldown_until = clock.now() + 0.5
+        labels = {"account": "work", "provider": "anthropic"}
+        fresh = await scrape(h)
+        clock.advance(3600)  # an hour without a reading
+        later = await scrape(h)
+
+    observed = "sublane_account_window_observed_timestamp_seconds"
+    assert fresh.value(observed, **labels, window="5h") == read_at
+    assert fresh.value("sublane_account_window_stale", **labels, window="5h") == 0
+    assert fresh.value("sublane_account_window_stale", **labels, window="7d") == 1  # never read
+    assert later.value("sublane_account_window_stale", **labels, window="5h") == 1
+    left = "sublane_account_cooldown_remaining_seconds"
+    assert fresh.value(left, **labels, scope="fable") == 0.5
+    assert later.value(left, **labels, scope="fable") == 0
+    assert fresh.value("sublane_pool_cap") == h.service.pool.cap
+
+
+async def test_a_codex_account_has_no_fable_bucket_to_rest(codex_harness):
+    h = codex_harness
+    await h.add_codex_account("cx")
+    scraped = await scrape(h)
+    left = "sublane_account_cooldown_remaining_seconds"
+    assert scraped.value(left, account="cx", provider="codex", scope="account") == 0
+    assert scraped.value(left, account="cx", provider="codex", scope="fable") is None
+
+
+async def test_a_refused_scrape_says_what_to_present(harness):
+    h = harness
+    member = await h.create_key("laptop", user="sam")
+    status, _, text = await get(h, {"Authorization": f"Bearer {member}"})
+    assert (status, json.loads(text)["error"]["message"]) == (
+        403,
+        "a client key cannot read the metrics: use the administrator token",
+    )
+    status, _, text = await get(h, {"Authorization": "Bearer sl-not-a-key"})
+    assert (status, json.loads(text)["error"]["message"]) == (
+        401,
+        "administrator token required",
+    )
+    h.service.settings["metrics.allow_loopback_without_token"] = False
+    status, _, text = await get(h)
+    assert (status, json.loads(text)["error"]["message"]) == (
+        401,
+        "administrator token required (`sublane admin-token` prints it)",
+    )
+
+
+async def test_without_a_keyring_a_presented_token_hears_why_metrics_are_unavailable(
+    tmp_path, upstream, monkeypatch
+):
+    import keyring
+
+    for name in ("SUBLANE_KEYRING", "SUBLANE_KEYRING_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    previous = keyring.get_keyring()
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    keyring.core.init_backend()
+    service = Service(tmp_path / "data", port=0, env={"SUBLANE_ANTHROPIC_BASE_URL": upstream.url})
+    await service.start()
+    try:
+        assert service.admin_token is None and service.keyring_problem
+        url = f"http://127.0.0.1:{service.port}/metrics"
+        async with aiohttp.ClientSession() as s:
+            async with s.get(url, headers={"Authorization": "Bearer guess"}) as r:
+                error = (await r.json())["error"]
+        assert error["code"] == "auth_failed"
+        assert error["message"] == "metrics unavailable: " + service.keyring_problem
+    finally:
+        await service.stop(drain_timeout=1)
+        keyring.core.set_keyring(previous)
+
+
+def test_the_traffic_tallies_add_up_every_record_and_exchange():
+    """What the request path counts between scrapes: each record, its first output in seconds,
+    cache misses and the tokens they re-read, SubLane's own time and the upstream's 429s."""
+    tally = TrafficTally()
+    for _ in range(3):
+        tally.count_record(a_record(outcome="success", first_token_ms=1500))
+    tally.count_record(a_record(outcome="error", cache_miss="ttl_expired", reread_tokens=40_000))
+    tally.count_record(a_record(outcome="success", cache_miss="ttl_expired", reread_tokens=None))
+    assert tally.requests == {
+        ("success", "anthropic", "sonnet"): 4,
+        ("error", "anthropic", "sonnet"): 1,
+    }
+    first = tally.first_output.series["anthropic"]
+    assert first.total == 4.5  # three answers, 1.5 s each
+    bucket = FIRST_OUTPUT_BUCKETS.index(2.0)  # 1.5 s is in the "le 2" bucket
+    assert first.counts[bucket] == 3 and sum(first.counts) == 3
+    assert tally.cache_misses == {("anthropic", "ttl_expired"): 2}
+    assert tally.reread_tokens == {("anthropic", "ttl_expired"): 40_000}
+
+    tally.count_upstream("anthropic", 0.004, "pacing", 429)
+    tally.count_upstream("anthropic", 0.004, "pacing", 429)
+    tally.count_upstream("anthropic", -0.001, "quota", 200)  # a clock step back reads as 0
+    assert tally.upstream_429 == {("anthropic", "pacing"): 2}
+    added = tally.added_latency.series["anthropic"]
+    assert added.total == 0.008 and added.counts[0] == 1  # the 0 s exchange: first bucket
+    assert added.counts[ADDED_LATENCY_BUCKETS.index(0.005)] == 2
