@@ -267,3 +267,84 @@ def test_a_cooldown_says_what_holds_it_in_the_services_words():
     pacing = cooling("Cooling until 14:05 — upstream 429 (pacing)")
     assert pacing.title == "work is cooling down"
     assert "pacing" in pacing.body and "quota" not in pacing.body
+
+
+# --- the words of each notice, and what is not news (mutation round, 2026-12-06) ---------------
+
+
+def test_each_notice_says_what_happens_next():
+    (out,) = transitions(snap(work="ok"), snap(work="quota_exhausted"))
+    assert out.body == "New requests go to other accounts until its window resets."
+    (back,) = transitions(snap(work="cooling"), snap(work="ok"))
+    assert back.body == "It takes requests again."
+    refused = snap(work="auth_failed")
+    (login,) = transitions(snap(work="ok"), refused)
+    assert (login.title, login.body) == (
+        "work needs a new login",
+        "Its login was refused; sign in again, or import its login again.",
+    )
+    refused[0]["auth_reason"] = "its login is no longer in the keyring"
+    (gone,) = transitions(snap(work="ok"), refused)
+    assert gone.body == "Its login is no longer in the keyring."
+    cooling = snap(work="cooling")
+    cooling[0]["cooldown_until"] = None
+    (unknown,) = transitions(snap(work="ok"), cooling)
+    assert unknown.body == "Upstream errors: new requests go to other accounts for a while."
+    nameless = snap(work="quota_exhausted")
+    del nameless[0]["name"]
+    assert [n.title for n in transitions(snap(work="ok"), nameless)] == ["? ran out of quota"]
+
+
+def test_an_unchanged_account_listed_first_hides_no_later_change():
+    notices = transitions(snap(a="ok", b="ok"), snap(a="ok", b="cooling"))
+    assert [(n.account_id, n.kind) for n in notices] == [(2, "cooling")]
+
+
+@pytest.mark.parametrize("off", ["paused", "disabled"])
+@pytest.mark.parametrize("held", ["cooling", "quota_exhausted"])
+def test_resuming_or_enabling_into_a_hold_still_running_is_not_news(off, held):
+    assert transitions(snap(work=off), snap(work=held)) == []
+
+
+def test_a_cold_or_new_window_crosses_nothing():
+    cold = gauged(five=0.9)
+    cold[0]["gauges"]["five_hour"]["cold"] = True
+    assert run(Rules(), [gauged(five=0.5), cold]) == [[], []]
+    assert run(Rules(), [cold, gauged(five=0.9)]) == [[], []]  # no known reading before
+    assert run(Rules(), [gauged(), gauged(five=0.9)]) == [[], []]  # the window just appeared
+
+
+def test_a_crossing_says_when_its_window_resets_when_that_is_known():
+    rules = Rules()
+    settings = dict(SCHEDULER_SETTINGS)
+    rules.notices(None, gauged(five=0.5), settings, NOW)
+    (known,) = rules.notices(gauged(five=0.5), gauged(five=0.85), settings, NOW + 60)
+    assert known.body == (
+        f"Past 80%; resets at {time.strftime('%H:%M:%S', time.localtime(NOW + 2 * HOUR))}"
+        " (in ~1h 59m)."
+    )
+    rules = Rules()
+    rules.notices(None, gauged(five=0.5, resets=None), settings, NOW)
+    (unknown,) = rules.notices(
+        gauged(five=0.5, resets=None), gauged(five=0.85, resets=None), settings, NOW + 60
+    )
+    assert unknown.body == "Past 80%."
+
+
+def reset_told(before: float, after: float, moved: float = 0.0) -> bool:
+    """A window at its ceiling while a request was turned away, read again: is a reset told?"""
+    rules = Rules()
+    settings = dict(SCHEDULER_SETTINGS)
+    full = gauged("quota_exhausted", five=before, resets=NOW + 600)
+    rules.notices(None, full, settings, NOW)
+    rules.refused("anthropic", NOW + 120)
+    again = gauged("quota_exhausted", five=after, resets=NOW + 600 + moved)
+    return "reset" in [n.kind for n in rules.notices(full, again, settings, NOW + 300)]
+
+
+def test_a_reset_is_a_reading_that_fell_more_than_5_points_or_a_reset_time_that_moved_on():
+    assert not reset_told(1.0, 1.0)
+    assert not reset_told(1.0, 0.96)  # a wobble of the reading
+    assert reset_told(1.0, 0.94)
+    assert not reset_told(1.0, 1.0, moved=60)  # the same reset, read a little differently
+    assert reset_told(1.0, 1.0, moved=61)  # a new period that is already spent again

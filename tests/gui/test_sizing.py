@@ -5,7 +5,7 @@ windows, in subprocesses; this holds the two helpers to their promises in-proces
 from __future__ import annotations
 
 from PySide6.QtCore import QSize
-from PySide6.QtWidgets import QDialog, QFormLayout, QLabel, QLineEdit
+from PySide6.QtWidgets import QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QSplitter
 
 from sublane_desktop.gui.sizing import DEFAULT_SIZE, keep_wrapped_text_whole, set_default_size
 
@@ -71,3 +71,33 @@ def test_one_line_and_hidden_labels_are_left_as_they_are(qtbot):
     window.show()
     qtbot.waitExposed(window)
     assert hidden.minimumHeight() == 0
+
+
+def test_a_wrapped_sentence_narrowed_inside_the_window_grows_and_is_still_drawn(qtbot):
+    """A splitter moved by the person narrows the label without resizing the window: the label's
+    own width change is watched too, and watching it swallows none of its events."""
+    window = QDialog()
+    qtbot.addWidget(window)
+    splitter = QSplitter(window)
+    note = QLabel(SENTENCE)
+    note.setWordWrap(True)
+    splitter.addWidget(note)
+    splitter.addWidget(QLineEdit())
+    QHBoxLayout(window).addWidget(splitter)
+    keep_wrapped_text_whole(window)
+    window.resize(900, 300)
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.waitUntil(lambda: whole(note))
+    wide, size = note.minimumHeight(), window.size()
+    splitter.setSizes([200, 700])
+    qtbot.waitUntil(lambda: note.width() <= 200)
+    assert window.size() == size
+    qtbot.waitUntil(lambda: note.minimumHeight() > wide and whole(note))
+    picture = note.grab().toImage()
+    ink = {
+        picture.pixelColor(x, y).lightness()
+        for x in range(0, picture.width(), 3)
+        for y in range(0, picture.height(), 3)
+    }
+    assert min(ink) < 128 < max(ink)  # dark text on a light ground: the sentence is painted
