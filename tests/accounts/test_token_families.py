@@ -51,6 +51,9 @@ async def h(tmp_path: Path, upstream, codex_upstream, secret_store, monkeypatch)
         # timing. (The chained test tokens' JWTs say exp 0, so a read that takes the written-back
         # token from the tool's file sees it expired; real tokens' exp and expires_in agree.)
         harness.service.quota.refresh_stale = lambda provider: None
+        # Nor the read an import starts at once (R-UI-14, tests/test_fresh_gauges.py): it
+        # refreshes an expiring token in the background, racing the refresh a test counts.
+        harness.service.quota.read_new = lambda account_ids: None
         # each family's tokens chain: n -> n+1, every one good exactly once
         upstream.refresh_grants.update(
             {
