@@ -348,3 +348,110 @@ def test_a_reset_is_a_reading_that_fell_more_than_5_points_or_a_reset_time_that_
     assert reset_told(1.0, 0.94)
     assert not reset_told(1.0, 1.0, moved=60)  # the same reset, read a little differently
     assert reset_told(1.0, 1.0, moved=61)  # a new period that is already spent again
+
+
+def kinds_at(rules, before, after, now, settings=None):
+    merged = {**SCHEDULER_SETTINGS, **(settings or {})}
+    return [n.kind for n in rules.notices(before, after, merged, now)]
+
+
+def test_a_window_at_its_ceiling_with_requests_turned_away_is_told_when_it_resets():
+    """Full is at the account's ceiling (0.90 for 5h, exactly included) or in quota_exhausted,
+    counted from the snapshot it became full in; a reading below the ceiling ends it."""
+    for state, five in (("ok", 0.9), ("ok", 0.95), ("quota_exhausted", 0.5)):
+        rules = Rules()
+        rules.notices(None, gauged("ok", five=0.3), dict(SCHEDULER_SETTINGS), NOW)
+        full = gauged(state, five=five)
+        kinds_at(rules, gauged("ok", five=0.3), full, NOW + 60)  # crossing or ran out: said
+        rules.refused("anthropic", NOW + 120)
+        after = gauged("ok", five=0.1, resets=NOW + 7 * HOUR)
+        assert "reset" in kinds_at(rules, full, after, NOW + 180), (state, five)
+    rules = Rules()  # below its ceiling and serving: nobody was waiting for this window
+    rules.notices(None, gauged("ok", five=0.6), dict(SCHEDULER_SETTINGS), NOW)
+    rules.refused("anthropic", NOW + 60)
+    after = gauged("ok", five=0.1, resets=NOW + 7 * HOUR)
+    assert "reset" not in kinds_at(rules, gauged("ok", five=0.6), after, NOW + 120)
+
+
+def test_a_window_that_left_its_ceiling_is_no_longer_waited_for():
+    rules = Rules()
+    full, eased = gauged("ok", five=0.95), gauged("ok", five=0.7)
+    rules.notices(None, full, dict(SCHEDULER_SETTINGS), NOW)
+    rules.notices(full, eased, dict(SCHEDULER_SETTINGS), NOW + 60)
+    rules.refused("anthropic", NOW + 120)  # turned away for another reason
+    after = gauged("ok", five=0.1, resets=NOW + 7 * HOUR)
+    assert "reset" not in kinds_at(rules, eased, after, NOW + 180)
+
+
+def test_the_reset_notice_says_requests_are_taken_again():
+    rules = Rules()
+    full = gauged("quota_exhausted", five=1.0, resets=NOW + 600)
+    rules.notices(None, full, dict(SCHEDULER_SETTINGS), NOW)
+    rules.refused("anthropic", NOW + 120)
+    fresh = gauged("ok", five=0.0, resets=NOW + 5 * HOUR + 600)
+    (reset,) = [
+        n
+        for n in rules.notices(full, fresh, dict(SCHEDULER_SETTINGS), NOW + 660)
+        if n.kind == "reset"
+    ]
+    assert (reset.title, reset.body) == (
+        "work: 5h window reset",
+        "Requests were being turned away; it takes them again.",
+    )
+
+
+def test_a_forecast_notice_says_when_the_window_runs_out():
+    forecast = {"runs_out_at": NOW + 40 * 60, "resets_at": NOW + 2 * HOUR, "rate_per_hour": 0.3}
+    rules = Rules()
+    rules.notices(None, gauged(five=0.6), dict(SCHEDULER_SETTINGS), NOW)
+    (notice,) = rules.notices(
+        gauged(five=0.6),
+        gauged(five=0.62, forecast=forecast),
+        {**SCHEDULER_SETTINGS, "notify.thresholds": [0.99]},
+        NOW,
+    )
+    assert notice.title == "work: 5h runs out before its reset"
+    assert notice.body.startswith("At this pace it runs out in ~40m; resets at ")
+
+
+def test_a_threshold_is_crossed_by_reaching_it_not_by_leaving_it():
+    assert run(Rules(), [gauged(five=0.5), gauged(five=0.8)]) == [[], ["crossing"]]
+    assert run(Rules(), [gauged(five=0.8), gauged(five=0.85)]) == [[], []]
+
+
+def test_a_nameless_account_s_window_and_a_cold_window_listed_first():
+    rules = Rules()
+    before, after = gauged(five=0.5), gauged(five=0.85)
+    for snapshot in (before, after):
+        del snapshot[0]["name"]
+        cold = {"utilization": None, "resets_at": None, "cold": True, "stale": True}
+        snapshot[0]["gauges"] = {"seven_day": cold, **snapshot[0]["gauges"]}
+    rules.notices(None, before, dict(SCHEDULER_SETTINGS), NOW)
+    (notice,) = rules.notices(before, after, dict(SCHEDULER_SETTINGS), NOW + 60)
+    assert notice.title == "?: 5h at 85%"
+
+
+def test_a_notice_switched_off_or_already_said_silences_no_other():
+    rules = Rules()
+    ok, cooling = gauged("ok", five=0.5), gauged("cooling", five=0.85)
+    cooling[0]["cooldown_until"] = NOW + 75
+    rules.notices(None, ok, dict(SCHEDULER_SETTINGS), NOW)
+    off = {"notify.cooldown": False}
+    assert kinds_at(rules, ok, cooling, NOW + 60, off) == ["crossing"]
+    rules = Rules()
+    flapping = [gauged("ok", five=0.5), gauged("cooling", five=0.5), gauged("ok", five=0.5)]
+    flapping[1][0]["cooldown_until"] = NOW + 75
+    run(rules, flapping)
+    assert kinds_at(rules, flapping[2], cooling, NOW + 200) == ["crossing"]  # cooling: said
+
+
+def test_a_new_cooldown_after_a_recovery_is_said_again():
+    rules = Rules()
+    first, second = snap(work="cooling"), snap(work="cooling")
+    second[0]["cooldown_until"] = NOW + 900  # a later cooldown: a new episode
+    assert run(rules, [snap(work="ok"), first, snap(work="ok"), second]) == [
+        [],
+        ["cooling"],
+        ["recovered"],
+        ["cooling"],
+    ]
