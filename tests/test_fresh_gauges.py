@@ -277,6 +277,86 @@ async def test_an_arrival_keeps_the_usage_endpoints_retry_after(pool: Pool) -> N
     assert pool.reads() == [pool.token("work")]  # enabled again, but the endpoint said wait
 
 
+# --- back from a pause ----------------------------------------------------------------------------
+
+
+@pytest.fixture(params=PROVIDERS)
+async def clocked(request, tmp_path, upstream, codex_upstream, antigravity_upstream, secret_store):
+    """The management API on a fake clock, so a pause can last half an hour."""
+    async with started_harness(
+        tmp_path,
+        secret_store,
+        upstream,
+        codex=codex_upstream,
+        google=antigravity_upstream,
+        clock=FakeClock(),
+    ) as h:
+        h.api = aiohttp.ClientSession(headers={"Authorization": f"Bearer {h.service.admin_token}"})
+        try:
+            yield Pool(h, request.param)
+        finally:
+            await h.api.close()
+
+
+async def test_unpausing_reads_gauges_that_aged_while_paused_but_not_inside_the_floor(
+    clocked: Pool,
+) -> None:
+    """A paused account is not polled and no traffic reaches it, so its bars age. Unpausing
+    reads them at once when they are stale (the tray showed them stale until traffic came),
+    within the poll floor: a short pause shows the reading it had and sends nothing."""
+    pool, h = clocked, clocked.h
+    await pool.add_known("work")
+    window, _ = pool.answer("work", 0.2)
+    assert h.service.refresh_quotas() == 1  # a person's Refresh: the reading it starts with
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("work")]
+
+    await api(h, "POST", "/llmux/pause-account", {"account": "work", "paused": True})
+    h.service.clock.advance(30 * 60)
+    assert (await gauge(h, "work", window))["stale"]
+    window, used = pool.answer("work", 0.45)
+    await api(h, "POST", "/llmux/pause-account", {"account": "work", "paused": False})
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("work")] * 2  # no request went through it
+    shown = await gauge(h, "work", window)
+    assert not shown["stale"] and shown["utilization"] == pytest.approx(used)
+
+    h.service.clock.advance(60)  # paused and back inside the floor of that read: nothing sent
+    await api(h, "POST", "/llmux/pause-account", {"account": "work", "paused": True})
+    await api(h, "POST", "/llmux/pause-account", {"account": "work", "paused": False})
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("work")] * 2
+
+
+async def test_an_account_signed_in_while_paused_is_read_when_it_is_unpaused(
+    clocked: Pool,
+) -> None:
+    """A login the CLI stores again for a paused account is an arrival nothing may read yet
+    (paused accounts are not read); unpausing it reads the new login at once."""
+    pool, h = clocked, clocked.h
+    await pool.add_known("work")
+    await api(h, "POST", "/llmux/pause-account", {"account": "work", "paused": True})
+    window, used = pool.answer("relogin", 0.61)
+    with offline_cli(h.service) as offline:
+        await asyncio.to_thread(
+            offline.add_account,
+            pool.provider,
+            "work",
+            "default",
+            None,
+            2,
+            pool.secret("relogin"),
+            replace=True,
+        )
+    await api(h, "GET", "/api/accounts/runtime")  # taken up: a new revision, still paused
+    await reads_done(h.service)
+    assert pool.reads() == []
+    await api(h, "POST", "/llmux/pause-account", {"account": "work", "paused": False})
+    await reads_done(h.service)
+    assert pool.reads() == [pool.token("relogin")]
+    assert (await gauge(h, "work", window))["utilization"] == pytest.approx(used)
+
+
 # --- a server start -----------------------------------------------------------------------------
 
 
@@ -302,13 +382,44 @@ class Restarts:
         h.codex, h.google = self.codex, self.google
         return Pool(h, self.provider)
 
-    def cli_adds(self, pool: Pool, name: str) -> None:
+    def cli_adds(self, pool: Pool, name: str, login: str | None = None) -> None:
+        """`sublane account add NAME` (with `login`: `--replace` storing that login's tokens,
+        as `account login NAME` does) while no server runs."""
         offline = OfflineService(self.data_dir)
         offline._secrets = self.secret_store  # the keyring the CLI's environment names
         try:
-            offline.add_account(self.provider, name, "default", None, 2, pool.secret(name))
+            offline.add_account(
+                self.provider,
+                name,
+                "default",
+                None,
+                2,
+                pool.secret(login or name),
+                replace=login is not None,
+            )
         finally:
             offline.close()
+
+    def cli_re_enables(self, name: str) -> None:
+        """`sublane account disable NAME` then `enable NAME` while no server runs."""
+        offline = OfflineService(self.data_dir)
+        try:
+            offline.set_enabled(name, False)
+            offline.set_enabled(name, True)
+        finally:
+            offline.close()
+
+    async def start_reads(self, pool: Pool) -> list[str]:
+        """A server started and stopped: the tokens its start read."""
+        pool.forget_reads()
+        service = self.service()
+        pool.h.service = service
+        await service.start()
+        try:
+            await reads_done(service)
+            return pool.reads()
+        finally:
+            await service.stop()
 
 
 @pytest.fixture(params=PROVIDERS)
@@ -381,6 +492,54 @@ async def test_a_restart_keeps_the_poll_floor_and_retry_after_of_a_refused_start
     restarts.clock.advance(400 - 60)  # past the floor: only the endpoint's retry-after holds
     waited_out = REFUSED_FOR_S[restarts.provider] <= 400
     assert await restart_reads() == (1 if waited_out else 0)
+
+
+async def test_a_start_reads_an_account_signed_in_again_or_re_enabled_inside_the_floor(
+    restarts: Restarts,
+) -> None:
+    """The poll floor a previous run left belongs to the revision it was taken under (R-OBS-2):
+    a login the CLI stored again, or an account it disabled and enabled, while no server ran,
+    is a new revision with void gauges, read at the next start even within 5 minutes of the
+    last read (a revision taken up while serving is read at once the same way)."""
+    pool = restarts.pool(restarts.service())
+    pool.answer("work", 0.3)
+    restarts.cli_adds(pool, "work")
+    assert await restarts.start_reads(pool) == [pool.token("work")]
+
+    restarts.clock.advance(60)  # inside the floor of that read
+    window, used = pool.answer("relogin", 0.61)
+    restarts.cli_adds(pool, "work", login="relogin")  # signed in again with the CLI
+    assert await restarts.start_reads(pool) == [pool.token("relogin")]
+
+    restarts.clock.advance(60)
+    restarts.cli_re_enables("work")
+    service = restarts.service()
+    pool.h.service = service
+    pool.forget_reads()
+    await service.start()
+    try:
+        await reads_done(service)
+        assert pool.reads() == [pool.token("relogin")]
+        view = service.account_view(service.pool.find("work").id)
+        assert view["gauges"][window]["utilization"] == pytest.approx(used)
+    finally:
+        await service.stop()
+
+    restarts.clock.advance(60)  # nothing changed since: the floor of that read holds
+    assert await restarts.start_reads(pool) == []
+
+
+async def test_a_new_revision_at_start_still_keeps_the_endpoints_retry_after(
+    restarts: Restarts,
+) -> None:
+    """The revision voids the floor only: what the usage endpoint asked for stays its own."""
+    pool = restarts.pool(restarts.service())
+    pool.refuse_reads()
+    restarts.cli_adds(pool, "work")
+    assert await restarts.start_reads(pool) == [pool.token("work")]  # refused, retry-after
+    restarts.clock.advance(10)  # inside every fake's retry-after (30 s at the least)
+    restarts.cli_re_enables("work")
+    assert await restarts.start_reads(pool) == []
 
 
 # --- a browser sign-in --------------------------------------------------------------------------

@@ -143,6 +143,7 @@ class Pool:
     def sync_accounts(self, rows: Iterable[AccountState]) -> None:
         """Adopt the stored account list, keeping process-local counters of known accounts."""
         fresh: dict[int, AccountState] = {}
+        restored_pin = False
         for row in rows:
             known = self.accounts.get(row.id)
             if known is not None:
@@ -167,7 +168,15 @@ class Pool:
                     # A pin saved by an earlier run keeps its wall-clock end (R-OBS-2), but
                     # never more than a fresh pin's 5 minutes, even if the clock went back.
                     row.pinned_until = min(row.pinned_until, self.clock.now() + PIN_SECONDS)
+                    if self.scheduler.pinned(row, self.clock.now()):
+                        restored_pin = True
+                        # Its lanes' current account at once, not after the next request.
+                        self.scheduler.anchor_pin(row)
                 fresh[row.id] = row
+        if restored_pin:
+            # ...unless it may not serve now (disabled or paused by the CLI while no server
+            # ran, cooling): the tick's own rule drops such an anchor, as it would in 30 s.
+            self.scheduler.evaluate(list(fresh.values()), self.clock.now())
         self.accounts = fresh
         self.bindings = {k: v for k, v in self.bindings.items() if v in fresh}
         self._on_change()

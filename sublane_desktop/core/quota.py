@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from sublane_desktop.core.clock import Clock
 from sublane_desktop.core.gauges import Observation
@@ -33,11 +33,22 @@ class QuotaReadError(Exception):
         self.retry_after = retry_after
 
 
+class PollMarks(NamedTuple):
+    """When an account's quota may be read again, as kept across a restart (R-OBS-2).
+    Wall-clock seconds, like every deadline that must outlive us."""
+
+    started: float | None  # the last read's start: the poll floor counts from it
+    blocked: float | None  # the end of the usage endpoint's own retry-after
+    # The account revision the floor was taken under. The floor belongs to that credential and
+    # lifecycle: a re-sign-in or re-enable (even by the CLI while no server ran) voids it, so
+    # the new revision is read at once; the endpoint's retry-after is the endpoint's and stays.
+    revision: int | None
+
+
 Reader = Callable[[Any], Awaitable[list[Observation]]]
 Publisher = Callable[[Any, int, list[Observation]], Awaitable[bool]]
-# Told an account's (last read's start, endpoint back-off end) whenever either changes, so a
-# restart keeps both (R-OBS-2). Wall-clock seconds, like every deadline that must outlive us.
-Remember = Callable[[int, float | None, float | None], None]
+# Told an account's marks whenever one changes, so a restart keeps them (R-OBS-2).
+Remember = Callable[[int, PollMarks], None]
 
 
 class QuotaRefresher:
@@ -62,37 +73,47 @@ class QuotaRefresher:
         self._gate = asyncio.Semaphore(max_concurrent)
         self._running: dict[int, asyncio.Task[bool]] = {}
         self._last_start: dict[int, float] = {}
+        self._floor_revision: dict[int, int | None] = {}  # the revision each floor belongs to
         self._blocked_until: dict[int, float] = {}  # the endpoint's own retry-after
-        self._remember = remember or (lambda account_id, started, blocked: None)
+        self._remember = remember or (lambda account_id, marks: None)
         # account id -> why its last read failed, in words (a sign-in says it); cleared by a
         # read that lands
         self.failures: dict[int, str] = {}
         self.reads = 0  # reads actually sent (tests and the trace look at this)
 
-    def restore(self, polls: dict[int, tuple[float | None, float | None]]) -> None:
-        """At start: the floors and back-offs a previous run left (R-OBS-2).
+    def restore(self, polls: dict[int, tuple[float | None, float | None, int | None]]) -> None:
+        """At start: the floors and back-offs a previous run left (R-OBS-2), each floor with
+        the revision it was taken under (`PollMarks`).
 
         A start time in the future means the wall clock went back since it was written; it
         counts as now, so the floor holds for at most its own length instead of until the clock
         catches up; a back-off holds at most a day from now. One that already ended is left out.
         """
         now = self.clock.now()
-        for account_id, (started, blocked) in polls.items():
+        for account_id, (started, blocked, revision) in polls.items():
             if started is not None:
                 self._last_start[account_id] = min(started, now)
+                self._floor_revision[account_id] = revision
             if blocked is not None and blocked > now:
                 self._blocked_until[account_id] = min(blocked, now + MAX_ENDPOINT_BACKOFF_SECONDS)
 
     def _save(self, account_id: int) -> None:
         self._remember(
-            account_id, self._last_start.get(account_id), self._blocked_until.get(account_id)
+            account_id,
+            PollMarks(
+                self._last_start.get(account_id),
+                self._blocked_until.get(account_id),
+                self._floor_revision.get(account_id),
+            ),
         )
 
     def due(self, account: Any, now: float) -> bool:
         if now < self._blocked_until.get(account.id, 0.0):
             return False
         last = self._last_start.get(account.id)
-        return last is None or now - last >= self.floor_seconds
+        if last is None or self._floor_revision.get(account.id) != account.revision:
+            return True  # never read, or read under an older credential / lifecycle
+        return now - last >= self.floor_seconds
 
     def want(self, accounts: Iterable[Any], *, force: bool = False) -> list[asyncio.Task[bool]]:
         """Start background refreshes; never waits. `force` (a person asked) skips the floor
@@ -109,6 +130,7 @@ class QuotaRefresher:
             if not force and not self.due(account, now):
                 continue
             self._last_start[account.id] = now
+            self._floor_revision[account.id] = account.revision
             self._save(account.id)
             task = spawn(self._refresh(account), name=f"quota-read-{account.id}")
             self._running[account.id] = task

@@ -272,6 +272,12 @@ class Scheduler:
             if other.provider == account.provider:
                 other.pinned_until = None
         account.pinned_until = now + PIN_SECONDS
+        self.anchor_pin(account)
+
+    def anchor_pin(self, account: AccountState) -> None:
+        """The pinned account is the current one of both its provider's lanes in every group
+        it serves: the views say so from the moment the pin holds (also a pin a restart kept,
+        before any request), as the pin sends new requests there."""
         for group in account.group_ids:
             self.current[(group, account.provider)] = account.id
             self.fable_current[(group, account.provider)] = account.id
@@ -310,12 +316,17 @@ class Scheduler:
             raise self._nothing_serves(demand)
         ordered = sorted(candidates, key=lambda a: a.id)
         lane_name = "fable" if demand.route.fable else "main"
+        anchors = self.fable_current if demand.route.fable else self.current
+        lane = (demand.group_id, demand.route.provider)
         for account in ordered:  # 3. a live pin beats everything but the hard gates
             if (
                 self.pinned(account, now)
                 and self.hard_gate(account, demand, now, pinned=True) is None
                 and self.has_room(account, now)
             ):
+                # The lane's anchor is the pin again (the 30 s tick drops a gated anchor, and
+                # a pinned account cooling after 5xx keeps its pin): current is where it goes.
+                anchors[lane] = account.id
                 self.last = Decision(account.name, lane_name, "manual pin")
                 return account
         open_ = [a for a in ordered if self.hard_gate(a, demand, now) is None]
@@ -330,8 +341,6 @@ class Scheduler:
                 raise self._why_none(ordered, demand, now)
             self.last = Decision(chosen.name, lane_name, "all over ceiling: least loaded")
             return chosen
-        anchors = self.fable_current if demand.route.fable else self.current
-        lane = (demand.group_id, demand.route.provider)
         if demand.route.fable and lane not in anchors and lane in self.current:
             anchors[lane] = self.current[lane]  # seeded from the account-wide current
         anchor_id = anchors.get(lane)

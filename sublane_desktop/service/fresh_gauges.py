@@ -12,6 +12,13 @@ endpoint's own retry-after, and inside the global cap's metadata slot, like ever
 (`core/quota.QuotaRefresher`). Without it a person who adds an account with the CLI or the API
 saw "no quota data yet" until traffic came and the poll floor allowed a read.
 
+An account that serves again after a pause is no arrival (same credential, same lifecycle), but
+nothing read it while it was paused: no traffic went through it and polls skip paused accounts.
+So unpausing reads it at once when its gauges are stale or cold, as its first request would, and
+within the poll floor (an account paused for a minute shows the reading it had; pausing and
+unpausing in a row polls once per floor). Without it the tray showed the old bars as stale, or
+cold ones, until traffic came through it.
+
 A server start is no arrival: it reads the accounts nothing was ever read for (every gauge
 cold), within the poll floor and the retry-after a previous run left (R-OBS-2), so an account
 the CLI added while no server ran has gauges as soon as one starts, and a server restarted in
@@ -31,8 +38,9 @@ if TYPE_CHECKING:
 class FreshGauges:
     def __init__(self, service: Service) -> None:
         self.service = service
-        # account id -> the revision it was last seen enabled under; None before start()
-        self._seen: dict[int, int] | None = None
+        # account id -> (the revision it was last seen enabled under, whether it was paused);
+        # None before start()
+        self._seen: dict[int, tuple[int, bool]] | None = None
 
     def start(self) -> None:
         """The server is ready to read (store, keyring, HTTP session): from now on, arrivals
@@ -47,18 +55,26 @@ class FreshGauges:
         self._seen = None
 
     def look(self) -> None:
-        """After the account list may have changed: read the accounts that just came in."""
+        """After the account list may have changed, or an account was paused or unpaused: read
+        the accounts that just came in, and those back from a pause whose gauges aged."""
         if self._seen is None:  # starting: start() decides what the start reads
             return
         now_in = self._in_service()
-        arrived = [
-            account_id
-            for account_id, revision in now_in.items()
-            if self._seen.get(account_id) != revision
-        ]
+        arrived: list[int] = []
+        unpaused: list[int] = []
+        for account_id, (revision, paused) in now_in.items():
+            before = self._seen.get(account_id)
+            if before is None or before[0] != revision:
+                arrived.append(account_id)  # (read once it is unpaused, if it is paused)
+            elif before[1] and not paused:
+                unpaused.append(account_id)
         self._seen = now_in
         if arrived:
             self.service.quota.read_new(arrived)
+        if unpaused:
+            self.service.quota.read_unpaused(unpaused)
 
-    def _in_service(self) -> dict[int, int]:
-        return {a.id: a.revision for a in self.service.pool.accounts.values() if a.enabled}
+    def _in_service(self) -> dict[int, tuple[int, bool]]:
+        return {
+            a.id: (a.revision, a.paused) for a in self.service.pool.accounts.values() if a.enabled
+        }

@@ -33,6 +33,7 @@ class OperatorLevers:
 
     async def pause(self, ref: str | int, paused: bool = True) -> dict[str, Any]:
         account = self.service.pool.set_paused(ref, paused)
+        self.service.fresh_gauges.look()  # back from a pause: aged gauges are read (R-UI-14)
         return self.service.account_view(account.id)
 
     async def set_enabled(self, ref: str | int, enabled: bool) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from sublane_desktop.accounts.problems import CredentialUnavailable
 from sublane_desktop.core.forecast import BURN_WINDOW_S, UsageTrail
 from sublane_desktop.core.gauges import Observation, windows_for
 from sublane_desktop.core.pool import AccountState
-from sublane_desktop.core.quota import QuotaReadError, QuotaRefresher
+from sublane_desktop.core.quota import PollMarks, QuotaReadError, QuotaRefresher
 from sublane_desktop.core.tasks import spawn
 from sublane_desktop.providers import anthropic_quota, codex, codex_quota
 from sublane_desktop.store import quota as quota_store
@@ -71,16 +71,16 @@ class QuotaFeed:
                 for at, utilization in points:
                     self.usage_trail.add(account_id, window, at, utilization)
 
-    def _remember_poll(self, account_id: int, started: float | None, blocked: float | None) -> None:
-        """The poll floor and the endpoint's back-off are saved so a restart keeps them
-        (R-OBS-2); written behind the read, which never waits for it."""
+    def _remember_poll(self, account_id: int, marks: PollMarks) -> None:
+        """The poll floor (with the revision it belongs to) and the endpoint's back-off are
+        saved so a restart keeps them (R-OBS-2); written behind the read, which never waits."""
         store = self.service.store
         if store is None:
             return
 
         async def save() -> None:
             try:
-                await store.write(lambda: quota_store.save_poll(account_id, started, blocked))
+                await store.write(lambda: quota_store.save_poll(account_id, *marks))
             except Exception as exc:  # the floor still holds in memory for this run
                 log.error("could not save when quota may be read again: %s", type(exc).__name__)
 
@@ -224,15 +224,24 @@ class QuotaFeed:
         ]
 
     def refresh_stale(self, provider: str) -> None:
+        self.read_if_stale(self.candidates(provider))
+
+    def read_if_stale(self, accounts: list[AccountState]) -> None:
+        """Read those of `accounts` whose gauges are stale or cold, within the poll floor and
+        the endpoint's retry-after (R-GAUGE-3): what traffic through them would start."""
         now = self.service.clock.now()
         due = self.refresher.due  # asked first: after a read, nothing is due for minutes
         stale = [
-            a
-            for a in self.candidates(provider)
-            if due(a, now) and a.gauges.any_stale(now, windows_for(a.provider))
+            a for a in accounts if due(a, now) and a.gauges.any_stale(now, windows_for(a.provider))
         ]
         if stale:
             self.refresher.want(stale)
+
+    def read_unpaused(self, account_ids: list[int]) -> None:
+        """These accounts serve again after a pause, which read nothing (R-UI-14,
+        service/fresh_gauges.py): stale or cold gauges are read now, within the floor."""
+        wanted = set(account_ids)
+        self.read_if_stale([a for a in self.candidates() if a.id in wanted])
 
     def read_new(self, account_ids: list[int]) -> None:
         """These accounts just came into service (R-UI-14, service/fresh_gauges.py): read their

@@ -135,6 +135,15 @@ STEPS: dict[int, list[str]] = {
     13: [
         "ALTER TABLE quota_history ADD COLUMN voided INTEGER NOT NULL DEFAULT 0",
     ],
+    # The poll floor belongs to the account revision it was taken under (R-OBS-2, R-UI-14): a
+    # re-sign-in or re-enable written by the CLI while no server ran voids it. A floor saved
+    # before this step is taken to be of the account's present revision, so it keeps holding
+    # (at worst, a change the CLI made offline just before the upgrade waits out one floor).
+    14: [
+        "ALTER TABLE quota_polls ADD COLUMN revision INTEGER",
+        "UPDATE quota_polls SET revision ="
+        " (SELECT revision FROM accounts WHERE accounts.id = quota_polls.account_id)",
+    ],
 }
 LATEST = max(STEPS)
 

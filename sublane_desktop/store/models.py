@@ -207,6 +207,7 @@ class QuotaPoll(BaseModel):
     account_id: int  # peewee's id accessor, declared for the type checker
     started_at = FloatField(null=True)  # the last read's start: the poll floor counts from it
     blocked_until = FloatField(null=True)  # the usage endpoint's own retry-after
+    revision = IntegerField(null=True)  # the account revision the floor belongs to
 
     class Meta:
         table_name = "quota_polls"

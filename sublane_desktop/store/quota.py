@@ -131,18 +131,25 @@ def void_history_for_forecasts(since: float) -> int:
 # --- when the next read may go (R-GAUGE-3), across a restart (R-OBS-2) ------------------------
 
 
-def save_poll(account_id: int, started_at: float | None, blocked_until: float | None) -> None:
-    """One account's poll floor start and the endpoint's back-off, as they stand now."""
+def save_poll(
+    account_id: int, started_at: float | None, blocked_until: float | None, revision: int | None
+) -> None:
+    """One account's poll floor start (and the revision it was taken under) and the
+    endpoint's back-off, as they stand now."""
     if Account.get_or_none(Account.id == account_id) is None:
         return  # deleted meanwhile: nothing left to hold back
     QuotaPoll.insert(
-        account=account_id, started_at=started_at, blocked_until=blocked_until
+        account=account_id, started_at=started_at, blocked_until=blocked_until, revision=revision
     ).on_conflict_replace().execute()
 
 
-def load_polls() -> dict[int, tuple[float | None, float | None]]:
-    """account id -> (last read's start, endpoint back-off end)."""
-    return {row.account_id: (row.started_at, row.blocked_until) for row in QuotaPoll.select()}
+def load_polls() -> dict[int, tuple[float | None, float | None, int | None]]:
+    """account id -> (last read's start, endpoint back-off end, the revision the start was
+    taken under: core.quota.PollMarks)."""
+    return {
+        row.account_id: (row.started_at, row.blocked_until, row.revision)
+        for row in QuotaPoll.select()
+    }
 
 
 def lift_poll_floors() -> int:

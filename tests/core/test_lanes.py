@@ -464,3 +464,52 @@ def test_antigravity_accounts_are_scored_by_the_requested_family():
     assert pool.scheduler.score(g1, Demand(1, pro), clock.now()) == pytest.approx(0.05)
     assert pick(pool, pro) == "g2"
     assert pick(pool, claude) == "g1"
+
+
+def test_a_pin_loaded_at_start_is_current_before_any_request_unless_it_may_not_serve():
+    """R-OBS-2 with R-LANE-2: a pin a restart kept sends new requests to its account, so that
+    account is its lanes' current one from the start, not from the first request. A pinned
+    account the CLI disabled while no server ran is not (the next request goes elsewhere)."""
+    clock = FakeClock()
+    pool = Pool(clock)
+    pinned = clock.now() + 180
+    pool.sync_accounts(
+        [
+            AccountState(id=1, name="a", provider="anthropic", group_ids=(1, 2)),
+            AccountState(
+                id=2, name="b", provider="anthropic", group_ids=(1, 2), pinned_until=pinned
+            ),
+        ]
+    )
+    a, b = pool.accounts[1], pool.accounts[2]
+    assert [pool.scheduler.is_current(x) for x in (a, b)] == [False, True]
+    assert [pool.scheduler.is_fable_current(x) for x in (a, b)] == [False, True]
+    assert pick(pool, MAIN) == "b"
+
+    later = Pool(clock)
+    later.sync_accounts(
+        [
+            AccountState(id=1, name="a", provider="anthropic"),
+            AccountState(id=2, name="b", provider="anthropic", enabled=False, pinned_until=pinned),
+        ]
+    )
+    assert not later.scheduler.is_current(later.accounts[2])
+    assert pick(later, MAIN) == "a"
+
+
+def test_a_pinned_account_back_from_a_cooldown_is_current_again_with_its_first_request():
+    """A 5xx streak cools a pinned account without releasing the pin (only a 429 or an auth
+    failure does); the tick drops it as current meanwhile. Once the pin sends requests there
+    again, the views say it is current again (they said another account while it served)."""
+    pool, clock = make()
+    a, b = pool.accounts[1], pool.accounts[2]
+    pool.switch("acc2")
+    lease = pool.acquire(Demand(group_id=1, route=MAIN))
+    lease.release(Outcome.FAILURE, status=503)
+    assert b.pinned_until is not None and b.cooling(clock.now())
+    pool.evaluate()
+    assert pick(pool, MAIN) == "acc1"
+    assert pool.scheduler.is_current(a) and not pool.scheduler.is_current(b)
+    clock.advance(b.cooldown_until - clock.now())
+    assert pick(pool, MAIN) == "acc2"  # the recovery probe, sent by the pin
+    assert pool.scheduler.is_current(b) and not pool.scheduler.is_current(a)

@@ -14,6 +14,7 @@ from sublane_desktop.core.gauges import Observation
 from sublane_desktop.core.pool import AccountState, Demand, Outcome, Pool
 from sublane_desktop.core.quota import (
     MAX_ENDPOINT_BACKOFF_SECONDS,
+    PollMarks,
     QuotaReadError,
     QuotaRefresher,
 )
@@ -338,10 +339,10 @@ async def test_what_it_remembers_and_restores_across_a_restart():
     clock = FakeClock()
     up = Upstream(clock)
     pool = Pool(clock)
-    saved: dict[int, tuple[float | None, float | None]] = {}
+    saved: dict[int, PollMarks] = {}
 
-    def remember(account_id, started, blocked):
-        saved[account_id] = (started, blocked)
+    def remember(account_id, marks):
+        saved[account_id] = marks
 
     def refresher() -> QuotaRefresher:
         return QuotaRefresher(
@@ -360,7 +361,7 @@ async def test_what_it_remembers_and_restores_across_a_restart():
     up.fail = QuotaReadError("rate limited", retry_after=3600)
     await settle(first.want([held]))
     up.fail = None
-    assert saved == {1: (start, None), 2: (start, start + 3600)}
+    assert saved == {1: (start, None, 1), 2: (start, start + 3600, 1)}
 
     clock.advance(200)
     second = refresher()
@@ -381,11 +382,27 @@ def test_restored_deadlines_that_the_clock_left_behind_are_bounded():
     now = clock.now()
     refresher.restore(
         {
-            1: (now + 7 * 86400, None),  # a read "started" a week from now
-            2: (None, now + 30 * 86400),  # a back-off a month long
-            3: (now - 600, now - 1),  # both over
+            1: (now + 7 * 86400, None, 1),  # a read "started" a week from now
+            2: (None, now + 30 * 86400, None),  # a back-off a month long
+            3: (now - 600, now - 1, 1),  # both over
         }
     )
     assert not refresher.due(Acc(1), now + 299) and refresher.due(Acc(1), now + 300)
     assert not refresher.due(Acc(2), now + 86399) and refresher.due(Acc(2), now + 86400)
     assert refresher.due(Acc(3), now)
+
+
+async def test_a_new_revision_voids_the_floor_but_not_the_endpoints_retry_after():
+    """R-OBS-2 / R-UI-14: the floor belongs to the credential and lifecycle it was taken under.
+    An account signed in again or re-enabled (here: while no server ran, so only the restored
+    marks know) is due at once; the usage endpoint's own retry-after still holds."""
+    refresher, up, clock = make()
+    now = clock.now()
+    refresher.restore({1: (now - 60, None, 1), 2: (now - 60, now + 600, 1)})
+    same, resigned, held = Acc(1, revision=1), Acc(1, revision=2), Acc(2, revision=2)
+    assert not refresher.due(same, now)  # same revision: the floor a minute ago holds
+    assert refresher.due(resigned, now)
+    assert refresher.want([held]) == []  # new revision, but the endpoint asked to wait
+    await settle(refresher.want([resigned]))
+    assert up.reads == [1]
+    assert not refresher.due(resigned, clock.now())  # its own read starts a floor of its own

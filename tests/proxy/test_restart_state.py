@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
 import anthropic
 import pytest
 
@@ -111,6 +112,63 @@ async def test_a_manual_pin_keeps_its_remaining_time_across_a_restart(runs):
     h.service.pool.evaluate()
     assert h.service.account_view(b)["pinned_until"] is None
     assert await ask(h, key, "after") == "tok-a"
+
+
+async def runtime(h: Harness) -> dict[str, dict]:
+    """GET /api/accounts/runtime (what the tray and `account list --json` show), by name."""
+    async with aiohttp.ClientSession(
+        headers={"Authorization": f"Bearer {h.service.admin_token}"}
+    ) as session:
+        async with session.get(h.url + "/api/accounts/runtime") as resp:
+            assert resp.status == 200
+            body = await resp.json()
+    return {a["name"]: a for a in body["accounts"]}
+
+
+async def test_a_pin_kept_across_a_restart_is_current_before_any_request(runs):
+    """The pinned account is the one new requests go to, so the views say it is current at
+    once after a start ("current for Claude" in the tray), not from the next request on."""
+    h = await runs.start()
+    await h.add_account("a", "tok-a")
+    await h.add_account("b", "tok-b")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = 429
+    await h.service.levers.switch("b")
+    runs.clock.advance(2 * MIN)
+
+    h = await runs.restart()
+    shown = await runtime(h)
+    assert shown["b"]["pinned_until"] is not None
+    assert (shown["b"]["current"], shown["b"]["fable_current"]) == (True, True)
+    assert (shown["a"]["current"], shown["a"]["fable_current"]) == (False, False)
+    assert await ask(h, key, "s1") == "tok-b"  # and that is where the next request goes
+
+
+async def test_without_a_pin_a_start_has_no_current_account_until_a_request_picks_one(runs):
+    """Decided: the lanes' current account is process-local (like the rotation cursors, R-POOL-10)
+    and is picked by the first request from the gauges of that moment; before it, the views
+    say none is current rather than guess ("No current account yet" in the tray)."""
+    h = await runs.start()
+    await h.add_account("a", "tok-a")
+    await h.add_account("b", "tok-b")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = 429
+    client = sdk(h, key)
+    try:
+        await client.messages.create(**MAIN)  # no conversation: the main lane's pick
+    finally:
+        await client.close()
+    assert [a["current"] for a in (await runtime(h)).values()].count(True) == 1
+
+    h = await runs.restart()
+    assert [a["current"] for a in (await runtime(h)).values()] == [False, False]
+    client = sdk(h, key)
+    try:
+        await client.messages.create(**MAIN)
+    finally:
+        await client.close()
+    served = h.upstream.tokens_served()[-1]
+    assert {n for n, a in (await runtime(h)).items() if a["current"]} == {served[len("tok-") :]}
 
 
 async def test_a_pin_released_by_a_429_stays_released_after_a_restart(runs):

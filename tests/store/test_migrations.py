@@ -97,3 +97,19 @@ def test_observations_of_an_older_revision_never_load(tmp_path):
         assert quota_store.load_observations() == {}
     finally:
         store.close()
+
+
+def test_a_saved_poll_floor_is_given_its_accounts_present_revision_on_upgrade(tmp_path):
+    """Step 14 ties the poll floor to a revision (R-OBS-2); a floor saved before it counts as
+    taken under the revision its account has now, so an upgrade does not void every floor."""
+    path = tmp_path / "sublane.db"
+    version_1_database(path)  # `work` is at revision 3
+    db = SqliteDatabase(str(path))
+    migrations.migrate(db, path, upto=13)
+    db.execute_sql("INSERT INTO quota_polls VALUES (1, 100.0, 4000.0)")
+    db.close()
+    store = Store(path)
+    try:
+        assert quota_store.load_polls() == {1: (100.0, 4000.0, 3)}
+    finally:
+        store.close()
