@@ -27,6 +27,7 @@ from sublane_desktop.gui.requests_model import (
     full_time,
     hit_rate,
     milliseconds,
+    outcome_words,
     status,
     tokens,
 )
@@ -102,7 +103,7 @@ def detail_rows(
     return [
         # The local date and time, never epoch seconds (fault 12).
         ("Started", full_time(record.get("started_at"))),
-        ("Outcome", record.get("outcome") or NONE),
+        ("Outcome", outcome_words(record.get("outcome"))),
         ("Cause", cause_text(record.get("error_code"), record.get("upstream_status"))),
         ("Provider status", status(record.get("upstream_status"))),  # its HTTP status
         ("Duration", milliseconds(record.get("duration_ms"))),

@@ -74,6 +74,24 @@ NUMERIC = frozenset(
     }
 )
 
+# The stored outcomes (core.records.OUTCOMES, what the API, the CLI and the filters' item data
+# keep) in the words a person reads in the Requests window, its filter and request details.
+# States are worded and capitalised ("Paused", "Limit reached"); outcomes read the same way.
+OUTCOME_WORDS = {
+    "success": "Served",
+    "incomplete": "Cut short",
+    "error": "Failed",
+    "canceled": "Cancelled",
+    "rejected": "Refused by the pool",
+}
+OUTCOME_TIPS = {
+    "success": "The provider answered in full",
+    "incomplete": "The answer stopped part way (the stream broke or timed out)",
+    "error": "The provider or the gateway failed the request",
+    "canceled": "The client went away before the answer was done",
+    "rejected": "No account in the pool could take it; the line below says why",
+}
+
 # Muted enough for both light and dark palettes; success stays the plain text colour.
 OUTCOME_COLORS = {
     "error": QColor("#d64541"),
@@ -195,9 +213,16 @@ def cause_words(code: str) -> str:
     return code.replace("_", " ")
 
 
+def outcome_words(stored: str | None) -> str:
+    """One stored outcome in words; an outcome this version does not know is shown as it is."""
+    if not stored:
+        return NONE
+    return OUTCOME_WORDS.get(stored, stored.replace("_", " "))
+
+
 def outcome(record: Record) -> str:
     """Outcome, with what went wrong in words on a second line when there is an error code."""
-    text = record.get("outcome") or NONE
+    text = outcome_words(record.get("outcome"))
     if record.get("error_code"):
         text += "\n" + cause_words(record["error_code"])
     return text
@@ -321,8 +346,10 @@ class RequestsModel(QAbstractTableModel):
             return f"{record.get('request_id')}\n{full_time(record.get('started_at'))}"
         if column == Column.CACHE_HIT:
             return cache_tooltip(record)
-        if column == Column.OUTCOME and record.get("error_code"):
-            return f"{cause_words(record['error_code'])} [{record['error_code']}]"
+        if column == Column.OUTCOME:
+            if record.get("error_code"):
+                return f"{cause_words(record['error_code'])} [{record['error_code']}]"
+            return OUTCOME_TIPS.get(record.get("outcome") or "")
         return None
 
     # Ours

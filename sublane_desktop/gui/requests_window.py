@@ -76,7 +76,13 @@ from sublane_desktop.core.miss_words import LABELS
 from sublane_desktop.gui.colours import link_text, on_base
 from sublane_desktop.gui.flow_layout import FlowLayout
 from sublane_desktop.gui.request_details import RequestDetailsDialog
-from sublane_desktop.gui.requests_model import Column, RequestsModel
+from sublane_desktop.gui.requests_model import (
+    OUTCOME_TIPS,
+    OUTCOME_WORDS,
+    Column,
+    RequestsModel,
+    outcome_words,
+)
 from sublane_desktop.gui.sizing import scroll_when_small, set_default_size
 
 log = logging.getLogger(__name__)
@@ -337,7 +343,8 @@ class RequestsWindow(QWidget):
         top.addSpacing(8)
         top.addWidget(self.refresh_button)
 
-        self.outcome_filter = self._combo("All outcomes", 11)
+        # Wide enough for the longest outcome's words: they are few and known, so none is elided.
+        self.outcome_filter = self._combo("All outcomes", max(map(len, OUTCOME_WORDS.values())))
         self.model_filter = self._combo("All models", 16)
         self.key_filter = self._combo("All keys", 14)
         self.user_filter = self._combo("All members", 10)
@@ -736,7 +743,12 @@ class RequestsWindow(QWidget):
             return  # the page load reports the problem; keep the choices we have
         choices = task.result()
         self._choices = choices
-        _fill(self.outcome_filter, [(o, o) for o in choices.get("outcomes", [])])
+        # Worded for the person; the item data stays the stored id the API filters on.
+        _fill(self.outcome_filter, [(outcome_words(o), o) for o in choices.get("outcomes", [])])
+        for i in range(1, self.outcome_filter.count()):
+            tip = OUTCOME_TIPS.get(self.outcome_filter.itemData(i))
+            if tip:
+                self.outcome_filter.setItemData(i, tip, Qt.ItemDataRole.ToolTipRole)
         _fill(self.model_filter, [(m, m) for m in choices.get("models", [])])
         users = {u["id"]: u["name"] for u in choices.get("users", [])}
         keys = []

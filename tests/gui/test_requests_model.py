@@ -63,7 +63,7 @@ def test_cells_show_the_api_record() -> None:
         "Started": "09:26:53\nreq_3f9ac21b…",
         "Model": "claude-sonnet-4-5",
         "Account": "work",
-        "Outcome": "success",
+        "Outcome": "Served",
         "Status": "200",
         "Duration": "12.4 s",
         "First output": "830 ms",
@@ -107,7 +107,9 @@ def test_missing_values_read_as_a_dash() -> None:
         "Account",
     ):
         assert shown[column] == "—", column
-    assert shown["Outcome"] == "rejected\nall accounts busy"  # words, not the code (R-UI-16)
+    assert (
+        shown["Outcome"] == "Refused by the pool\nall accounts busy"
+    )  # words, not the code (R-UI-16)
     tip = model.index(0, Column.OUTCOME).data(Qt.ItemDataRole.ToolTipRole)
     assert tip == "all accounts busy [account_busy]"  # the code, for a search or a report
     assert model.index(0, Column.OUTCOME).data(Qt.ItemDataRole.ForegroundRole) is not None

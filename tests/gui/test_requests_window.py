@@ -8,7 +8,7 @@ from requests_fixtures import Desk
 from requests_fixtures import desk_fixture as desk_fixture  # provides the `desk` fixture
 
 from sublane_desktop.core.history import PAGE_SIZE
-from sublane_desktop.gui.requests_model import Column, hit_rate
+from sublane_desktop.gui.requests_model import OUTCOME_WORDS, Column, hit_rate
 from sublane_desktop.gui.requests_window import RequestsWindow
 
 WAIT_MS = 3000
@@ -114,6 +114,44 @@ def test_outcome_model_key_and_request_id_filters_narrow_the_table(desk: Desk) -
     assert ids(window) == [target]
 
 
+def test_outcomes_are_worded_for_a_person_in_cells_filter_and_details(desk: Desk) -> None:
+    """Third newcomer pass: the column, the filter and request details said the stored ids
+    ("success", "rejected") beside worded, capitalised states. The filter still filters on the
+    stored id (its item data), which is what the API takes."""
+    stored = ("success", "incomplete", "error", "canceled", "rejected")
+    made = []
+    for i, outcome in enumerate(stored):
+        made.append(
+            desk.record(i + 1, outcome=outcome, error_code=None if outcome == "success" else "x")
+        )
+        desk.service.record(made[-1])
+    desk.run(desk.service.flush_records())
+    window = open_window(desk, show=True)
+    desk.qtbot.waitUntil(lambda: window.outcome_filter.count() == 1 + len(stored), timeout=WAIT_MS)
+
+    words = {
+        "success": "Served",
+        "incomplete": "Cut short",
+        "error": "Failed",
+        "canceled": "Cancelled",
+        "rejected": "Refused by the pool",
+    }
+    combo = window.outcome_filter
+    offered = {combo.itemData(i): combo.itemText(i) for i in range(1, combo.count())}
+    assert offered == words
+    for row in range(window.model.rowCount()):
+        record = window.model.record(row)
+        first_line = window.model.index(row, Column.OUTCOME).data().split("\n")[0]
+        assert first_line == words[record["outcome"]]
+
+    choose(desk, window, combo, "rejected")  # the stored id still filters
+    assert ids(window) == [made[-1].request_id]
+    assert combo.currentText() == "Refused by the pool"
+    window.open_details(0)
+    desk.qtbot.waitUntil(lambda: window.details is not None, timeout=WAIT_MS)
+    assert dict(window.details.rows())["Outcome"] == "Refused by the pool"
+
+
 def test_admin_filters_and_my_requests_scope(desk: Desk) -> None:
     made = desk.seed(60)
     window = open_window(desk)
@@ -215,7 +253,7 @@ def test_double_click_opens_details_with_the_full_id(desk: Desk) -> None:
     shown = dict(dialog.rows())
     assert shown["Request ID"] == newest.request_id
     assert shown["Model"] == newest.model
-    assert shown["Outcome"] == newest.outcome
+    assert shown["Outcome"] == OUTCOME_WORDS[newest.outcome]
     assert shown["Input tokens"] == f"{newest.input_tokens:,}"
     assert shown["Cache-hit rate"] == hit_rate(window.model.record(0))
     assert shown["Client key"] == "laptop"
@@ -300,7 +338,7 @@ def test_a_new_record_appears_on_the_first_page(desk: Desk) -> None:
     # Within a second of being written (R-REC-4 / R-UI-3).
     desk.qtbot.waitUntil(lambda: ids(window)[:1] == [fresh.request_id], timeout=1000)
     assert window.model.rowCount() == PAGE_SIZE
-    assert window.model.index(0, Column.OUTCOME).data() == "rejected\nall accounts busy"
+    assert window.model.index(0, Column.OUTCOME).data() == "Refused by the pool\nall accounts busy"
     desk.qtbot.waitUntil(lambda: window.outcome_filter.findData("rejected") > 0, timeout=WAIT_MS)
 
 
@@ -348,7 +386,7 @@ def test_a_live_record_with_longer_words_widens_its_columns(desk: Desk) -> None:
     with desk.qtbot.waitSignal(window.pageLoaded, timeout=WAIT_MS):
         desk.service.record(fresh)
     desk.qtbot.waitUntil(lambda: ids(window)[:1] == [fresh.request_id], timeout=WAIT_MS)
-    assert window.model.index(0, Column.OUTCOME).data() == "error\nprovider unreachable"
+    assert window.model.index(0, Column.OUTCOME).data() == "Failed\nprovider unreachable"
     assert window.model.index(0, Column.CACHE_HIT).data().endswith("⇄ account switch")
     for column in (Column.OUTCOME, Column.CACHE_HIT):
         need = window.table.sizeHintForIndex(window.model.index(0, column)).width()
