@@ -204,7 +204,7 @@ class Tray(QObject):
         if snapshot:
             self.menu.addSeparator()
             for line in pool_left(snapshot):
-                said = reading_action(self.menu, line, columns.indent)  # not a keyboard stop
+                said = reading_action(self.menu, line)  # not a keyboard stop
                 self.menu.addAction(said)
                 self.pool_actions.append(said)
             self.updated_action = self._add(updated_line(snapshot, now), self._refresh_quotas)

@@ -38,7 +38,14 @@ from PySide6.QtGui import (
     QPaintEvent,
     QPalette,
 )
-from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget, QWidgetAction
+from PySide6.QtWidgets import (
+    QMenu,
+    QSizePolicy,
+    QStyle,
+    QStyleOptionMenuItem,
+    QWidget,
+    QWidgetAction,
+)
 
 from sublane_desktop.gui.colours import (
     dim_text,
@@ -321,13 +328,15 @@ class PoolLineWidget(QWidget):
     """A line of the menu that is a reading, not an item ("Claude pool left: 5h 52% · …").
 
     Its action is disabled, so the keyboard does not stop on it and a click does nothing; but
-    painted as a disabled item it would be grey on grey (R-UI-16), so it paints itself in the
-    palette's active text colour, indented like the items' text."""
+    painted as a disabled item it would be grey on grey (R-UI-16). So it has the style paint it
+    as an enabled, unselected menu item: the text lands where the style puts every item's text
+    (the "Updated … ago" line under it, Open Accounts), in the palette's active text colour.
+    Placing the text itself at the rows' name indent left it some 5 px left of the items under
+    it (third newcomer pass); the item's text column is the style's to choose, so ask it."""
 
-    def __init__(self, text: str, indent: int) -> None:
+    def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
-        self.indent = indent
         self.setAccessibleName(text)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
@@ -338,26 +347,50 @@ class PoolLineWidget(QWidget):
             self.updateGeometry()
             self.update()
 
+    def _item_option(self) -> QStyleOptionMenuItem:
+        """The option QMenu gives a plain enabled item of this menu (QMenu::initStyleOption)."""
+        option = QStyleOptionMenuItem()
+        option.initFrom(self)
+        palette = QPalette(self.palette())
+        palette.setCurrentColorGroup(QPalette.ColorGroup.Active)  # the action is disabled
+        option.palette = palette
+        option.state = QStyle.StateFlag.State_Enabled
+        option.menuItemType = QStyleOptionMenuItem.MenuItemType.Normal
+        option.checkType = QStyleOptionMenuItem.CheckType.NotCheckable
+        option.text = self.text
+        option.font = self.font()
+        option.tabWidth = 0
+        option.reservedShortcutWidth = 0
+        menu = self.parentWidget()
+        actions = menu.actions() if isinstance(menu, QMenu) else []
+        option.menuHasCheckableItems = any(a.isCheckable() for a in actions)
+        # QMenu reserves an icon column only when one of its items has an icon.
+        if any(not a.icon().isNull() for a in actions):
+            icon = self.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize, option, menu)
+            option.maxIconWidth = icon + 4
+        else:
+            option.maxIconWidth = 0
+        return option
+
     def sizeHint(self) -> QSize:
+        option = self._item_option()
         fm = self.fontMetrics()
-        return QSize(self.indent + fm.horizontalAdvance(self.text) + PAD, int(fm.height() * 1.5))
+        text = QSize(fm.horizontalAdvance(self.text), fm.height())
+        size = self.style().sizeFromContents(QStyle.ContentsType.CT_MenuItem, option, text, self)
+        return QSize(size.width(), max(size.height(), int(fm.height() * 1.5)))
 
     def paintEvent(self, event: QPaintEvent) -> None:
+        option = self._item_option()
+        option.rect = self.rect()
         painter = QPainter(self)
-        palette = self.palette()
-        painter.setPen(palette.color(QPalette.ColorGroup.Active, QPalette.ColorRole.Text))
-        painter.drawText(
-            QRect(self.indent, 0, self.width() - self.indent, self.height()),
-            Qt.AlignmentFlag.AlignVCenter,
-            self.text,
-        )
+        self.style().drawControl(QStyle.ControlElement.CE_MenuItem, option, painter, self)
         painter.end()
 
 
-def reading_action(menu: QMenu, text: str, indent: int) -> QWidgetAction:
+def reading_action(menu: QMenu, text: str) -> QWidgetAction:
     """A disabled action showing `text` readably (PoolLineWidget)."""
     action = QWidgetAction(menu)
-    action.setDefaultWidget(PoolLineWidget(text, indent))
+    action.setDefaultWidget(PoolLineWidget(text))
     action.setText(text)
     action.setEnabled(False)
     return action

@@ -419,6 +419,50 @@ def test_the_pool_line_is_no_keyboard_stop_yet_reads_as_text(qtbot, service):
     tray.menu.hide()
 
 
+def _first_ink_x(image, band) -> int:
+    """The leftmost column of `band` (a rect of `image`) with text in it: past the menu's
+    frame, the first column holding a pixel unlike the menu's background (sampled inside)."""
+    background = QColor(image.pixel(band.right() - 2, band.top() + 1))
+    inside = next(
+        x
+        for x in range(band.left(), band.right())
+        if all(
+            _close(QColor(image.pixel(x, y)), background) for y in range(band.top(), band.bottom())
+        )
+    )
+    for x in range(inside, band.right()):
+        for y in range(band.top(), band.bottom()):
+            if not _close(QColor(image.pixel(x, y)), background):
+                return x
+    raise AssertionError("no text in the band")
+
+
+def test_the_pool_line_starts_where_the_items_text_starts(qtbot, service):
+    """Third newcomer pass: "Claude pool left" sat about 5 px left of the "Updated … ago"
+    item under it and of Open Accounts."""
+    now = service.clock.now()
+    reading = {"five_hour": gauge(0.4) | {"observed_at": now - 5, "resets_at": now + 3600}}
+    service.set_accounts([account("work") | {"gauges": reading}])
+    tray = Tray(Bridge(service))
+    tray.menu.popup(QPoint(10, 10))
+    [line] = tray.pool_actions
+    qtbot.waitUntil(line.defaultWidget().isVisible, timeout=2000)
+    image = tray.menu.grab().toImage()
+    scale = image.devicePixelRatio()
+
+    def ink(action) -> int:
+        band = tray.menu.actionGeometry(action)
+        band.setRect(*(round(v * scale) for v in band.getRect()))
+        return _first_ink_x(image, band)
+
+    pool_x = ink(line)
+    assert pool_x > tray.menu.actionGeometry(line).left() * scale + 8  # text, not the frame
+    assert abs(pool_x - ink(tray.updated_action)) <= 1
+    [open_accounts] = [a for a in tray.menu.actions() if a.text() == "Open Accounts"]
+    assert abs(pool_x - ink(open_accounts)) <= 1
+    tray.menu.hide()
+
+
 def test_the_keyboard_goes_from_a_row_straight_to_its_levers(qtbot, service):
     """Fault 2: with the keyboard the window lines were stops that showed nothing selected."""
     tray = Tray(Bridge(service))
