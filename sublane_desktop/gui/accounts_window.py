@@ -54,6 +54,7 @@ from sublane_desktop.gui.pool_status import (
     window_label,
 )
 from sublane_desktop.gui.sizing import scroll_when_small, set_default_size
+from sublane_desktop.gui.toggle_lever import ToggleLever
 from sublane_desktop.gui.usage_chart import UsageChart
 
 MIN_LIMIT, MAX_LIMIT = 1, 8
@@ -150,10 +151,11 @@ class AccountCard(QFrame):
         self.clear_button = self._lever(
             "Clear cooldown", self._clear, "Let this account serve again now"
         )
-        self.history_button = self._lever(
-            "History", self._toggle_history, "Show the last 7 days of usage"
-        )
-        self.history_button.setCheckable(True)
+        # On while its chart is shown, and looks it (ToggleLever).
+        self.history_button = ToggleLever("History")
+        self.history_button.setToolTip("Show the last 7 days of usage")
+        self.history_button.setAutoDefault(False)
+        self.history_button.toggled.connect(lambda _: self._toggle_history())
         self.more_button = QToolButton()
         self.more_button.setText("⋯")
         self.more_button.setAccessibleName(f"More actions for {account.get('name', '')}")

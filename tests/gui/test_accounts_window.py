@@ -4,12 +4,12 @@ import asyncio
 from datetime import UTC, datetime
 
 from gui_fakes import account
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from sublane_desktop.gui.accounts_window import AccountsWindow
 from sublane_desktop.gui.bridge import Bridge
-from sublane_desktop.gui.colours import tone_colour
+from sublane_desktop.gui.colours import TEXT_CONTRAST, contrast, tone_colour
 from sublane_desktop.gui.gauge import GaugeLook
 from sublane_desktop.gui.pool_status import Tone
 from tests.fake_upstream import Reply
@@ -347,6 +347,68 @@ async def test_history_button_charts_the_stored_readings_of_7_days(qtbot, live):
     assert plot.height() >= 8 * card.chart.fontMetrics().height()
     card.history_button.click()
     assert card.chart.isHidden()
+
+
+def _face(button) -> QColor:
+    """The colour of a button's face, as painted: a pixel inside its frame, beside the text."""
+    image = button.grab().toImage()
+    return QColor(image.pixel(4 * round(image.devicePixelRatio()), image.height() // 2))
+
+
+def _distance(a: QColor, b: QColor) -> int:
+    return abs(a.red() - b.red()) + abs(a.green() - b.green()) + abs(a.blue() - b.blue())
+
+
+async def test_the_history_button_looks_on_while_its_history_is_shown(qtbot, live):
+    """Third newcomer pass: checked, History was the button grey a shade darker, which read as
+    greyed out beside a disabled Clear cooldown. On, it wears the selection colours."""
+    await live.add_account("a", "tok-a")
+    window = make_window(qtbot, live.bridge)
+    window.show()
+    qtbot.waitExposed(window)
+    card = window.card_named("a")
+    button = card.history_button
+    palette = button.palette()
+    highlight, grey = (
+        palette.color(QPalette.ColorRole.Highlight),
+        palette.color(QPalette.ColorRole.Button),
+    )
+    assert button.isCheckable() and not button.isChecked()
+    off = _face(button)
+    assert _distance(off, grey) < _distance(off, highlight)
+
+    button.click()
+    await card.history_task
+    assert button.isChecked() and card.chart.isVisible()
+    on = _face(button)
+    assert _distance(on, highlight) < _distance(on, grey)  # the selection colour, not grey
+    words = button.palette().color(QPalette.ColorRole.ButtonText)
+    assert contrast(words, button.palette().color(QPalette.ColorRole.Button)) >= TEXT_CONTRAST
+
+    # The desktop switches theme while it is on: it takes the new selection colour (as the
+    # app makes it readable: compare with what the card has, not with the colour set).
+    app = QApplication.instance()
+    before = app.palette()
+    switched = QPalette(before)
+    switched.setColor(QPalette.ColorRole.Highlight, QColor("#a0309a"))
+
+    def wears_the_cards_highlight() -> bool:
+        chosen = card.palette().color(QPalette.ColorRole.Highlight)
+        return button.palette().color(QPalette.ColorRole.Button) == chosen
+
+    try:
+        app.setPalette(switched)
+        qtbot.waitUntil(
+            lambda: card.palette().color(QPalette.ColorRole.Highlight) != highlight, timeout=2000
+        )
+        qtbot.waitUntil(wears_the_cards_highlight, timeout=2000)
+    finally:
+        app.setPalette(before)
+    qtbot.waitUntil(wears_the_cards_highlight, timeout=2000)
+
+    button.click()
+    assert not button.isChecked() and card.chart.isHidden()
+    assert _distance(_face(button), grey) < _distance(_face(button), highlight)
 
 
 async def test_antigravity_family_gauges_from_fetch_available_models(
