@@ -359,7 +359,6 @@ class PoolLineWidget(QWidget):
         option.checkType = QStyleOptionMenuItem.CheckType.NotCheckable
         option.text = self.text
         option.font = self.font()
-        option.tabWidth = 0
         option.reservedShortcutWidth = 0
         menu = self.parentWidget()
         actions = menu.actions() if isinstance(menu, QMenu) else []
