@@ -177,7 +177,8 @@ class OfflineService:
 
     def set_enabled(self, ref: str, enabled: bool) -> None:
         """Disable or enable (R-AG-6); enabling is a new lifecycle revision, disabling frees
-        the account's conversations."""
+        the account's conversations and releases its pin, as in Pool.set_enabled (a pin kept
+        would show on the disabled account and come back with an enable)."""
         self.open()
         with self.store.db.atomic("IMMEDIATE"):
             account = repo.find_account(ref)
@@ -185,6 +186,7 @@ class OfflineService:
                 repo.save_lifecycle(account.id, enabled, account.revision + (1 if enabled else 0))
             if not enabled:
                 repo.delete_bindings_for(account.id)
+                repo.save_runtime(account.id, pinned_until=None)
 
     def set_limit(self, ref: str, limit: int) -> None:
         account_id = self.account_id(ref)

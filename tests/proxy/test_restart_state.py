@@ -13,6 +13,7 @@ import anthropic
 import pytest
 
 from sublane_desktop.service import Service
+from sublane_desktop.service.offline import OfflineService
 from tests.conftest import Harness
 from tests.fake_upstream import CLAUDE_CODE_HEADERS, Reply
 
@@ -142,6 +143,30 @@ async def test_a_pin_kept_across_a_restart_is_current_before_any_request(runs):
     assert (shown["b"]["current"], shown["b"]["fable_current"]) == (True, True)
     assert (shown["a"]["current"], shown["a"]["fable_current"]) == (False, False)
     assert await ask(h, key, "s1") == "tok-b"  # and that is where the next request goes
+
+
+async def test_the_cli_disabling_a_pinned_account_while_no_server_runs_releases_the_pin(runs):
+    """Disabling releases a pin (R-LANE-2, as the running pool does): done by the CLI with no
+    server, the pin neither shows on the disabled account nor comes back when it is enabled."""
+    h = await runs.start()
+    await h.add_account("a", "tok-a")
+    await h.add_account("b", "tok-b")
+    key = await h.create_key()
+    h.upstream.usage_for["*"] = 429
+    await h.service.levers.switch("b")
+    await runs.stop()
+    offline = OfflineService(h.service.data_dir)
+    try:
+        offline.set_enabled("b", False)
+        assert offline.pool_view()["accounts"][1]["pinned_until"] is None
+        offline.set_enabled("b", True)
+    finally:
+        offline.close()
+
+    h = await runs.start()
+    shown = await runtime(h)
+    assert shown["b"]["pinned_until"] is None and not shown["b"]["current"]
+    assert await ask(h, key, "s1") == "tok-a"  # rotation from the first, as with no pin
 
 
 async def test_without_a_pin_a_start_has_no_current_account_until_a_request_picks_one(runs):
