@@ -96,3 +96,22 @@ async def test_opening_the_tray_menu_reads_gauges_gone_stale(qtbot, live):
     assert live.upstream.usage_reads == ["tok-a", "tok-a"]
     assert not row(live, "a").windows[0].stale
     assert row(live, "a").text.startswith("● a — 5h 45%")
+
+
+async def test_unpausing_reads_the_bars_that_aged_while_paused(qtbot, live):
+    """A paused account is not polled and serves nothing, so its bars age while it rests;
+    the Accounts window's Unpause (the bridge's pause lever) reads them at once instead of
+    leaving them "· stale" until traffic or the tray menu comes."""
+    await live.add_account("a", "tok-a")
+    live.upstream.usage_for["tok-a"] = usage(live, 40.0)
+    live.bridge.refresh_quotas()
+    await reads_done(live)
+    await live.bridge.pause("a", True)
+    live.clock.advance(30 * 60)
+    assert row(live, "a").windows[0].stale
+    live.upstream.usage_for["tok-a"] = usage(live, 45.0)
+    await live.bridge.pause("a", False)
+    await reads_done(live)
+    assert live.upstream.usage_reads == ["tok-a", "tok-a"]
+    assert not row(live, "a").windows[0].stale
+    assert row(live, "a").text.startswith("● a — 5h 45%")
