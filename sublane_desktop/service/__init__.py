@@ -195,6 +195,9 @@ class Service:
         self.settings.update(settings)
         await self.catalog.load()
         await self.quota.load()
+        # The lanes a pin kept by the last run anchors (Pool.sync_accounts), judged now with
+        # the stored gauges too: a pinned account whose quota is spent is no lane's current.
+        self.pool.evaluate()
         self._tick = spawn(self._evaluation_tick(), name="scheduler-tick")
         self._credential_watch = spawn(self.credentials.watch(), name="credential-watch")
         self.http = aiohttp.ClientSession(

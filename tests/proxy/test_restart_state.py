@@ -145,6 +145,31 @@ async def test_a_pin_kept_across_a_restart_is_current_before_any_request(runs):
     assert await ask(h, key, "s1") == "tok-b"  # and that is where the next request goes
 
 
+async def test_a_pin_kept_on_an_account_whose_quota_is_spent_is_not_current_after_a_restart(
+    runs,
+):
+    """The pin holds, but the hard gates hold over it (R-LANE-2): new requests go elsewhere,
+    so the views do not call the pinned account current."""
+    h = await runs.start()
+    await h.add_account("a", "tok-a")
+    await h.add_account("b", "tok-b")
+    key = await h.create_key()
+    h.upstream.usage_for["tok-a"] = 429
+    h.upstream.usage_for["tok-b"] = {
+        "five_hour": {"utilization": 100.0, "resets_at": None},
+        "seven_day": {"utilization": 10.0, "resets_at": None},
+    }
+    assert h.service.refresh_quotas() == 2
+    await until(lambda: h.service.refresher.running == 0, "reads finished")
+    await h.service.levers.switch("b")
+
+    h = await runs.restart()
+    shown = await runtime(h)
+    assert shown["b"]["pinned_until"] is not None and shown["b"]["state"] != "ok"
+    assert not shown["b"]["current"]
+    assert await ask(h, key, "s1") == "tok-a"
+
+
 async def test_the_cli_disabling_a_pinned_account_while_no_server_runs_releases_the_pin(runs):
     """Disabling releases a pin (R-LANE-2, as the running pool does): done by the CLI with no
     server, the pin neither shows on the disabled account nor comes back when it is enabled."""
