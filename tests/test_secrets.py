@@ -125,6 +125,49 @@ def test_describe_names_backend(store, tmp_path):
     assert str(tmp_path / "k.cfg") in store.describe()
 
 
+def test_home_says_what_kind_of_place_the_secrets_go(monkeypatch, tmp_path):
+    """Add account says it in words: the desktop's store, SubLane's encrypted file, or a file
+    keyring chosen in keyring's settings (encrypted or not)."""
+    from keyrings.alt.file import EncryptedKeyring
+
+    from sublane_desktop.accounts.secrets import (
+        ENCRYPTED_FILE,
+        OWN_FILE,
+        PLAIN_FILE,
+        SYSTEM,
+        SecretHome,
+    )
+
+    plain = SecretStore(tmp_path, backend=plaintext_backend(tmp_path))
+    assert plain.home() == SecretHome(PLAIN_FILE, str(tmp_path / "k.cfg"))
+
+    class Sealed(EncryptedKeyring):  # keyrings.alt's encrypted file; its cipher is not installed
+        def __init__(self) -> None:
+            KeyringBackend.__init__(self)
+
+    encrypted_alt = Sealed()
+    encrypted_alt.file_path = str(tmp_path / "crypted.cfg")
+    assert SecretStore(tmp_path, backend=encrypted_alt).home() == SecretHome(
+        ENCRYPTED_FILE, str(tmp_path / "crypted.cfg")
+    )
+    own = SecretStore(tmp_path, backend=EncryptedFileKeyring(tmp_path, "hunter2"))
+    assert own.home() == SecretHome(OWN_FILE, str(tmp_path / "secrets.enc"))
+
+    class DesktopStore(KeyringBackend):  # what Secret Service, KWallet or Keychain look like
+        priority = 5
+
+        def get_password(self, service, username):
+            return None
+
+        def set_password(self, service, username, password):
+            pass
+
+        def delete_password(self, service, username):
+            pass
+
+    assert SecretStore(tmp_path, backend=DesktopStore()).home() == SecretHome(SYSTEM)
+
+
 def test_encrypted_file_keeps_values_out_of_the_file(monkeypatch, tmp_path):
     monkeypatch.setenv("SUBLANE_KEYRING", "file")
     monkeypatch.setenv("SUBLANE_KEYRING_PASSWORD", "hunter2")

@@ -3,8 +3,8 @@
     python -m tools.screenshots OUTDIR
 
 Offscreen (QT_QPA_PLATFORM=offscreen), grabbed with QWidget.grab(). The pool is real: a Service
-on a temporary data dir with a FakeClock, secrets in a keyrings.alt PlaintextKeyring file there,
-gauges fed through real Observations, a cooldown from a real failed lease, records through
+on a temporary data dir with a FakeClock, secrets in an in-memory keyring that stands in for the
+desktop's (so Add account says what most people read: "your system keyring"), gauges fed through real Observations, a cooldown from a real failed lease, records through
 service.record. Upstream base URLs point at a closed local port, so nothing leaves the machine
 (a quota refresh the Accounts window starts simply fails and keeps the demo readings).
 
@@ -112,9 +112,31 @@ def _secret(provider: str, name: str) -> dict[str, Any]:
     return secret
 
 
-async def build_demo_pool(data_dir: Path) -> DemoPool:
-    from keyrings.alt.file import PlaintextKeyring
+def desktop_keyring() -> Any:
+    """A keyring backend kept in memory, standing in for the desktop's password store: the
+    pictures show what a person with one reads, and nothing is written anywhere."""
+    from keyring.backend import KeyringBackend
 
+    class DesktopKeyring(KeyringBackend):
+        priority = 1
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.secrets: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service: str, username: str) -> str | None:
+            return self.secrets.get((service, username))
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            self.secrets[service, username] = password
+
+        def delete_password(self, service: str, username: str) -> None:
+            self.secrets.pop((service, username), None)
+
+    return DesktopKeyring()
+
+
+async def build_demo_pool(data_dir: Path) -> DemoPool:
     from sublane_desktop.accounts.secrets import SecretStore
     from sublane_desktop.core.clock import FakeClock
     from sublane_desktop.core.gauges import Observation
@@ -122,13 +144,11 @@ async def build_demo_pool(data_dir: Path) -> DemoPool:
     from sublane_desktop.service import BASE_URL_ENV, DEFAULT_PORT, Service
 
     clock = FakeClock(DEMO_NOW)
-    backend = PlaintextKeyring()
-    backend.file_path = str(data_dir / "keyring.cfg")  # a real backend, in the temp dir
     service = Service(
         data_dir / "data",
         port=0,
         clock=clock,
-        secret_store=SecretStore(data_dir, backend=backend),
+        secret_store=SecretStore(data_dir, backend=desktop_keyring()),
         env={name: DEAD_UPSTREAM for name in BASE_URL_ENV.values()},
     )
     await service.start()

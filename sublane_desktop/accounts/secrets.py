@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,6 +40,26 @@ FILE_NAME = "secrets.enc"
 def account_secret(account_id: int | str) -> str:
     """The secret name under which an account's credential JSON is stored."""
     return f"account:{account_id}"
+
+
+@dataclass(frozen=True)
+class SecretHome:
+    """Where secrets really go, for a person (Add account says it): `kind` is one of
+    SYSTEM (the desktop's password store), OWN_FILE (SubLane's encrypted file), ENCRYPTED_FILE
+    and PLAIN_FILE (keyrings.alt's file keyrings, chosen in the keyring settings) or FILE
+    (another keyring kept in a file); `file` is that file, if any."""
+
+    kind: str
+    file: str | None = None
+
+
+SYSTEM, OWN_FILE, ENCRYPTED_FILE, PLAIN_FILE, FILE = (
+    "system",
+    "own_file",
+    "encrypted_file",
+    "plain_file",
+    "file",
+)
 
 
 class KeyringUnavailable(KeyringError):
@@ -75,6 +96,25 @@ class SecretStore:
         if hasattr(b, "file_path"):  # keyrings.alt file backends, chosen via the environment
             return f"keyring file ({b.name}): {b.file_path}"
         return f"OS keyring: {b.name}"
+
+    def home(self) -> SecretHome:
+        """describe() for people: no class names, only what kind of place it is."""
+        from keyrings.alt.file import Encrypted, PlaintextKeyring  # as in _file_of
+
+        b = self._chosen
+        file = _file_of(b)
+        if isinstance(b, EncryptedFileKeyring):
+            return SecretHome(OWN_FILE, file)
+        if isinstance(b, PlaintextKeyring):
+            return SecretHome(PLAIN_FILE, file)
+        if isinstance(b, Encrypted):
+            return SecretHome(ENCRYPTED_FILE, file)
+        other = getattr(b, "file_path", None)  # a third-party keyring kept in a file
+        if file is None and other is not None:
+            file = str(other)
+        if file is not None:
+            return SecretHome(FILE, file)
+        return SecretHome(SYSTEM)
 
     # -- sync API --
 

@@ -21,11 +21,14 @@ import logging
 import re
 import time
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from sublane_desktop.core.tasks import spawn
+
+if TYPE_CHECKING:
+    from sublane_desktop.accounts.secrets import SecretHome
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +216,11 @@ class Bridge(QObject):
     def keyring_problem(self) -> str | None:
         problem = getattr(self._service, "keyring_problem", None)
         return for_people(problem) if problem else None
+
+    def secret_home(self) -> SecretHome | None:
+        """Where a new account's secret goes (None: no keyring is open)."""
+        home = getattr(self._service, "secret_home", None)
+        return home() if home is not None else None
 
     def keyring_file_exists(self) -> bool:
         check = getattr(self._service, "keyring_file_exists", None)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from sublane_desktop import file_modes, heap, startup
 from sublane_desktop.accounts.problems import CredentialProblems
-from sublane_desktop.accounts.secrets import KeyringUnavailable, SecretStore
+from sublane_desktop.accounts.secrets import KeyringUnavailable, SecretHome, SecretStore
 from sublane_desktop.core.clients import serves_client
 from sublane_desktop.core.clock import Clock, SystemClock
 from sublane_desktop.core.events import EventBus
@@ -441,6 +441,10 @@ class Service:
 
     def keyring_file_exists(self) -> bool:
         return self.credentials.keyring_file_exists()
+
+    def secret_home(self) -> SecretHome | None:
+        """Where a new secret would go; None while no keyring is open (keyring_problem)."""
+        return self._secrets.home() if self._secrets is not None else None
 
     async def refresh_credential(self, account: AccountState) -> dict[str, Any]:
         return await self.credentials.refresh(account)

@@ -35,6 +35,30 @@ def test_secret_from_text():
             raise AssertionError(bad)
 
 
+async def test_add_account_says_where_the_secret_really_goes(qtbot, live):
+    """Third newcomer pass: it said "system keyring" whatever keyring was in use. The live
+    service keeps secrets in a keyrings.alt PlaintextKeyring file (as one chosen with
+    PYTHON_KEYRING_BACKEND would); once SubLane's encrypted file is opened, it says that."""
+    dialog = shown(qtbot, AddAccountDialog(live.bridge))
+    note = dialog.keyring_note.text()
+    assert note == (
+        "The secret goes to an unencrypted keyring file (chosen in your keyring settings), "
+        "never to SubLane's database."
+    )
+    assert "system keyring" not in note
+    for jargon in ("PlaintextKeyring", "keyrings.alt", "PYTHON_KEYRING"):
+        assert jargon not in note
+    assert dialog.keyring_note.toolTip().endswith("keyring.cfg")  # the file, for whoever asks
+    dialog.close()
+
+    await live.service.open_file_keyring("a long password", create=True)
+    dialog.show()  # opened again: says where secrets go now
+    assert dialog.keyring_note.text() == (
+        "The secret goes to SubLane's encrypted keyring file, never to SubLane's database."
+    )
+    assert dialog.keyring_note.toolTip().endswith("secrets.enc")
+
+
 async def test_paste_an_api_key_adds_the_account_and_forgets_the_text(qtbot, live, secret_store):
     dialog = shown(qtbot, AddAccountDialog(live.bridge))
     dialog.choose_provider("anthropic")

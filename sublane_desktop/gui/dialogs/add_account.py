@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
 from sublane_desktop.accounts.credentials import LOGIN_FILES, PROVIDERS, CredentialError
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import error_label, main_action, secret_field, show_error
+from sublane_desktop.gui.dialogs.keyring_setup import secret_home_words
 from sublane_desktop.gui.sizing import (
     keep_wrapped_text_whole,
     scroll_when_small,
@@ -154,10 +156,11 @@ class AddAccountDialog(QDialog):
         form.addRow("Secret", secret_row)
         # Below the form, not in a form row: a wrapped label in a row overlapped the Secret
         # box once an error line pushed the layout (issue 14).
-        self.keyring_note = QLabel(
-            "The secret goes to the system keyring, never to SubLane's database."
-        )
+        # Where the secret really goes: the system keyring, or a file keyring (SubLane's own
+        # or one chosen in keyring's settings); it said "system keyring" whichever was in use.
+        self.keyring_note = QLabel()
         self.keyring_note.setWordWrap(True)
+        self.say_where_secrets_go()
 
         self.error = error_label()
         # R-LOGIN-4: a name that exists and needs a credential is mended in place, not refused
@@ -191,6 +194,16 @@ class AddAccountDialog(QDialog):
         scroll_when_small(self)
         set_default_size(self, 520, 0)
         keep_wrapped_text_whole(self)  # an error line must not squash the fields (fault 6)
+
+    def say_where_secrets_go(self) -> None:
+        """Again each time the dialog opens: a keyring may have been set up meanwhile."""
+        home = self._bridge.secret_home()
+        self.keyring_note.setText(secret_home_words(home))
+        self.keyring_note.setToolTip(home.file if home is not None and home.file else "")
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self.say_where_secrets_go()
+        super().showEvent(event)
 
     def provider_id(self) -> str:
         """The chosen provider's id ("anthropic", "codex", "antigravity")."""

@@ -18,6 +18,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from sublane_desktop.accounts.secrets import (
+    ENCRYPTED_FILE,
+    FILE,
+    OWN_FILE,
+    PLAIN_FILE,
+    SYSTEM,
+    SecretHome,
+)
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.dialogs.common import error_label, main_action, secret_field, show_error
 from sublane_desktop.gui.sizing import keep_wrapped_text_whole, scroll_when_small
@@ -37,6 +45,25 @@ def keyring_words(problem: str | None) -> str:
         "This computer has no system keyring (a password store) that SubLane can use to keep "
         "your sign-ins and keys safe."
     )
+
+
+# Where a secret really goes, in words (the no-keyring dialog's choice, keyring's settings or the
+# desktop's store); never a backend's class name (R-UI-16).
+_HOMES = {
+    SYSTEM: "your system keyring",
+    OWN_FILE: "SubLane's encrypted keyring file",
+    ENCRYPTED_FILE: "an encrypted keyring file (chosen in your keyring settings)",
+    PLAIN_FILE: "an unencrypted keyring file (chosen in your keyring settings)",
+    FILE: "a keyring file (chosen in your keyring settings)",
+}
+
+
+def secret_home_words(home: SecretHome | None) -> str:
+    """The sentence Add account shows under its fields."""
+    if home is None:
+        return "No keyring is open, so no secret can be kept yet: set up a keyring first."
+    where = _HOMES.get(home.kind, _HOMES[FILE])
+    return f"The secret goes to {where}, never to SubLane's database."
 
 
 class KeyringDialog(QDialog):
