@@ -6,6 +6,7 @@ import asyncio
 import copy
 from typing import Any
 
+from sublane_desktop.accounts.secrets import SYSTEM, SecretHome
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.core.events import EventBus
 from sublane_desktop.service import SCHEDULER_SETTINGS
@@ -42,6 +43,9 @@ class FakeService:
         self._accounts = accounts if accounts is not None else [account("work", current=True)]
         self.started = False
         self.stopped = False
+
+    def secret_home(self) -> SecretHome | None:
+        return None if self.keyring_problem else SecretHome(SYSTEM)
 
     @property
     def endpoint_url(self) -> str:
