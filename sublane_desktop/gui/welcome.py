@@ -29,7 +29,7 @@ from sublane_desktop.gui.dialogs.common import (
 )
 from sublane_desktop.gui.icons import app_icon
 from sublane_desktop.gui.requests_model import milliseconds
-from sublane_desktop.gui.sizing import keep_wrapped_text_whole, scroll_when_small
+from sublane_desktop.gui.sizing import keep_wrapped_text_whole, scroll_when_small, set_default_size
 from sublane_desktop.gui.tool_setup import TOOLS
 
 KEY_NAME = "desktop"
@@ -187,7 +187,10 @@ class WelcomeWindow(QWidget):
         self._update_steps()
         scroll_when_small(self)
         keep_wrapped_text_whole(self)
-        self.resize(self.sizeHint().expandedTo(self.minimumSizeHint()).width() + 40, 460)
+        # As tall as its steps (a fixed 460 px left a band of empty space above Close at 100 %);
+        # steps that grow later (logins found) grow the window (scroll_when_small).
+        width = self.sizeHint().expandedTo(self.minimumSizeHint()).width() + 40
+        set_default_size(self, width, 0)
 
     def _has_account(self) -> bool:
         return bool(self._bridge.snapshot())

@@ -16,14 +16,15 @@ from pathlib import Path
 import keyring
 import pytest
 import qasync
-from PySide6.QtWidgets import QLineEdit
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QLineEdit, QScrollArea
 
 from sublane_desktop.accounts.secrets import SecretStore
 from sublane_desktop.core.clock import FakeClock
 from sublane_desktop.gui.bridge import Bridge
 from sublane_desktop.gui.requests_model import milliseconds
 from sublane_desktop.gui.tool_setup import KEY_PLACEHOLDER
-from sublane_desktop.gui.windows import Windows
+from sublane_desktop.gui.windows import Placement, Windows
 from sublane_desktop.service import Service
 from tests.conftest import file_keyring
 from tests.fake_upstream import FakeAnthropic
@@ -315,3 +316,26 @@ def test_the_key_box_hint_fits_its_box(first_run, qtbot):
     box = welcome.key_field
     room = box.contentsRect().width() - box.textMargins().left() - box.textMargins().right()
     assert box.fontMetrics().horizontalAdvance(box.placeholderText()) + 8 <= room
+
+
+def test_the_welcome_is_as_tall_as_its_steps(first_run, qtbot, tmp_path, monkeypatch):
+    """Third newcomer pass: at 100 % a fixed 460 px height left a band of empty space between
+    the last step and Close. It opens as tall as its content: no band, no scroll bar."""
+    _home, _service, _bridge, windows, _upstream, _run = first_run
+    # A first opening: no size saved by an earlier test's welcome (QSettings is per process).
+    fresh = QSettings(str(tmp_path / "placement.ini"), QSettings.Format.IniFormat)
+    monkeypatch.setattr(Placement, "settings", staticmethod(lambda: fresh))
+    welcome = windows.show_welcome()
+    qtbot.waitExposed(welcome)
+    last_step = welcome.test_button.parentWidget()  # the "4. Send a test request" box
+    close = welcome.close_button
+
+    def gap() -> int:
+        step_bottom = last_step.mapTo(welcome, last_step.rect().bottomLeft()).y()
+        return close.mapTo(welcome, close.rect().topLeft()).y() - step_bottom
+
+    # One layout spacing, a little more for the footer row's margin; 460 px left some 50.
+    spacing = welcome.style().pixelMetric(welcome.style().PixelMetric.PM_LayoutVerticalSpacing)
+    qtbot.waitUntil(lambda: gap() <= 3 * max(spacing, 6), timeout=2000)
+    body = welcome.findChild(QScrollArea, "window_body")
+    assert not body.verticalScrollBar().isVisible()
