@@ -702,6 +702,73 @@ async def _welcome(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]
     shots.save(window, "welcome")
 
 
+async def _questions(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
+    """The questions before a lever that is hard to undo (R-UI-12), opened the way a person
+    opens them: Disable and Remove from the Accounts window, Revoke from Client keys."""
+    accounts = _import("sublane_desktop.gui.accounts_window")
+    keys = _import("sublane_desktop.gui.dialogs.client_keys")
+    if accounts is None or keys is None or not hasattr(accounts.AccountsWindow, "confirm_remove"):
+        shots.skip("questions", "not built yet")
+        return
+    window = _build(accounts.AccountsWindow, bridge, requests_available=True)
+    widgets.append(window)
+    window.show()
+    await settle(bridge)
+    cooling = demo.service.pool.find("personal-pro")
+    for name, ask in (
+        ("question-disable", window.confirm_disable),
+        ("question-remove", window.confirm_remove),
+    ):
+        ask(cooling.id, cooling.name)
+        await settle()
+        shots.save(window.confirm_box, name)
+        window.confirm_box.reject()
+        await settle()
+    window.hide()
+
+    dialog = _build(keys.ClientKeysDialog, bridge)
+    widgets.append(dialog)
+    dialog.show()
+    await settle(bridge)
+    dialog.table.selectRow(0)
+    dialog.confirm_revoke()
+    await settle()
+    if dialog.confirm_box is None:
+        shots.skip("question-revoke", "no key to revoke")
+        return
+    shots.save(dialog.confirm_box, "question-revoke")
+    dialog.confirm_box.reject()
+    dialog.hide()
+
+
+class _StillQuitting:
+    """The previous SubLane, still draining (the waiting window asks only this)."""
+
+    def still_running(self) -> bool:
+        return True
+
+
+async def _waiting(bridge: Any, demo: DemoPool, shots: Shots, widgets: list[Any]) -> None:
+    """SubLane started again while the one just quit still drains (R-UI-15): the window that
+    says so, and what it says if the old one never finishes."""
+    module = _import("sublane_desktop.gui.single_instance")
+    if module is None or not hasattr(module, "PreviousInstanceWait"):
+        shots.skip("waiting window", "not built yet")
+        return
+    from sublane_desktop.gui.main import PREVIOUS_QUIT_TIMEOUT_S
+
+    window = module.PreviousInstanceWait(_StillQuitting(), PREVIOUS_QUIT_TIMEOUT_S)
+    widgets.append(window)
+    window.show()  # not wait(): that runs its own event loop until the old one goes
+    await settle()
+    shots.save(window, "waiting-for-previous")
+    window._deadline = 0.0  # its time is up: the next look says so
+    window._look()
+    await settle()
+    shots.save(window, "waiting-for-previous-timed-out")
+    window.hide()
+
+
 def dark_palette() -> Any:
     """A dark desktop palette, for the dark variant of the pictures (R-UI-10)."""
     from PySide6.QtGui import QColor, QPalette
@@ -767,6 +834,8 @@ RENDERERS: list[tuple[str, Renderer]] = [
     ("status window", _status_window),
     ("welcome window", _welcome),
     ("dialogs", _dialogs),
+    ("questions", _questions),
+    ("waiting window", _waiting),
 ]
 
 

@@ -45,6 +45,13 @@ PICTURES = [
     "dialog-settings",
     "dialog-setup-tool",
     "dialog-port-in-use",
+    # The questions before Disable, Remove and Revoke, and the window a second launch shows
+    # while the quitting SubLane drains (and once that took too long): audited as the rest.
+    "question-disable",
+    "question-remove",
+    "question-revoke",
+    "waiting-for-previous",
+    "waiting-for-previous-timed-out",
 ]
 VARIANTS = {"100%": ("1", False), "200%": ("2", False), "100%-dark": ("1", True)}
 VARIANTS["200%-dark"] = ("2", True)
