@@ -13,6 +13,7 @@ from sublane_desktop.accounts import problems
 from sublane_desktop.accounts.secrets import FILE_NAME, account_secret
 from sublane_desktop.gui.accounts_window import AccountsWindow
 from sublane_desktop.gui.bridge import Bridge
+from sublane_desktop.gui.dialogs.add_account import AddAccountDialog
 from sublane_desktop.gui.dialogs.keyring_setup import KeyringDialog
 from sublane_desktop.gui.pool_status import tooltip_text
 from sublane_desktop.gui.tray import Tray
@@ -60,6 +61,15 @@ async def test_no_keyring_dialog_creates_the_encrypted_file_after_two_matching_p
         assert not window.keyring_row.isHidden()
         assert window.keyring_button.text() == "Set up a keyring…"
 
+        # Add account does not promise a keyring that is not there (third newcomer pass).
+        adding = AddAccountDialog(bridge)
+        qtbot.addWidget(adding)
+        adding.show()
+        assert adding.keyring_note.text() == (
+            "No keyring is open, so no secret can be kept yet: set up a keyring first."
+        )
+        adding.hide()
+
         dialog = KeyringDialog(bridge)
         qtbot.addWidget(dialog)
         # Plain words (fault 12): no backend class, no environment variable, unless asked.
@@ -94,6 +104,11 @@ async def test_no_keyring_dialog_creates_the_encrypted_file_after_two_matching_p
         assert (tmp_path / "data" / FILE_NAME).stat().st_mode & 0o777 == 0o600
         assert service.keyring_problem is None
         qtbot.waitUntil(lambda: window.keyring_row.isHidden(), timeout=2000)
+        adding.show()  # opened again: the secret now goes to the file just made
+        assert adding.keyring_note.text() == (
+            "The secret goes to SubLane's encrypted keyring file, never to SubLane's database."
+        )
+        adding.hide()
 
         # it works at once: the management API answers and an account can be added
         async with (
