@@ -25,6 +25,13 @@ def test_a_window_opens_at_its_default_size_and_remembers_it(qtbot):
     assert window.size() == QSize(640, 380)
 
 
+def test_a_window_without_a_default_height_opens_as_tall_as_its_content(qtbot):
+    window, _note = form(qtbot)
+    set_default_size(window, 640, 0)
+    assert window.property(DEFAULT_SIZE) == QSize(640, 0)
+    assert window.size() == QSize(640, window.sizeHint().height())
+
+
 def form(qtbot, *, wrap: bool = True, hidden: bool = False) -> tuple[QDialog, QLabel]:
     window = QDialog()
     qtbot.addWidget(window)
