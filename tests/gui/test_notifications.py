@@ -455,3 +455,60 @@ def test_a_new_cooldown_after_a_recovery_is_said_again():
         ["recovered"],
         ["cooling"],
     ]
+
+
+def test_a_fall_of_exactly_5_points_is_still_a_wobble():
+    assert not reset_told(1.0, 0.95)
+
+
+def full_then_reset_told(account_limits=None, window="five_hour", provider="anthropic", five=0.6):
+    """An account at `five` of `window`, a request turned away, then the window read at 0.1."""
+    settings = {**SCHEDULER_SETTINGS, "scheduler.account_limits": account_limits or {}}
+
+    def at(value, resets):
+        snapshot = gauged("ok", five=value, resets=resets)
+        snapshot[0]["provider"] = provider
+        snapshot[0]["gauges"] = {window: snapshot[0]["gauges"]["five_hour"]}
+        return snapshot
+
+    rules = Rules()
+    full = at(five, NOW + 600)
+    rules.notices(None, full, settings, NOW)
+    rules.refused(provider, NOW + 120)
+    after = at(0.1, NOW + 7 * HOUR)
+    return "reset" in [n.kind for n in rules.notices(full, after, settings, NOW + 300)]
+
+
+def test_an_account_s_own_ceiling_decides_when_its_window_is_full():
+    assert not full_then_reset_told()  # 0.6 of a 0.90 ceiling: nobody waited for it
+    assert full_then_reset_told({"work": {"five_hour_max": 0.5}})
+
+
+def test_a_window_without_a_ceiling_setting_is_full_at_100_percent():
+    assert full_then_reset_told(window="gemini_pro", provider="antigravity", five=1.0)
+    assert not full_then_reset_told(window="gemini_pro", provider="antigravity", five=0.95)
+
+
+def test_running_out_again_in_the_next_window_period_is_said_again():
+    out = gauged("quota_exhausted", five=1.0, resets=NOW + 600)
+    back = gauged("ok", five=0.0, resets=NOW + 5 * HOUR)
+    again = gauged("quota_exhausted", five=1.0, resets=NOW + 5 * HOUR)
+    rules = Rules()
+    settings = dict(SCHEDULER_SETTINGS)
+    rules.notices(None, gauged("ok", five=0.5, resets=NOW + 600), settings, NOW)
+    assert "exhausted" in kinds_at(rules, gauged("ok", five=0.5), out, NOW + 60)
+    kinds_at(rules, out, back, NOW + 660)  # the window reset at NOW + 600
+    assert "exhausted" in kinds_at(rules, back, again, NOW + 720)
+
+
+def test_the_notifier_shows_each_notice_s_title_and_body(qtbot, service):
+    shown = []
+    service.set_accounts(snap(work="ok"))
+    bridge = Bridge(service)
+    _notifier = Notifier(bridge, lambda title, body: shown.append((title, body)))  # kept alive
+    service.set_accounts(snap(work="quota_exhausted"))
+    qtbot.waitUntil(lambda: len(shown) == 1, timeout=1000)
+    assert shown == [
+        ("work ran out of quota", "New requests go to other accounts until its window resets.")
+    ]
+    bridge.close()
