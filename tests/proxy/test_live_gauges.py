@@ -157,3 +157,18 @@ async def test_a_response_s_readings_are_saved_and_told_without_a_stop(clocked, 
     await asyncio.wait_for(redrawn.wait(), 10)
     found = await h.service.store.read(quota_store.load_observations)
     assert {o.window: o.utilization for o in found[acc]}["five_hour"] == 0.55
+
+
+async def test_claude_traffic_starts_reads_of_stale_claude_accounts_only(clocked_codex_harness):
+    """R-GAUGE-3: a response through an account refreshes stale accounts of its own provider;
+    a stale Codex account waits for Codex traffic (or a person) instead."""
+    import asyncio
+
+    h = clocked_codex_harness
+    await h.add_account("work", "tok-work")
+    await h.add_codex_account("cx", "tok-cx")
+    key = await h.create_key()
+    await sdk(h, key).messages.create(**MAIN)
+    await asyncio.gather(*h.service.quota.refresher._running.values(), return_exceptions=True)
+    assert "tok-work" in h.upstream.usage_reads
+    assert h.codex.usage_reads == []
