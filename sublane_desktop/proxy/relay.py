@@ -410,7 +410,7 @@ class Attempt:
                 # An expired OAuth token: refresh (shared with any concurrent refresh) and
                 # retry once; a second 401 is a real auth failure.
                 self.upstream.close()
-                fresh = await self.service.refresh_credential(account)
+                fresh = await self.service.refresh_credential(account, seen=credential)
                 if fresh.get("access_token") != credential.get("access_token"):
                     call = self._correlated(build(fresh))
                 self.upstream = await self._post_hosts(call)

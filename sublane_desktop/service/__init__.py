@@ -446,8 +446,10 @@ class Service:
         """Where a new secret would go; None while no keyring is open (keyring_problem)."""
         return self._secrets.home() if self._secrets is not None else None
 
-    async def refresh_credential(self, account: AccountState) -> dict[str, Any]:
-        return await self.credentials.refresh(account)
+    async def refresh_credential(
+        self, account: AccountState, seen: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return await self.credentials.refresh(account, seen)
 
     # --- quota: signals from traffic, reads on demand -------------------------------------------
 

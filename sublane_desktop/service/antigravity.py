@@ -97,7 +97,7 @@ class AntigravityAccounts:
                     raise
                 # A token its file said was still good: refresh once and ask again, as
                 # requests do (Google says 403 for it as often as 401).
-                fresh = await service.refresh_credential(account)
+                fresh = await service.refresh_credential(account, seen=credential)
                 if fresh.get("access_token") == credential.get("access_token"):
                     raise
                 credential = fresh

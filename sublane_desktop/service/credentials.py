@@ -72,12 +72,14 @@ class CredentialCache:
                 # Read again to see the entry is still there; the copy in memory stays the one
                 # used (a refresh may have just replaced both, and must not be undone).
                 await self._entry(account)
-            credential = cached[1]
+            credential = self._cached(account) or cached[1]
         else:
-            credential = await self._entry(account)
+            read = await self._entry(account)
+            # A refresh that ended while the keyring was read stored a newer one: keep it.
+            credential = self._cached(account) or read
             self.cache[account.id] = (account.revision, credential)
         if oauth.needs_refresh(credential, self.service.clock.now()):
-            credential = await self.refresh(account)
+            credential = await self.refresh(account, seen=credential)
         if account.provider == "antigravity":
             credential = await self.service.antigravity.with_project(account, credential)
         return credential
@@ -260,10 +262,26 @@ class CredentialCache:
 
         return (self.service.data_dir / FILE_NAME).exists()
 
-    async def refresh(self, account: AccountState) -> dict[str, Any]:
-        """One refresh in flight per account (R-ST-3); callers share its result."""
+    def _cached(self, account: AccountState) -> dict[str, Any] | None:
+        cached = self.cache.get(account.id)
+        return cached[1] if cached is not None and cached[0] == account.revision else None
+
+    async def refresh(
+        self, account: AccountState, seen: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """One refresh in flight per account (R-ST-3); callers share its result. `seen`: the
+        credential that made the caller ask. When a refresh has replaced it since (the caller
+        read it before that refresh ended), the caller gets the replacement: refreshing again
+        would spend a second single-use refresh token for nothing."""
         task = self._token_refresh.get(account.id)
         if task is None or task.done():
+            now = self._cached(account)
+            if (
+                seen is not None
+                and now is not None
+                and now.get("access_token") != seen.get("access_token")
+            ):
+                return now
             task = spawn(self._refresh(account), name=f"token-refresh-{account.id}")
             self._token_refresh[account.id] = task
         return await asyncio.shield(task)

@@ -170,7 +170,7 @@ class ModelDiscovery:
                 # A token with no recorded expiry may have lapsed: refresh once, as requests
                 # do. One with a known expiry that is not near was refused for another reason.
                 try:
-                    fresh = await self.service.refresh_credential(account)
+                    fresh = await self.service.refresh_credential(account, seen=credential)
                 except Exception:
                     return answer
                 answer = await self._get(account, fresh, verify)

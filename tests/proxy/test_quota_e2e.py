@@ -380,6 +380,62 @@ async def test_refresh_before_expiry_single_flight_and_rejection_marks_auth_fail
     assert h.service.account_view(acc)["state"] == "auth_failed"
 
 
+async def expiring(h, name: str) -> tuple[int, object]:
+    """An account whose token is inside the refresh margin, nothing of it in memory."""
+    acc = await h.add_account(name, f"tok-{name}")
+    cred = json.loads(await h.service.secrets.aget(account_secret(acc)))
+    cred["expires_at"] = h.clock.now() + 60
+    await h.service.secrets.aset(account_secret(acc), json.dumps(cred))
+    h.service._credentials.clear()
+    h.upstream.refresh_grants[f"rt-{name}"] = ("tok-fresh", "rt-2")
+    return acc, h.service.pool.accounts[acc]
+
+
+async def test_a_keyring_read_that_ends_after_a_refresh_does_not_undo_it(clocked):
+    """A request that began reading the keyring before another one's refresh ended gets the
+    refreshed token: it neither puts the old one back in memory nor spends the single-use
+    refresh token a second time (which the upstream refuses: the account would sign out)."""
+    h = clocked
+    acc, account = await expiring(h, "a")
+    credentials = h.service.credentials
+    entry = credentials._entry
+    reading, gate = asyncio.Event(), asyncio.Event()
+
+    async def slow_first_read(account):
+        old = await entry(account)
+        if not reading.is_set():
+            reading.set()
+            await gate.wait()  # this caller's read ends only after the other's refresh
+        return old
+
+    credentials._entry = slow_first_read
+    slow = asyncio.ensure_future(h.service.credential(account))
+    await reading.wait()
+    assert (await h.service.credential(account))["access_token"] == "tok-fresh"
+    gate.set()
+    assert (await slow)["access_token"] == "tok-fresh"
+    assert (await h.service.credential(account))["access_token"] == "tok-fresh"
+    assert len(h.upstream.refresh_calls) == 1
+    assert h.service.account_view(acc)["state"] != "auth_failed"
+
+
+async def test_asking_to_refresh_a_token_already_replaced_gets_the_replacement(clocked):
+    """A caller refused with the token it saw (a 401) asks for a refresh after another caller's
+    refresh replaced that token: it gets the new token without a second refresh."""
+    h = clocked
+    _, account = await expiring(h, "b")
+    seen = await h.service.credentials._entry(account)
+    fresh = await h.service.refresh_credential(account)
+    assert fresh["access_token"] == "tok-fresh"
+    again = await h.service.refresh_credential(account, seen=seen)
+    assert again["access_token"] == "tok-fresh"
+    assert len(h.upstream.refresh_calls) == 1
+    # with the token it saw still current, a refresh is made
+    h.upstream.refresh_grants["rt-2"] = ("tok-third", "rt-3")
+    third = await h.service.refresh_credential(account, seen=fresh)
+    assert third["access_token"] == "tok-third" and len(h.upstream.refresh_calls) == 2
+
+
 async def test_reset_usage_forgets_stored_observations_and_polls_again_at_once(
     tmp_path, upstream, secret_store, clock
 ):
