@@ -22,40 +22,19 @@ from sublane_desktop.service.offline import OfflineService
 from tests.browser_follow import follow
 from tests.conftest import Harness, fake_env, started_harness
 from tests.offline_cli import offline_cli
-
-PROVIDERS = ("anthropic", "codex", "antigravity")
+from tests.provider_logins import PROVIDERS, ProviderLogin
 
 
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
-class Pool:
+class Pool(ProviderLogin):
     """One provider's side of a test: its fake, its account secrets, what its reads show."""
 
     def __init__(self, h: Harness, provider: str) -> None:
+        super().__init__(provider, h.upstream, h.codex, h.google)
         self.h = h
-        self.provider = provider
-
-    def secret(self, name: str) -> dict[str, Any]:
-        token = self.token(name)
-        secret: dict[str, Any] = {
-            "access_token": token,
-            "refresh_token": f"rt-{name}",
-            "expires_at": 4_000_000_000,
-        }
-        if self.provider == "codex":
-            secret["account_id"] = f"acct-{name}"
-        if self.provider == "antigravity":
-            secret["project_id"] = "proj-fake-1"
-        return secret
-
-    def token(self, name: str) -> str:
-        return {
-            "anthropic": f"sk-ant-oat01-{name}",
-            "codex": f"codex-at-{name}",
-            "antigravity": f"ya29.{name}",
-        }[self.provider]
 
     async def add_known(self, name: str) -> int:
         """An account the test begins with (the harness takes it up without a read)."""
@@ -64,19 +43,6 @@ class Pool:
         if self.provider == "antigravity":
             return await self.h.add_antigravity_account(name)
         return await self.h.add_account(name)
-
-    def reads(self) -> list[str]:
-        """The tokens whose usage the fake upstream was asked for, in order."""
-        if self.provider == "codex":
-            return [token for token, _ in self.h.codex.usage_reads]
-        if self.provider == "antigravity":
-            return [token for token, _ in self.h.google.quota_reads]
-        return list(self.h.upstream.usage_reads)
-
-    def forget_reads(self) -> None:
-        self.h.upstream.usage_reads.clear()
-        self.h.codex.usage_reads.clear()
-        self.h.google.quota_reads.clear()
 
     def answer(self, name: str, used: float) -> tuple[str, float]:
         """Script the usage read of `name` to say `used` (0..1) of its first window: returns
@@ -153,11 +119,15 @@ async def gauge(h: Harness, name: str, window: str) -> dict[str, Any]:
     return account["gauges"][window]
 
 
-async def cli_adds(h: Harness, pool: Pool, name: str) -> None:
-    """`sublane account add` while the server runs: another connection commits the account."""
+async def cli_adds(
+    h: Harness, pool: Pool, name: str, login: str | None = None, replace: bool = False
+) -> None:
+    """`sublane account add [--replace]` while the server runs: another connection commits the
+    account (with the secret of `login`, the name's own by default)."""
+    secret = pool.secret(login or name)
     with offline_cli(h.service) as offline:
         await asyncio.to_thread(
-            offline.add_account, pool.provider, name, "default", None, 2, pool.secret(name)
+            offline.add_account, pool.provider, name, "default", None, 2, secret, replace=replace
         )
 
 
@@ -243,17 +213,7 @@ async def test_a_login_the_cli_writes_again_is_read_at_once(pool: Pool) -> None:
     h = pool.h
     await pool.add_known("work")
     window, used = pool.answer("relogin", 0.61)  # the new login's reading
-    with offline_cli(h.service) as offline:
-        await asyncio.to_thread(
-            offline.add_account,
-            pool.provider,
-            "work",
-            "default",
-            None,
-            2,
-            pool.secret("relogin"),
-            replace=True,
-        )
+    await cli_adds(h, pool, "work", login="relogin", replace=True)
     await api(h, "GET", "/api/accounts/runtime")
     await reads_done(h.service)
     assert pool.reads() == [pool.token("relogin")]
@@ -337,17 +297,7 @@ async def test_an_account_signed_in_while_paused_is_read_when_it_is_unpaused(
     await pool.add_known("work")
     await api(h, "POST", "/llmux/pause-account", {"account": "work", "paused": True})
     window, used = pool.answer("relogin", 0.61)
-    with offline_cli(h.service) as offline:
-        await asyncio.to_thread(
-            offline.add_account,
-            pool.provider,
-            "work",
-            "default",
-            None,
-            2,
-            pool.secret("relogin"),
-            replace=True,
-        )
+    await cli_adds(h, pool, "work", login="relogin", replace=True)
     await api(h, "GET", "/api/accounts/runtime")  # taken up: a new revision, still paused
     await reads_done(h.service)
     assert pool.reads() == []

@@ -7,58 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import pytest
 
 from tests.cli.conftest import Sublane
+from tests.provider_logins import PROVIDERS, ProviderLogin
 
-PROVIDERS = ("anthropic", "codex", "antigravity")
 WAIT_S = 20.0  # a bound for a failing run; a passing one is done in well under a second
 
 
-class Login:
-    def __init__(self, provider: str, upstream, codex_upstream, antigravity_upstream) -> None:
-        self.provider = provider
-        self.upstream, self.codex, self.google = upstream, codex_upstream, antigravity_upstream
-
+class Login(ProviderLogin):
     def point(self, sublane: Sublane) -> None:
         sublane.env["SUBLANE_ANTHROPIC_BASE_URL"] = self.upstream.url
         sublane.env["SUBLANE_OAUTH_BASE_URL"] = self.upstream.url
         sublane.env["SUBLANE_CODEX_BASE_URL"] = self.codex.url
         sublane.env["SUBLANE_ANTIGRAVITY_BASE_URL"] = self.google.url
         sublane.env["SUBLANE_GOOGLE_OAUTH_BASE_URL"] = self.google.url
-
-    def token(self, name: str) -> str:
-        return {
-            "anthropic": f"sk-ant-oat01-{name}",
-            "codex": f"codex-at-{name}",
-            "antigravity": f"ya29.{name}",
-        }[self.provider]
-
-    def secret(self, name: str) -> dict[str, Any]:
-        secret: dict[str, Any] = {
-            "access_token": self.token(name),
-            "refresh_token": f"rt-{name}",
-            "expires_at": 4_000_000_000,
-        }
-        if self.provider == "codex":
-            secret["account_id"] = f"acct-{name}"
-        if self.provider == "antigravity":
-            secret["project_id"] = "proj-fake-1"
-        return secret
-
-    def reads(self) -> list[str]:
-        if self.provider == "codex":
-            return [t for t, _ in self.codex.usage_reads]
-        if self.provider == "antigravity":
-            return [t for t, _ in self.google.quota_reads]
-        return list(self.upstream.usage_reads)
-
-    def forget_reads(self) -> None:
-        self.upstream.usage_reads.clear()
-        self.codex.usage_reads.clear()
-        self.google.quota_reads.clear()
 
     async def read_by(self, name: str) -> None:
         if self.provider == "codex":
