@@ -383,7 +383,7 @@ async def restarts(request, tmp_path, upstream, codex_upstream, antigravity_upst
     return runs
 
 
-async def test_a_server_start_reads_an_account_the_cli_added_while_none_ran(
+async def test_a_server_start_reads_an_account_the_cli_added_or_whose_bars_aged_meanwhile(
     restarts: Restarts,
 ) -> None:
     service = restarts.service()
@@ -403,9 +403,21 @@ async def test_a_server_start_reads_an_account_the_cli_added_while_none_ran(
     await again.start()
     try:
         await reads_done(again)
-        assert pool.reads() == []  # its stored reading shows; a start reads only cold accounts
+        assert pool.reads() == []  # its stored reading is fresh, and the floor holds
     finally:
         await again.stop()
+    # The next morning: the stored reading has aged; the start reads it again.
+    restarts.clock.advance(12 * 3600)
+    window, used = pool.answer("work", 0.05)
+    morning = restarts.service()
+    await morning.start()
+    try:
+        await reads_done(morning)
+        assert pool.reads() == [pool.token("work")]
+        view = morning.account_view(morning.pool.find("work").id)
+        assert view["gauges"][window]["utilization"] == pytest.approx(used)
+    finally:
+        await morning.stop()
 
 
 # How long each fake's usage endpoint says to wait when it refuses (its retry-after)

@@ -19,17 +19,15 @@ within the poll floor (an account paused for a minute shows the reading it had; 
 unpausing in a row polls once per floor). Without it the tray showed the old bars as stale, or
 cold ones, until traffic came through it.
 
-A server start is no arrival: it reads the accounts nothing was ever read for (every gauge
-cold), within the poll floor and the retry-after a previous run left (R-OBS-2), so an account
-the CLI added while no server ran has gauges as soon as one starts, and a server restarted in
-a loop does not poll each time.
+A server start is no arrival: it reads the accounts whose gauges are cold or stale (never read,
+or read by a run that ended a while ago), within the poll floor and the retry-after a previous
+run left (R-OBS-2), so an account the CLI added while no server ran, and the bars of yesterday,
+are fresh as soon as a server starts, and a server restarted in a loop does not poll each time.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-from sublane_desktop.core.gauges import windows_for
 
 if TYPE_CHECKING:
     from sublane_desktop.service import Service
@@ -47,8 +45,9 @@ class FreshGauges:
         are read; the accounts never read yet are read now."""
         self._seen = self._in_service()
         quota = self.service.quota
-        never_read = [a for a in quota.candidates() if a.gauges.all_cold(windows_for(a.provider))]
-        quota.refresher.want(never_read)  # not forced: the poll floor outlives a restart
+        # What traffic would read (stale or cold gauges), not forced: the poll floor and the
+        # endpoint's retry-after outlive a restart, so a restart loop polls nothing more.
+        quota.read_if_stale(quota.candidates())
 
     def stop(self) -> None:
         """The server is stopping: no read may start into its closing session."""
