@@ -383,41 +383,34 @@ async def restarts(request, tmp_path, upstream, codex_upstream, antigravity_upst
     return runs
 
 
-async def test_a_server_start_reads_an_account_the_cli_added_or_whose_bars_aged_meanwhile(
-    restarts: Restarts,
-) -> None:
+async def a_start_reads(restarts: Restarts, pool: Pool, used: float | None) -> None:
+    """Start a server on the data dir and stop it once its start reads are done: `used` is
+    what "work" must then show (read at start), None when the start must read nothing."""
+    window, answer = pool.answer("work", used or 0.0)
     service = restarts.service()
-    pool = restarts.pool(service)
-    window, used = pool.answer("work", 0.3)
-    restarts.cli_adds(pool, "work")  # `sublane account add` with no server running
     await service.start()
     try:
         await reads_done(service)
+        if used is None:
+            assert pool.reads() == []
+            return
         assert pool.reads() == [pool.token("work")]
         view = service.account_view(service.pool.find("work").id)
-        assert view["gauges"][window]["utilization"] == pytest.approx(used)
+        assert view["gauges"][window]["utilization"] == pytest.approx(answer)
     finally:
         await service.stop()
-    pool.forget_reads()
-    again = restarts.service()
-    await again.start()
-    try:
-        await reads_done(again)
-        assert pool.reads() == []  # its stored reading is fresh, and the floor holds
-    finally:
-        await again.stop()
-    # The next morning: the stored reading has aged; the start reads it again.
-    restarts.clock.advance(12 * 3600)
-    window, used = pool.answer("work", 0.05)
-    morning = restarts.service()
-    await morning.start()
-    try:
-        await reads_done(morning)
-        assert pool.reads() == [pool.token("work")]
-        view = morning.account_view(morning.pool.find("work").id)
-        assert view["gauges"][window]["utilization"] == pytest.approx(used)
-    finally:
-        await morning.stop()
+        pool.forget_reads()
+
+
+async def test_a_server_start_reads_an_account_the_cli_added_or_whose_bars_aged_meanwhile(
+    restarts: Restarts,
+) -> None:
+    pool = restarts.pool(restarts.service())
+    restarts.cli_adds(pool, "work")  # `sublane account add` with no server running
+    await a_start_reads(restarts, pool, 0.3)
+    await a_start_reads(restarts, pool, None)  # its stored reading is fresh, the floor holds
+    restarts.clock.advance(12 * 3600)  # the next morning: the stored reading has aged
+    await a_start_reads(restarts, pool, 0.05)
 
 
 # How long each fake's usage endpoint says to wait when it refuses (its retry-after)
